@@ -1,0 +1,1 @@
+//! A set-associative TLB with LRU or random replacement.

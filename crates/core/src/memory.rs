@@ -1,0 +1,48 @@
+//! The `Memory` trait: how an engine (the NI) reaches host memory.
+//!
+//! The engine never touches memory directly. The simulator injects a model (residency, IOMMU
+//! costs, real bytes for invariant checks); the live runtime injects real process memory that
+//! must never block on a missing page: it answers [`MemError::NotPresent`] instead, which the
+//! engine turns into a page-fault NACK (spec part.md, mechanism 3).
+
+/// Protection-domain id (16 bit): selects the process / IOMMU context at a node (part.md, 12).
+pub type Pdid = u16;
+
+/// Size of a page, in bytes. PART's blocks and the IOMMU work on 4 KiB pages.
+pub const PAGE_BYTES: u64 = 4096;
+
+/// The page-aligned address containing `addr`.
+pub const fn page_of(addr: u64) -> u64 {
+    addr & !(PAGE_BYTES - 1)
+}
+
+/// Why a memory access did not happen. No access is ever partial: on error nothing was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemError {
+    /// The page holding `page_addr` is mapped but not present: an IOMMU fault.
+    #[error("page {page_addr:#x} is not present")]
+    NotPresent {
+        /// Page-aligned address of the first missing page of the access.
+        page_addr: u64,
+    },
+    /// The address is not mapped at all in the address space (no page-in can help).
+    #[error("address {addr:#x} is not mapped")]
+    Unmapped {
+        /// First unmapped address of the access.
+        addr: u64,
+    },
+    /// No address space (process) with this PDID exists at the node.
+    #[error("no protection domain {0}")]
+    NoSuchDomain(Pdid),
+}
+
+/// Host memory as seen through the IOMMU.
+///
+/// Implementations must make each call all-or-nothing: either every byte of the range is
+/// accessed, or none is and an error says why.
+pub trait Memory {
+    /// Write `data` at virtual address `addr` of the address space `pdid`.
+    fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError>;
+    /// Read `out.len()` bytes at virtual address `addr` of the address space `pdid`.
+    fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError>;
+}

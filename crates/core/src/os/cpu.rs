@@ -1,0 +1,1 @@
+//! CPU cost models of the Touch and Pin schemes (spec part.md, "Alternatives").

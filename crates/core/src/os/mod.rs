@@ -1,0 +1,15 @@
+//! The host OS side of PART's fault path, as models for the simulator, and the policy logic the
+//! live runtime shares.
+//!
+//! - [`policy`]: which pages a fault pages in (PIO / PI4 / PIA), pure.
+//! - [`handler`]: the fault handler model: IOMMU fault interrupts that preempt a deferred page-in
+//!   task, which drains the NI fault FIFO, deduplicates pages, calls `get_user_pages`, notifies
+//!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
+//! - [`cpu`]: CPU cost models for the Touch and Pin schemes.
+
+pub mod cpu;
+pub mod handler;
+pub mod policy;
+
+pub use handler::{Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency};
+pub use policy::PageInPolicy;

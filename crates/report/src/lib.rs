@@ -1,0 +1,19 @@
+//! Output of experiments: tidy tables, CSV, JSON metadata, SVG plots and the HTML report.
+//!
+//! An experiment returns a [`Table`] (one row per point, units last in column names) and
+//! [`PlotSpec`]s that say how to draw it; this crate writes `NAME.csv`, `NAME.json`, `NAME.svg`
+//! and, for `unpinned reproduce`, `index.html`.
+
+#![warn(missing_docs)]
+
+mod table;
+pub use table::{Cell, Table};
+
+mod plot;
+pub use plot::{render_svg, PlotKind, PlotSpec};
+
+mod files;
+pub use files::{write_experiment, ExperimentFiles, Metadata};
+
+mod html;
+pub use html::{write_index, ReportEntry};
