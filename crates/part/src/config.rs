@@ -1,0 +1,53 @@
+//! Engine parameters.
+
+use unpinned_core::profile::EngineProfile;
+use unpinned_core::time::Duration;
+
+/// Parameters of one PART engine. Build with [`EngineConfig::from_profile`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// Block size in bytes (unit of ACK and retransmission; 16 KiB in the spec).
+    pub block_bytes: u32,
+    /// Packet payload size (256 B in the spec).
+    pub packet_bytes: u32,
+    /// Outstanding blocks per transfer (2 in the spec).
+    pub max_outstanding: u32,
+    /// Block timeout; `None` is NTO: a page-fault NACK cancels the timer and only the ERR (or
+    /// the recovery timeout) resumes the block.
+    pub block_timeout: Option<Duration>,
+    /// Loss timer under NTO, and safety net for a lost ERR or a lost source-fault record.
+    pub recovery_timeout: Duration,
+    /// Consecutive unanswered timeouts before a transfer fails with `RetryExceeded`.
+    pub max_timeouts: u32,
+    /// Receive-side block state idle this long is discarded (a packet older than this is
+    /// assumed gone from the network, like TCP's maximum segment lifetime).
+    pub rx_idle: Duration,
+    /// Salt for remote keys handed out by `expose` (drivers pass a seeded random value).
+    pub key_salt: u64,
+}
+
+impl EngineConfig {
+    /// From a profile's `[engine]` section.
+    pub fn from_profile(p: &EngineProfile) -> EngineConfig {
+        EngineConfig {
+            block_bytes: p.block_bytes,
+            packet_bytes: p.packet_bytes,
+            max_outstanding: p.max_outstanding_blocks,
+            block_timeout: (p.block_timeout_us > 0.0).then(|| Duration::from_us_f64(p.block_timeout_us)),
+            recovery_timeout: Duration::from_us_f64(p.fault_recovery_timeout_us),
+            max_timeouts: p.max_timeouts,
+            rx_idle: Duration::from_us_f64(p.rx_state_idle_us),
+            key_salt: 0x5eed,
+        }
+    }
+
+    /// The timer armed when a block has been sent completely.
+    pub fn ack_timeout(&self) -> Duration {
+        self.block_timeout.unwrap_or(self.recovery_timeout)
+    }
+
+    /// Packets in a block of `block_len` bytes.
+    pub fn packets_in(&self, block_len: u32) -> u32 {
+        block_len.div_ceil(self.packet_bytes).max(1)
+    }
+}

@@ -1,0 +1,274 @@
+//! Responder: data arriving at this node, and read requests (spec part.md, mechanisms 3, 4, 6,
+//! 11, 12).
+//!
+//! Every data packet is checked before memory is touched: geometry (offset, block, length),
+//! then protection (exposed range, key, permission, PDID) for writes, or a matching pending read
+//! for read responses. A missing page answers the block with one page-fault NACK and one fault
+//! record per attempt; later packets keep flowing ("hit under previous fault").
+
+use unpinned_core::api::{CompletionError, FaultRecord, FaultSide, NodeId, Perms, RemoteKey, TransferKey};
+use unpinned_core::memory::{MemError, Memory, Pdid};
+use unpinned_core::time::Instant;
+use unpinned_wire::{NackReason, PartRepr};
+
+use crate::engine::{Ctrl, Event, PartEngine};
+use crate::timers::TimerKind;
+
+/// Receive-side state of one block of one transfer.
+#[derive(Clone, Debug)]
+pub struct RxBlock {
+    /// Attempt being received; packets of older attempts are dropped.
+    pub seq: u16,
+    /// Packets of this attempt received (bit per packet index).
+    pub bitmap: Vec<u64>,
+    /// Packets received.
+    pub received: u32,
+    /// Packets in the block.
+    pub expected: u32,
+    /// This attempt failed (NACK sent): it will not be acknowledged.
+    pub failed: bool,
+    /// Acknowledged: later packets of this attempt are duplicates.
+    pub done: bool,
+    /// Last packet seen.
+    pub last: Instant,
+}
+
+/// `a` is an older attempt than `b` (serial-number arithmetic over u16, RFC 1982).
+pub fn seq_older(a: u16, b: u16) -> bool {
+    a != b && b.wrapping_sub(a) < 0x8000
+}
+
+impl PartEngine {
+    pub(crate) fn on_data<M: Memory>(&mut self, now: Instant, src: NodeId, repr: &PartRepr, mem: &mut M) {
+        let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload } = *repr else {
+            unreachable!("on_data takes data packets")
+        };
+        let transfer = TransferKey { data_src: src, data_dst: self.node, id: transfer_id, read_response: flags.read_response };
+        // Geometry: the packet must lie inside its block and the block inside the transfer, at
+        // a packet boundary, with the length the block implies.
+        let bb = self.cfg.block_bytes as u64;
+        let pb = self.cfg.packet_bytes as u64;
+        let block_start = block_id as u64 * bb;
+        let plen = payload.len() as u64;
+        let geometry_ok = block_len as u64 <= bb
+            && block_len > 0
+            && block_start.checked_add(block_len as u64).is_some_and(|e| e <= xfer_len)
+            && (block_start + block_len as u64 == xfer_len || block_len as u64 == bb)
+            && offset >= block_start
+            && offset < block_start + block_len as u64
+            && (offset - block_start) % pb == 0
+            && plen == (block_start + block_len as u64 - offset).min(pb)
+            && xfer_base.checked_add(xfer_len).is_some();
+        if !geometry_ok {
+            self.stats.malformed_dropped += 1;
+            return;
+        }
+        // Where the bytes go, and whether they may.
+        let (dst_pdid, dst_base, allowed) = if transfer.read_response {
+            match self.reads.get(&transfer_id) {
+                Some(r) if r.peer == src && r.len == xfer_len => (r.local_pdid, r.local_addr, true),
+                _ => (0, 0, false),
+            }
+        } else {
+            (pdid, xfer_base, self.exposures.allows(pdid, rkey, xfer_base + offset, plen, Perms::W))
+        };
+        if !allowed {
+            // Protection error (mechanism 12): nothing is written. For a read response this means
+            // the read is not (or no longer) pending here: the target drops its response.
+            self.nack_once(now, transfer, block_id, block_seq, NackReason::Protection, xfer_base + offset, None);
+            return;
+        }
+        // Attempt bookkeeping.
+        let expected = self.cfg.packets_in(block_len);
+        let key = (transfer, block_id);
+        if self.rx.is_empty() {
+            self.arm_rx_gc(now);
+        }
+        let pool = &mut self.bitmap_pool;
+        let entry = self.rx.entry(key).or_insert_with(|| RxBlock {
+            seq: block_seq,
+            bitmap: new_bitmap(pool, expected),
+            received: 0,
+            expected,
+            failed: false,
+            done: false,
+            last: now,
+        });
+        if seq_older(block_seq, entry.seq) {
+            self.stats.stale_dropped += 1;
+            return;
+        }
+        if block_seq != entry.seq || entry.expected != expected {
+            entry.seq = block_seq;
+            entry.bitmap.iter_mut().for_each(|w| *w = 0);
+            entry.bitmap.resize(expected.div_ceil(64) as usize, 0);
+            entry.received = 0;
+            entry.expected = expected;
+            entry.failed = false;
+            entry.done = false;
+        }
+        entry.last = now;
+        let index = ((offset - block_start) / pb) as usize;
+        let (word, bit) = (index / 64, 1u64 << (index % 64));
+        if entry.done || entry.bitmap[word] & bit != 0 {
+            self.stats.stale_dropped += 1;
+            return;
+        }
+        let dst_addr = dst_base + offset;
+        match mem.write(dst_pdid, dst_addr, payload) {
+            Ok(()) => {
+                entry.bitmap[word] |= bit;
+                entry.received += 1;
+                if entry.received == entry.expected && !entry.failed {
+                    entry.done = true;
+                    self.ctrl.push_back((src, Ctrl::Ack { transfer, block: block_id, seq: block_seq }));
+                    if transfer.read_response {
+                        self.on_read_block_done(now, transfer_id, block_id);
+                    }
+                }
+            }
+            Err(MemError::NotPresent { page_addr }) => {
+                let block_range = (dst_base + block_start, dst_base + block_start + block_len as u64);
+                let rec = FaultRecord {
+                    side: FaultSide::Destination,
+                    transfer,
+                    block: block_id,
+                    block_seq,
+                    pdid: dst_pdid,
+                    page_addr,
+                    block_range,
+                    transfer_range: (dst_base, dst_base + xfer_len),
+                };
+                self.nack_once(now, transfer, block_id, block_seq, NackReason::PageFault, page_addr, Some(rec));
+            }
+            Err(MemError::Unmapped { addr }) => {
+                self.nack_once(now, transfer, block_id, block_seq, NackReason::Protection, addr, None);
+                if transfer.read_response {
+                    self.fail_read(now, src, transfer_id, CompletionError::LocalAccess);
+                }
+            }
+            Err(MemError::NoSuchDomain(_)) => {
+                self.nack_once(now, transfer, block_id, block_seq, NackReason::Protection, dst_addr, None);
+                if transfer.read_response {
+                    self.fail_read(now, src, transfer_id, CompletionError::LocalAccess);
+                }
+            }
+        }
+    }
+
+    /// NACK an attempt once (and log its fault record once): the first failing packet of an
+    /// attempt decides; later failing packets of the same attempt add nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn nack_once(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, reason: NackReason, addr: u64, rec: Option<FaultRecord>) {
+        let expected = 1;
+        if self.rx.is_empty() {
+            self.arm_rx_gc(now);
+        }
+        let pool = &mut self.bitmap_pool;
+        let entry = self.rx.entry((transfer, block)).or_insert_with(|| RxBlock {
+            seq,
+            bitmap: new_bitmap(pool, expected),
+            received: 0,
+            expected,
+            failed: false,
+            done: false,
+            last: now,
+        });
+        if seq_older(seq, entry.seq) {
+            return;
+        }
+        if entry.seq != seq {
+            entry.seq = seq;
+            entry.bitmap.iter_mut().for_each(|w| *w = 0);
+            entry.received = 0;
+            entry.done = false;
+            entry.failed = false;
+        }
+        entry.last = now;
+        if entry.failed {
+            return;
+        }
+        entry.failed = true;
+        self.ctrl.push_back((transfer.data_src, Ctrl::Nack { transfer, block, seq, reason, addr }));
+        if let Some(rec) = rec {
+            self.events.push_back(Event::Fault(rec));
+        }
+    }
+
+    /// A data packet failed its checksum: NACK its block so the source resends at once
+    /// (mechanism 6). The named block is untrusted; the source ignores unknown blocks.
+    pub(crate) fn on_corrupt_data(&mut self, _now: Instant, transfer: TransferKey, block: u32, seq: u16) {
+        if let Some(e) = self.rx.get(&(transfer, block)) {
+            if e.done && e.seq == seq {
+                return;
+            }
+        }
+        self.ctrl.push_back((transfer.data_src, Ctrl::Nack { transfer, block, seq, reason: NackReason::Crc, addr: 0 }));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_read_request(&mut self, now: Instant, src: NodeId, pdid: Pdid, rkey: RemoteKey, id: u32, reply_pdid: Pdid, remote_addr: u64, local_addr: u64, len: u64) {
+        let transfer = TransferKey { data_src: self.node, data_dst: src, id, read_response: true };
+        if self.tx_index.contains_key(&transfer) {
+            // A resent request for a response already under way: its own timers cover losses.
+            self.stats.stale_dropped += 1;
+            return;
+        }
+        let sane = len > 0 && local_addr.checked_add(len).is_some() && len.div_ceil(self.cfg.block_bytes as u64) <= u32::MAX as u64;
+        if !sane || !self.exposures.allows(pdid, rkey, remote_addr, len, Perms::R) {
+            self.ctrl.push_back((src, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::Protection, addr: remote_addr }));
+            return;
+        }
+        // Mechanism 11: the read is carried out as a write back to the initiator.
+        self.start_transfer(now, transfer, None, pdid, remote_addr, reply_pdid, local_addr, 0, len);
+    }
+
+    fn arm_rx_gc(&mut self, now: Instant) {
+        if self.rx_gc_at.is_none() {
+            let at = now + self.cfg.rx_idle;
+            self.rx_gc_at = Some(at);
+            self.timers.push(at, TimerKind::RxGc);
+        }
+    }
+
+    pub(crate) fn on_rx_gc(&mut self, now: Instant, at: Instant) {
+        if self.rx_gc_at != Some(at) {
+            return;
+        }
+        self.rx_gc_at = None;
+        let idle = self.cfg.rx_idle;
+        let pool = &mut self.bitmap_pool;
+        self.rx.retain(|_, b| {
+            let keep = now.saturating_since(b.last) < idle;
+            if !keep {
+                pool.push(std::mem::take(&mut b.bitmap));
+            }
+            keep
+        });
+        if !self.rx.is_empty() {
+            self.arm_rx_gc(now);
+        }
+    }
+}
+
+fn new_bitmap(pool: &mut Vec<Vec<u64>>, packets: u32) -> Vec<u64> {
+    let words = packets.div_ceil(64) as usize;
+    let mut v = pool.pop().unwrap_or_default();
+    v.clear();
+    v.resize(words, 0);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seq_older;
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        assert!(seq_older(1, 2));
+        assert!(!seq_older(2, 1));
+        assert!(!seq_older(5, 5));
+        assert!(seq_older(u16::MAX, 0), "wrap-around: 65535 is older than 0");
+        assert!(!seq_older(0, u16::MAX));
+    }
+}
