@@ -41,6 +41,8 @@ pub struct NetProfile {
     pub hops: u32,
     /// NI per-packet processing time at each side, ns.
     pub ni_packet_ns: u64,
+    /// Link-level bytes per packet besides the payload (header + CRC of the modelled NI).
+    pub header_bytes: u32,
 }
 
 /// PART engine parameters.

@@ -70,7 +70,9 @@ impl PartEngine {
                 _ => (0, 0, false),
             }
         } else {
-            (pdid, xfer_base, self.exposures.allows(pdid, rkey, xfer_base + offset, plen, Perms::W))
+            // The whole transfer must be inside one exposure: an access that is partly outside
+            // fails as a whole, and no byte of it is written.
+            (pdid, xfer_base, self.exposures.allows(pdid, rkey, xfer_base, xfer_len, Perms::W))
         };
         if !allowed {
             // Protection error (mechanism 12): nothing is written. For a read response this means

@@ -1,0 +1,234 @@
+//! The simulated host memory of one node, seen by the NI through the IOMMU model.
+//!
+//! Each address space (PDID) has mapped ranges (VMAs); every page in them is present or not,
+//! and holds real bytes (allocated on first write) so that invariants can compare what arrived
+//! with what was sent. The NI's accesses go through [`NiView`], which implements
+//! [`Memory`]: it translates every page through the IOMMU, accumulates the translation latency,
+//! counts IOMMU fault interrupts, and never writes a byte unless every page of the access is
+//! present. The host CPU uses [`SimMemory::host_write`] / [`SimMemory::host_read`] (no IOMMU).
+
+use rustc_hash::FxHashMap;
+use unpinned_core::iommu::{Iommu, TranslationResult};
+use unpinned_core::memory::{page_of, MemError, Memory, Pdid, PAGE_BYTES};
+use unpinned_core::os::Residency;
+use unpinned_core::rng::{Rng, SimRng};
+use unpinned_core::time::Duration;
+
+/// Initial residency of a mapped range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Residence {
+    /// Every page present.
+    Present,
+    /// No page present (fresh anonymous memory, or swapped out).
+    Absent,
+    /// Each page independently missing with this probability.
+    MissingWithProbability(f64),
+}
+
+#[derive(Default)]
+struct Page {
+    present: bool,
+    data: Option<Box<[u8]>>,
+}
+
+/// One node's memory.
+pub struct SimMemory {
+    vmas: Vec<(Pdid, u64, u64)>,
+    pages: FxHashMap<(Pdid, u64), Page>,
+    /// Ranges the NI may write (exposures and buffers of pending reads): `(pdid, start, end)`.
+    /// A write outside them is an invariant violation.
+    writable: Vec<(Pdid, u64, u64)>,
+    violations: Vec<String>,
+    pending_interrupts: u32,
+    latency: Duration,
+}
+
+impl Default for SimMemory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SimMemory {
+    /// Empty memory: nothing mapped.
+    pub fn new() -> SimMemory {
+        SimMemory {
+            vmas: Vec::new(),
+            pages: FxHashMap::default(),
+            writable: Vec::new(),
+            violations: Vec::new(),
+            pending_interrupts: 0,
+            latency: Duration::ZERO,
+        }
+    }
+
+    /// Map `[base, base+len)` (page-rounded) in `pdid` with the given residency.
+    pub fn map(&mut self, pdid: Pdid, base: u64, len: u64, residence: Residence, rng: &mut SimRng) {
+        let start = page_of(base);
+        let end = page_of(base + len + PAGE_BYTES - 1);
+        self.vmas.push((pdid, start, end));
+        let mut p = start;
+        while p < end {
+            let present = match residence {
+                Residence::Present => true,
+                Residence::Absent => false,
+                Residence::MissingWithProbability(f) => rng.gen::<f64>() >= f,
+            };
+            self.pages.entry((pdid, p)).or_default().present = present;
+            p += PAGE_BYTES;
+        }
+    }
+
+    /// Unmap a range: its pages are gone (their bytes too).
+    pub fn unmap(&mut self, pdid: Pdid, base: u64, len: u64, iommu: &mut Iommu) {
+        let (start, end) = (page_of(base), page_of(base + len + PAGE_BYTES - 1));
+        self.vmas.retain(|&(d, s, e)| !(d == pdid && s >= start && e <= end));
+        let mut p = start;
+        while p < end {
+            self.pages.remove(&(pdid, p));
+            iommu.invalidate(pdid, p / PAGE_BYTES);
+            p += PAGE_BYTES;
+        }
+    }
+
+    fn mapped(&self, pdid: Pdid, addr: u64) -> bool {
+        self.vmas.iter().any(|&(d, s, e)| d == pdid && addr >= s && addr < e)
+    }
+
+    /// Make a page present (the page-in of `get_user_pages`).
+    pub fn make_present(&mut self, pdid: Pdid, page_addr: u64) {
+        if self.mapped(pdid, page_addr) {
+            self.pages.entry((pdid, page_of(page_addr))).or_default().present = true;
+        }
+    }
+
+    /// Evict a page (reclaim): not present any more, the IOMMU's entry invalidated. Its bytes
+    /// are kept (as if swapped out).
+    pub fn evict(&mut self, pdid: Pdid, page_addr: u64, iommu: &mut Iommu) {
+        if let Some(p) = self.pages.get_mut(&(pdid, page_of(page_addr))) {
+            p.present = false;
+        }
+        iommu.invalidate(pdid, page_addr / PAGE_BYTES);
+    }
+
+    /// Whether a page is present.
+    pub fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
+        self.pages.get(&(pdid, page_of(page_addr))).is_some_and(|p| p.present)
+    }
+
+    /// Pages of `[base, base+len)` not present.
+    pub fn missing_pages(&self, pdid: Pdid, base: u64, len: u64) -> u64 {
+        let (start, end) = (page_of(base), page_of(base + len + PAGE_BYTES - 1));
+        (start..end).step_by(PAGE_BYTES as usize).filter(|&p| !self.is_present(pdid, p)).count() as u64
+    }
+
+    /// Host CPU write (no IOMMU, residency unchanged: sets up contents).
+    pub fn host_write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) {
+        let mut done = 0;
+        while done < data.len() {
+            let a = addr + done as u64;
+            let (page, off) = (page_of(a), (a - page_of(a)) as usize);
+            let n = (PAGE_BYTES as usize - off).min(data.len() - done);
+            let p = self.pages.entry((pdid, page)).or_default();
+            let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
+            buf[off..off + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+    }
+
+    /// Host CPU read (no IOMMU). Pages never written read as zeros.
+    pub fn host_read(&self, pdid: Pdid, addr: u64, out: &mut [u8]) {
+        let mut done = 0;
+        while done < out.len() {
+            let a = addr + done as u64;
+            let (page, off) = (page_of(a), (a - page_of(a)) as usize);
+            let n = (PAGE_BYTES as usize - off).min(out.len() - done);
+            match self.pages.get(&(pdid, page)).and_then(|p| p.data.as_ref()) {
+                Some(buf) => out[done..done + n].copy_from_slice(&buf[off..off + n]),
+                None => out[done..done + n].fill(0),
+            }
+            done += n;
+        }
+    }
+
+    /// Allow NI writes to `[start, end)` of `pdid` (an exposure or a pending read's buffer).
+    pub fn allow_writes(&mut self, pdid: Pdid, start: u64, end: u64) {
+        self.writable.push((pdid, start, end));
+    }
+
+    /// Withdraw a range given to [`SimMemory::allow_writes`].
+    pub fn disallow_writes(&mut self, pdid: Pdid, start: u64, end: u64) {
+        if let Some(i) = self.writable.iter().position(|&w| w == (pdid, start, end)) {
+            self.writable.swap_remove(i);
+        }
+    }
+
+    /// Violations seen (writes outside the allowed ranges), drained.
+    pub fn take_violations(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.violations)
+    }
+
+    /// IOMMU fault interrupts raised since the last call.
+    pub fn take_interrupts(&mut self) -> u32 {
+        std::mem::take(&mut self.pending_interrupts)
+    }
+
+    /// Translation latency accumulated since the last call.
+    pub fn take_latency(&mut self) -> Duration {
+        std::mem::take(&mut self.latency)
+    }
+
+    /// The NI's view through `iommu`.
+    pub fn ni_view<'a>(&'a mut self, iommu: &'a mut Iommu) -> NiView<'a> {
+        NiView { mem: self, iommu }
+    }
+
+    /// Check every page of an access through the IOMMU; the first failure wins.
+    fn translate_range(&mut self, iommu: &mut Iommu, pdid: Pdid, addr: u64, len: usize) -> Result<(), MemError> {
+        let end = addr + len.max(1) as u64;
+        let mut page = page_of(addr);
+        while page < end {
+            let Some(p) = self.pages.get(&(pdid, page)) else {
+                return Err(MemError::Unmapped { addr: page.max(addr) });
+            };
+            let t = iommu.translate(pdid, page / PAGE_BYTES, p.present);
+            self.latency += t.latency;
+            if t.result == TranslationResult::Fault {
+                self.pending_interrupts += 1;
+                return Err(MemError::NotPresent { page_addr: page });
+            }
+            page += PAGE_BYTES;
+        }
+        Ok(())
+    }
+}
+
+impl Residency for SimMemory {
+    fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
+        SimMemory::is_present(self, pdid, page_addr)
+    }
+}
+
+/// The NI's access path: memory through the IOMMU.
+pub struct NiView<'a> {
+    mem: &'a mut SimMemory,
+    iommu: &'a mut Iommu,
+}
+
+impl Memory for NiView<'_> {
+    fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.mem.translate_range(self.iommu, pdid, addr, data.len())?;
+        let end = addr + data.len() as u64;
+        if !self.mem.writable.iter().any(|&(d, s, e)| d == pdid && addr >= s && end <= e) {
+            self.mem.violations.push(format!("NI wrote [{addr:#x}, {end:#x}) of pdid {pdid}, outside every exposed range"));
+        }
+        self.mem.host_write(pdid, addr, data);
+        Ok(())
+    }
+
+    fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
+        self.mem.translate_range(self.iommu, pdid, addr, out.len())?;
+        self.mem.host_read(pdid, addr, out);
+        Ok(())
+    }
+}

@@ -1,0 +1,578 @@
+//! The event loop: a heap of events ordered by (time, insertion sequence) over per-node
+//! components (PART engine, IOMMU, memory, fault handler) and the links between them.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
+use unpinned_core::iommu::Iommu;
+use unpinned_core::memory::Pdid;
+use unpinned_core::os::{FaultHandlerModel, HandlerAction, HandlerConfig, PageInPolicy};
+use unpinned_core::profile::Profile;
+use unpinned_core::rng::{derive_seed, rng_for, Rng, SimRng};
+use unpinned_core::time::{serialization, Duration, Instant};
+use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
+use unpinned_wire::part::DATA_HEADER_LEN;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::faults::{fate, FaultConfig};
+use crate::invariants::Checker;
+use crate::memory::{Residence, SimMemory};
+use crate::net::Topology;
+
+/// Everything that shapes a simulation run.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Platform costs.
+    pub profile: Profile,
+    /// Page-in policy of every node's fault handler.
+    pub policy: PageInPolicy,
+    /// Whether fault handlers send ERRs (false: retransmission by timeout only).
+    pub send_err: bool,
+    /// Master seed; every random stream is derived from it.
+    pub seed: u64,
+    /// Number of nodes.
+    pub nodes: u32,
+    /// How they are connected.
+    pub topology: Topology,
+    /// Packet faults injected on every link.
+    pub faults: FaultConfig,
+    /// Check invariants after every step (bytes delivered, exactly-once, protection).
+    pub check_invariants: bool,
+    /// Hash every event into the trace hash (determinism checks).
+    pub trace: bool,
+}
+
+impl SimConfig {
+    /// Two nodes with the profile's hop count, PIA with ERR, no faults, invariants on.
+    pub fn two_nodes(profile: Profile, seed: u64) -> SimConfig {
+        let hops = profile.net.hops;
+        SimConfig {
+            profile,
+            policy: PageInPolicy::Pia,
+            send_err: true,
+            seed,
+            nodes: 2,
+            topology: Topology::Uniform { hops },
+            faults: FaultConfig::NONE,
+            check_invariants: true,
+            trace: false,
+        }
+    }
+}
+
+/// A failed run: what broke, and the seed that reproduces it.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} (seed {seed}, t = {at_us:.3} us)")]
+pub struct SimError {
+    /// The violated invariant or the stuck state.
+    pub what: String,
+    /// Master seed of the run.
+    pub seed: u64,
+    /// Simulated time of the failure, us.
+    pub at_us: f64,
+}
+
+/// A posted work request, as the simulator remembers it.
+#[derive(Clone, Debug)]
+pub struct PostRecord {
+    /// Posting node.
+    pub node: NodeId,
+    /// The request.
+    pub wr: WorkRequest,
+    /// When the user posted it (before the co-processor's initiation time).
+    pub posted_at: Instant,
+    /// Its completion, once it arrived.
+    pub completion: Option<Completion>,
+}
+
+impl PostRecord {
+    /// Post-to-completion latency, if complete.
+    pub fn latency(&self) -> Option<Duration> {
+        self.completion.map(|c| c.at - self.posted_at)
+    }
+}
+
+/// Per-node counters, gathered from its components.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeStats {
+    /// Engine counters.
+    pub engine: unpinned_part::EngineStats,
+    /// Fault handler counters.
+    pub handler: unpinned_core::os::HandlerStats,
+    /// Fault handler CPU time per component.
+    pub breakdown: unpinned_core::os::Breakdown,
+    /// IOMMU counters.
+    pub iommu: unpinned_core::iommu::IommuStats,
+}
+
+/// One node: NI engine, IOMMU, memory, host fault handler, port state.
+pub struct Node {
+    /// The PART engine (the NI).
+    pub engine: PartEngine,
+    /// The IOMMU.
+    pub iommu: Iommu,
+    /// Host memory.
+    pub mem: SimMemory,
+    /// Host fault handler model.
+    pub handler: FaultHandlerModel,
+    tx_free_at: Instant,
+    rx_free_at: Instant,
+    ni_ready_at: Instant,
+    tx_pending: bool,
+    engine_timer: Option<Instant>,
+    handler_timer: Option<Instant>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Post { index: u32 },
+    TxReady { node: NodeId },
+    Arrive { src: NodeId, dst: NodeId, buf: u32, len: u32 },
+    EngineTimer { node: NodeId },
+    HandlerTimer { node: NodeId },
+}
+
+struct Entry {
+    at: Instant,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// The simulator.
+pub struct Sim {
+    cfg: SimConfig,
+    now: Instant,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Entry>>,
+    nodes: Vec<Node>,
+    bufs: Vec<Vec<u8>>,
+    free_bufs: Vec<u32>,
+    buf_len: usize,
+    fault_rng: SimRng,
+    setup_rng: SimRng,
+    posts: Vec<PostRecord>,
+    by_wr: FxHashMap<(NodeId, WrId), u32>,
+    checker: Checker,
+    events: u64,
+    trace: Xxh3,
+    initiation: Duration,
+    ni_packet: Duration,
+    hop: Duration,
+    link_gbps: f64,
+    header_bytes: usize,
+}
+
+impl Sim {
+    /// Build a simulation.
+    pub fn new(cfg: SimConfig) -> Sim {
+        let p = &cfg.profile;
+        let nodes = (0..cfg.nodes)
+            .map(|n| {
+                let mut ecfg = EngineConfig::from_profile(&p.engine);
+                ecfg.key_salt = derive_seed(cfg.seed, &format!("keys/{n}"));
+                Node {
+                    engine: PartEngine::new(n, ecfg),
+                    iommu: Iommu::new(&p.iommu, derive_seed(cfg.seed, &format!("iommu/{n}"))),
+                    mem: SimMemory::new(),
+                    handler: FaultHandlerModel::new(HandlerConfig { os: p.os.clone(), policy: cfg.policy, send_err: cfg.send_err }),
+                    tx_free_at: Instant::ZERO,
+                    rx_free_at: Instant::ZERO,
+                    ni_ready_at: Instant::ZERO,
+                    tx_pending: false,
+                    engine_timer: None,
+                    handler_timer: None,
+                }
+            })
+            .collect();
+        let buf_len = p.engine.packet_bytes as usize + DATA_HEADER_LEN + 64;
+        Sim {
+            now: Instant::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            nodes,
+            bufs: Vec::new(),
+            free_bufs: Vec::new(),
+            buf_len,
+            fault_rng: rng_for(cfg.seed, "faults"),
+            setup_rng: rng_for(cfg.seed, "setup"),
+            posts: Vec::new(),
+            by_wr: FxHashMap::default(),
+            checker: Checker::new(cfg.check_invariants),
+            events: 0,
+            trace: Xxh3::new(),
+            initiation: Duration::from_us_f64(p.engine.initiation_us),
+            ni_packet: Duration(p.net.ni_packet_ns),
+            hop: Duration(p.net.hop_latency_ns),
+            link_gbps: p.net.link_gbps,
+            header_bytes: p.net.header_bytes as usize,
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Hash of every event so far (only with `trace` on): equal seeds give equal hashes.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace.digest()
+    }
+
+    /// A node.
+    pub fn node(&self, n: NodeId) -> &Node {
+        &self.nodes[n as usize]
+    }
+
+    /// A node, mutably (set up memory, expose ranges).
+    pub fn node_mut(&mut self, n: NodeId) -> &mut Node {
+        &mut self.nodes[n as usize]
+    }
+
+    /// Counters of a node.
+    pub fn stats(&self, n: NodeId) -> NodeStats {
+        let node = &self.nodes[n as usize];
+        NodeStats { engine: node.engine.stats(), handler: node.handler.stats(), breakdown: node.handler.breakdown(), iommu: node.iommu.stats() }
+    }
+
+    /// Map memory at a node with the given residency.
+    pub fn map(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64, residence: Residence) {
+        let node = &mut self.nodes[n as usize];
+        node.mem.map(pdid, base, len, residence, &mut self.setup_rng);
+    }
+
+    /// Fill `[base, base+len)` at a node with seeded random bytes (host writes; residency kept).
+    pub fn fill_random(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
+        let mut data = vec![0u8; len as usize];
+        self.setup_rng.fill(&mut data[..]);
+        self.nodes[n as usize].mem.host_write(pdid, base, &data);
+    }
+
+    /// Expose a range of a node to its peers.
+    pub fn expose(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64, perms: Perms) -> RemoteKey {
+        let node = &mut self.nodes[n as usize];
+        let key = node.engine.expose(pdid, base, len, perms).expect("range does not wrap");
+        if perms.write {
+            node.mem.allow_writes(pdid, base, base + len);
+        }
+        key
+    }
+
+    /// The user posts `wr` at node `n` at time `at` (>= now); the engine sees it after the
+    /// co-processor's initiation time. Returns the index of its record.
+    pub fn post(&mut self, at: Instant, n: NodeId, wr: WorkRequest) -> usize {
+        let index = self.posts.len();
+        self.posts.push(PostRecord { node: n, wr, posted_at: at, completion: None });
+        self.schedule(at.max(self.now) + self.initiation, Ev::Post { index: index as u32 });
+        index
+    }
+
+    /// All posts so far, in posting order.
+    pub fn posts(&self) -> &[PostRecord] {
+        &self.posts
+    }
+
+    /// Run until no event is left (or `limit` simulated time passes: an error).
+    pub fn run_until_idle(&mut self, limit: Duration) -> Result<(), SimError> {
+        let deadline = self.now + limit;
+        while let Some(Reverse(e)) = self.queue.peek() {
+            if e.at > deadline {
+                return Err(self.error(format!("not idle after {:.0} us of simulated time", limit.as_us_f64())));
+            }
+            self.step()?;
+        }
+        self.check_all_complete()
+    }
+
+    /// Run every event up to and including time `t`.
+    pub fn run_until(&mut self, t: Instant) -> Result<(), SimError> {
+        while let Some(Reverse(e)) = self.queue.peek() {
+            if e.at > t {
+                break;
+            }
+            self.step()?;
+        }
+        self.now = self.now.max(t);
+        Ok(())
+    }
+
+    /// Process one event. Invariants are checked after it.
+    pub fn step(&mut self) -> Result<bool, SimError> {
+        let Some(Reverse(Entry { at, ev, .. })) = self.queue.pop() else { return Ok(false) };
+        debug_assert!(at >= self.now, "time never goes back");
+        self.now = at;
+        self.events += 1;
+        match ev {
+            Ev::Post { index } => self.on_post(index),
+            Ev::TxReady { node } => self.on_tx_ready(node),
+            Ev::Arrive { src, dst, buf, len } => self.on_arrive(src, dst, buf, len),
+            Ev::EngineTimer { node } => self.on_engine_timer(node),
+            Ev::HandlerTimer { node } => self.on_handler_timer(node),
+        }
+        if let Some(what) = self.checker.take_violation() {
+            return Err(self.error(what));
+        }
+        Ok(true)
+    }
+
+    fn error(&self, what: String) -> SimError {
+        SimError { what, seed: self.cfg.seed, at_us: self.now.as_us_f64() }
+    }
+
+    fn check_all_complete(&mut self) -> Result<(), SimError> {
+        if !self.cfg.check_invariants {
+            return Ok(());
+        }
+        if let Some(p) = self.posts.iter().find(|p| p.completion.is_none()) {
+            let what = format!("work request {} of node {} never completed and nothing is left to happen", p.wr.wr_id, p.node);
+            return Err(self.error(what));
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Entry { at, seq: self.seq, ev }));
+    }
+
+    fn trace_event(&mut self, kind: u8, node: NodeId, bytes: &[u8]) {
+        if self.cfg.trace {
+            trace_into(&mut self.trace, self.now, kind, node, bytes);
+        }
+    }
+
+    fn on_post(&mut self, index: u32) {
+        let rec = self.posts[index as usize].clone();
+        let n = rec.node;
+        self.trace_event(1, n, &rec.wr.wr_id.to_le_bytes());
+        if self.by_wr.insert((n, rec.wr.wr_id), index).is_some() {
+            self.checker.violation(format!("wr_id {} posted twice at node {n} while outstanding", rec.wr.wr_id));
+        }
+        if rec.wr.op == Op::Read {
+            // The NI may write the read's local buffer while it is pending.
+            self.nodes[n as usize].mem.allow_writes(rec.wr.local_pdid, rec.wr.local_addr, rec.wr.local_addr + rec.wr.len);
+        }
+        self.checker.on_post(&self.nodes, n, &rec.wr);
+        let now = self.now;
+        if let Err(e) = self.nodes[n as usize].engine.post(now, rec.wr) {
+            self.checker.violation(format!("post refused: {e}"));
+        }
+        self.service(n);
+    }
+
+    fn on_tx_ready(&mut self, n: NodeId) {
+        let now = self.now;
+        let node = &mut self.nodes[n as usize];
+        node.tx_pending = false;
+        let ready = node.tx_free_at.max(node.ni_ready_at);
+        if now < ready {
+            node.tx_pending = true;
+            self.schedule(ready, Ev::TxReady { node: n });
+            return;
+        }
+        let b = match self.free_bufs.pop() {
+            Some(b) => b,
+            None => {
+                self.bufs.push(vec![0; self.buf_len]);
+                (self.bufs.len() - 1) as u32
+            }
+        };
+        let node = &mut self.nodes[n as usize];
+        let mut view = node.mem.ni_view(&mut node.iommu);
+        let out = node.engine.poll_transmit(now, &mut self.bufs[b as usize], &mut view);
+        match out {
+            None => self.free_bufs.push(b),
+            Some(tx) => {
+                let lat = node.mem.take_latency();
+                let link_bytes = if tx.is_data { tx.len - DATA_HEADER_LEN + self.header_bytes } else { self.header_bytes };
+                let ser = serialization(link_bytes, self.link_gbps);
+                let start = now + lat + self.ni_packet;
+                node.tx_free_at = start + ser;
+                let hops = self.cfg.topology.hops(n, tx.dst) as u64;
+                let arrival = start + ser + self.hop.times(hops);
+                let f = fate(&self.cfg.faults, &mut self.fault_rng);
+                if self.cfg.trace {
+                    trace_into(&mut self.trace, now, 2, n, &self.bufs[b as usize][..tx.len]);
+                }
+                if f.copies == 0 {
+                    self.free_bufs.push(b);
+                } else {
+                    if let Some(i) = f.corrupt_at {
+                        let i = i as usize % tx.len;
+                        self.bufs[b as usize][i] ^= 0x5a;
+                    }
+                    if f.copies == 2 {
+                        let copy = self.bufs[b as usize].clone();
+                        self.bufs.push(copy);
+                        let b2 = (self.bufs.len() - 1) as u32;
+                        self.deliver(n, tx.dst, b2, tx.len, arrival + ser, ser);
+                    }
+                    self.deliver(n, tx.dst, b, tx.len, arrival + f.extra, ser);
+                }
+            }
+        }
+        self.service(n);
+    }
+
+    fn deliver(&mut self, src: NodeId, dst: NodeId, buf: u32, len: usize, arrival: Instant, ser: Duration) {
+        let Some(d) = self.nodes.get_mut(dst as usize) else {
+            self.free_bufs.push(buf);
+            return;
+        };
+        // The receiver's input port serializes packets too.
+        let at = arrival.max(d.rx_free_at + ser);
+        d.rx_free_at = at;
+        self.schedule(at, Ev::Arrive { src, dst, buf, len: len as u32 });
+    }
+
+    fn on_arrive(&mut self, src: NodeId, dst: NodeId, b: u32, len: u32) {
+        let now = self.now;
+        let buf = std::mem::take(&mut self.bufs[b as usize]);
+        self.trace_event(3, dst, &buf[..len as usize]);
+        let node = &mut self.nodes[dst as usize];
+        let mut view = node.mem.ni_view(&mut node.iommu);
+        // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself.
+        let _ = node.engine.handle_packet(now, src, &buf[..len as usize], &mut view);
+        let lat = node.mem.take_latency();
+        node.ni_ready_at = node.ni_ready_at.max(now + self.ni_packet + lat);
+        self.bufs[b as usize] = buf;
+        self.free_bufs.push(b);
+        self.service(dst);
+    }
+
+    fn on_engine_timer(&mut self, n: NodeId) {
+        let now = self.now;
+        let node = &mut self.nodes[n as usize];
+        if node.engine_timer != Some(now) {
+            return;
+        }
+        node.engine_timer = None;
+        node.engine.handle_timeout(now);
+        self.trace_event(4, n, &[]);
+        self.service(n);
+    }
+
+    fn on_handler_timer(&mut self, n: NodeId) {
+        let now = self.now;
+        let node = &mut self.nodes[n as usize];
+        if node.handler_timer != Some(now) {
+            return;
+        }
+        node.handler_timer = None;
+        node.handler.handle_timeout(now, &node.mem);
+        self.trace_event(5, n, &[]);
+        self.service(n);
+    }
+
+    /// After any input to node `n`: route its outputs, then re-arm its timers and transmitter.
+    fn service(&mut self, n: NodeId) {
+        let now = self.now;
+        loop {
+            let node = &mut self.nodes[n as usize];
+            for _ in 0..node.mem.take_interrupts() {
+                node.handler.handle_interrupt(now);
+            }
+            let mut progressed = false;
+            while let Some(ev) = self.nodes[n as usize].engine.poll_event() {
+                progressed = true;
+                match ev {
+                    EngineEvent::Completion(c) => {
+                        self.on_completion(n, c);
+                    }
+                    EngineEvent::Fault(rec) => {
+                        let node = &mut self.nodes[n as usize];
+                        node.handler.handle_fifo_push(now, rec);
+                    }
+                }
+            }
+            let node = &mut self.nodes[n as usize];
+            if node.handler.poll_timeout().is_some_and(|t| t <= now) {
+                node.handler.handle_timeout(now, &node.mem);
+            }
+            while let Some(a) = node.handler.poll_action() {
+                progressed = true;
+                match a {
+                    HandlerAction::PageIn { pdid, page_addr } => node.mem.make_present(pdid, page_addr),
+                    HandlerAction::SendErr { transfer, block, block_seq } => node.engine.post_err(transfer, block, block_seq),
+                    HandlerAction::ResumeSource { transfer, block, block_seq } => node.engine.handle_source_resolved(now, transfer, block, block_seq),
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let node = &mut self.nodes[n as usize];
+        for v in node.mem.take_violations() {
+            self.checker.violation(v);
+        }
+        let node = &mut self.nodes[n as usize];
+        if let Some(t) = node.handler.poll_timeout() {
+            if node.handler_timer.is_none_or(|cur| t < cur) {
+                node.handler_timer = Some(t);
+                self.schedule(t, Ev::HandlerTimer { node: n });
+            }
+        }
+        let node = &mut self.nodes[n as usize];
+        if let Some(t) = node.engine.poll_timeout() {
+            if node.engine_timer.is_none_or(|cur| t < cur) {
+                node.engine_timer = Some(t);
+                self.schedule(t, Ev::EngineTimer { node: n });
+            }
+        }
+        let node = &mut self.nodes[n as usize];
+        if !node.tx_pending && node.engine.wants_transmit() {
+            node.tx_pending = true;
+            let at = now.max(node.tx_free_at).max(node.ni_ready_at);
+            self.schedule(at, Ev::TxReady { node: n });
+        }
+    }
+
+    fn on_completion(&mut self, n: NodeId, c: Completion) {
+        let Some(index) = self.by_wr.remove(&(n, c.wr_id)) else {
+            self.checker.violation(format!("completion of wr_id {} at node {n} without an outstanding post (duplicate?)", c.wr_id));
+            return;
+        };
+        let rec = &mut self.posts[index as usize];
+        rec.completion = Some(c);
+        let wr = rec.wr;
+        if wr.op == Op::Read {
+            self.nodes[n as usize].mem.disallow_writes(wr.local_pdid, wr.local_addr, wr.local_addr + wr.len);
+        }
+        self.checker.on_completion(&self.nodes, n, &wr, &c);
+    }
+}
+
+fn trace_into(h: &mut Xxh3, now: Instant, kind: u8, node: NodeId, bytes: &[u8]) {
+    h.update(&now.0.to_le_bytes());
+    h.update(&[kind]);
+    h.update(&node.to_le_bytes());
+    h.update(bytes);
+}
