@@ -1,1 +1,224 @@
-fn main() {}
+//! `unpinned`: run the simulated experiments, reproduce the report, inspect profiles.
+
+mod args;
+mod bench;
+mod error;
+mod profile_cmd;
+mod progress;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Args, Parser, Subcommand};
+
+use args::ProfileArgs;
+use bench::BenchCommand;
+use error::CliError;
+use unpinned_report::{rfc3339_utc, write_index, ReportInfo};
+
+const ABOUT: &str = "Simulator and runtime for page-fault-tolerant RDMA.";
+
+const LONG_ABOUT: &str = "\
+Simulator and runtime for page-fault-tolerant RDMA.
+
+PART lets RDMA use any virtual address without pinning memory: the network interface
+translates through the process's page table via the IOMMU, and a page that is not present
+is handled like a transmission error. The receiver answers the block with a page-fault
+NACK, the host pages it in, and the sender retransmits only that block when asked.
+
+The experiments of the specs (PART, ODP, Active Access, DSM) run on a discrete-event
+simulator driven by a cost profile (default: the built-in forth-arm). Each run writes a
+tidy CSV table, JSON metadata and SVG plots.
+
+Main commands:
+  unpinned sim --list                 list the experiments
+  unpinned sim EXPERIMENT             run one experiment
+  unpinned reproduce                  run them all and write results/index.html
+  unpinned profile show               print the profile (with --set overrides)
+
+Example:
+  unpinned sim part-fault-all --set engine.block_timeout_us=100 --seed 7 --out results/";
+
+/// The unpinned command-line tool.
+#[derive(Parser, Debug)]
+#[command(name = "unpinned", version, about = ABOUT, long_about = LONG_ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one experiment on the simulator (or list them with --list).
+    Sim(SimArgs),
+    /// Run every experiment and write the HTML report.
+    Reproduce(ReproduceArgs),
+    /// Show or check cost profiles.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+    /// Benchmarks of the implementation itself.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Args, Debug)]
+struct SimArgs {
+    /// Experiment name (see --list).
+    #[arg(required_unless_present = "list", conflicts_with = "list")]
+    experiment: Option<String>,
+    /// List the experiments and exit.
+    #[arg(long)]
+    list: bool,
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// Output directory.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReproduceArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// Output directory (gets every experiment's files and index.html).
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Only the experiments of this system (part, odp, aa, dsm).
+    #[arg(long, value_name = "SYSTEM")]
+    only: Option<String>,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum ProfileCommand {
+    /// Print a profile as TOML, after --set overrides.
+    Show {
+        /// Built-in name or TOML file.
+        #[arg(value_name = "NAME|FILE", default_value = "forth-arm")]
+        profile: String,
+        /// Override a field, e.g. engine.block_timeout_us=100 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
+    /// Parse and validate a profile file.
+    Check {
+        /// TOML file (or a built-in name).
+        file: String,
+    },
+}
+
+fn list() {
+    let all = unpinned_experiments::all();
+    if all.is_empty() {
+        println!("No experiments are registered yet.");
+        return;
+    }
+    let w = all.iter().map(|e| e.name.len()).max().unwrap_or(0).max("EXPERIMENT".len());
+    let s = all.iter().map(|e| e.system.len()).max().unwrap_or(0).max("SYSTEM".len());
+    println!("{:w$}  {:s$}  DESCRIPTION", "EXPERIMENT", "SYSTEM");
+    for e in all {
+        println!("{:w$}  {:s$}  {}", e.name, e.system, e.description);
+    }
+}
+
+fn sim(a: &SimArgs) -> Result<(), CliError> {
+    if a.list {
+        list();
+        return Ok(());
+    }
+    let name = a.experiment.as_deref().ok_or_else(|| CliError::Usage("name an experiment or use --list".into()))?;
+    let spec = run::find_experiment(name)?;
+    let setup = run::setup(&a.profile)?;
+    let outcome = run::run_experiment(spec, &setup, &a.out, a.quiet)?;
+    outcome.print();
+    Ok(())
+}
+
+fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
+    let setup = run::setup(&a.profile)?;
+    let all = unpinned_experiments::all();
+    let chosen: Vec<_> = all
+        .iter()
+        .filter(|e| match a.only.as_deref() {
+            Some(s) => e.system == s,
+            None => true,
+        })
+        .copied()
+        .collect();
+    if let Some(sys) = &a.only {
+        if chosen.is_empty() && !all.is_empty() {
+            let mut systems: Vec<&str> = Vec::new();
+            for e in &all {
+                if !systems.contains(&e.system) {
+                    systems.push(e.system);
+                }
+            }
+            return Err(CliError::Usage(format!("no experiments of system {sys:?} (systems: {})", systems.join(", "))));
+        }
+    }
+    let mut entries = Vec::new();
+    let mut failures = Vec::new();
+    let mut usage_failures = 0;
+    for (i, spec) in chosen.iter().enumerate() {
+        if !a.quiet {
+            eprintln!("[{}/{}] {} ...", i + 1, chosen.len(), spec.name);
+        }
+        match run::run_experiment(spec, &setup, &a.out, a.quiet) {
+            Ok(o) => {
+                o.print();
+                entries.push(o.into_entry(spec));
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                if matches!(e, CliError::Usage(_)) {
+                    usage_failures += 1;
+                }
+                failures.push((spec.name.to_string(), e.to_string()));
+            }
+        }
+    }
+    let info = ReportInfo {
+        version: unpinned_report::VERSION.to_string(),
+        profile_name: setup.profile.name.clone(),
+        seed: setup.seed,
+        overrides: setup.sets.clone(),
+        created: rfc3339_utc(SystemTime::now()),
+        command: std::env::args().collect(),
+        failures: failures.clone(),
+    };
+    let index = write_index(&a.out, "unpinned results", &info, &entries)
+        .map_err(|e| CliError::Run(format!("writing {}: {e}", a.out.join("index.html").display())))?;
+    println!("{}", index.display());
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        let names: Vec<&str> = failures.iter().map(|f| f.0.as_str()).collect();
+        let msg = format!("{} of {} experiments failed: {}", failures.len(), chosen.len(), names.join(", "));
+        Err(if usage_failures == failures.len() { CliError::Usage(msg) } else { CliError::Run(msg) })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Sim(a) => sim(a),
+        Command::Reproduce(a) => reproduce(a),
+        Command::Profile(ProfileCommand::Show { profile, sets }) => profile_cmd::show(profile, sets),
+        Command::Profile(ProfileCommand::Check { file }) => profile_cmd::check(file),
+        Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a).map_err(CliError::Run),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}

@@ -7,13 +7,13 @@
 #![warn(missing_docs)]
 
 mod table;
-pub use table::{Cell, Table};
+pub use table::{format_float, Cell, Table};
 
 mod plot;
 pub use plot::{render_svg, PlotKind, PlotSpec};
 
 mod files;
-pub use files::{write_experiment, ExperimentFiles, Metadata};
+pub use files::{rfc3339_utc, svg_file_name, write_experiment, ExperimentFiles, Metadata, VERSION};
 
 mod html;
-pub use html::{write_index, ReportEntry};
+pub use html::{write_index, ReportEntry, ReportInfo, HTML_MAX_ROWS};

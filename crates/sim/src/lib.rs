@@ -17,6 +17,7 @@ pub mod faults;
 pub mod invariants;
 pub mod memory;
 pub mod net;
+pub mod scenario;
 pub mod world;
 
 pub use faults::FaultConfig;

@@ -10,6 +10,7 @@ pub use tlb::{Replacement, Tlb};
 
 use crate::memory::Pdid;
 use crate::profile::IommuProfile;
+use crate::rng::derive_seed;
 use crate::time::Duration;
 
 /// Where a translation was found.
@@ -49,31 +50,211 @@ pub struct IommuStats {
     pub invalidations: u64,
 }
 
-/// The IOMMU of one node.
+/// The IOMMU of one node: a two-level TLB in front of the process page tables.
 pub struct Iommu {
-    _todo: (),
+    l1: Tlb,
+    l2: Tlb,
+    l2_hit: Duration,
+    walk: Duration,
+    cfg: IommuProfile,
+    stats: IommuStats,
 }
 
 impl Iommu {
     /// Build from a profile; `seed` drives random replacement.
-    pub fn new(_cfg: &IommuProfile, _seed: u64) -> Iommu {
-        todo!("iommu helper")
+    ///
+    /// Each TLB gets its own sub-seed so that resizing one does not change the victims chosen
+    /// by the other. The profile is assumed validated (entries a multiple of ways, policy
+    /// `lru` or `random`); an unknown policy panics.
+    pub fn new(cfg: &IommuProfile, seed: u64) -> Iommu {
+        let policy: Replacement = cfg.policy.parse().unwrap_or_else(|e| panic!("iommu.policy: {e}"));
+        Iommu {
+            l1: Tlb::new(
+                cfg.l1_entries as usize,
+                cfg.l1_ways as usize,
+                policy,
+                derive_seed(seed, "iommu.l1"),
+            ),
+            l2: Tlb::new(
+                cfg.l2_entries as usize,
+                cfg.l2_ways as usize,
+                policy,
+                derive_seed(seed, "iommu.l2"),
+            ),
+            l2_hit: Duration::from_ns(cfg.l2_hit_ns),
+            walk: Duration::from_ns(cfg.walk_ns),
+            cfg: cfg.clone(),
+            stats: IommuStats::default(),
+        }
     }
+
+    /// The profile this IOMMU was built from (the simulator reads `parallel_walks` and
+    /// `outstanding` from it: concurrency limits are the driver's business, not the TLB's).
+    pub fn config(&self) -> &IommuProfile {
+        &self.cfg
+    }
+
     /// Translate page `vpn` (page number, not address) of context `pdid`; `present` says
     /// whether the page table maps it present.
-    pub fn translate(&mut self, _pdid: Pdid, _vpn: u64, _present: bool) -> Translation {
-        todo!("iommu helper")
+    ///
+    /// A TLB hit is trusted without consulting `present`: the OS invalidates entries when it
+    /// changes the page table (spec, "TLB entries are invalidated when the OS changes the page
+    /// table"), so a stale hit is the driver's missing [`Iommu::invalidate`], as on hardware.
+    /// A fault caches nothing and leaves no state behind, so later translations (of this or
+    /// any other transfer) proceed normally: hit under previous fault (mechanism 4).
+    pub fn translate(&mut self, pdid: Pdid, vpn: u64, present: bool) -> Translation {
+        if self.l1.lookup(pdid, vpn) {
+            self.stats.l1_hits += 1;
+            return Translation {
+                result: TranslationResult::L1Hit,
+                latency: Duration::ZERO,
+            };
+        }
+        if self.l2.lookup(pdid, vpn) {
+            self.stats.l2_hits += 1;
+            self.l1.insert(pdid, vpn);
+            return Translation {
+                result: TranslationResult::L2Hit,
+                latency: self.l2_hit,
+            };
+        }
+        self.stats.walks += 1;
+        if present {
+            self.l2.insert(pdid, vpn);
+            self.l1.insert(pdid, vpn);
+            Translation {
+                result: TranslationResult::Walk,
+                latency: self.walk,
+            }
+        } else {
+            self.stats.faults += 1;
+            Translation {
+                result: TranslationResult::Fault,
+                latency: self.walk,
+            }
+        }
     }
+
     /// The OS changed the page-table entry of `vpn`: drop it from both TLBs.
-    pub fn invalidate(&mut self, _pdid: Pdid, _vpn: u64) {
-        todo!("iommu helper")
+    pub fn invalidate(&mut self, pdid: Pdid, vpn: u64) {
+        let n = self.l1.invalidate(pdid, vpn) as u64 + self.l2.invalidate(pdid, vpn) as u64;
+        self.stats.invalidations += n;
     }
+
     /// Drop every entry of a context.
-    pub fn invalidate_context(&mut self, _pdid: Pdid) {
-        todo!("iommu helper")
+    pub fn invalidate_context(&mut self, pdid: Pdid) {
+        let n = self.l1.invalidate_context(pdid) + self.l2.invalidate_context(pdid);
+        self.stats.invalidations += n as u64;
     }
-    /// Counters so far.
+
+    /// Counters so far. `invalidations` counts TLB entries actually dropped (an entry cached in
+    /// both levels counts twice), not invalidation requests.
     pub fn stats(&self) -> IommuStats {
-        todo!("iommu helper")
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    fn iommu() -> Iommu {
+        Iommu::new(&Profile::forth_arm().iommu, 1)
+    }
+
+    #[test]
+    fn walk_then_l1_hit() {
+        let mut m = iommu();
+        let t = m.translate(1, 100, true);
+        assert_eq!(
+            t,
+            Translation {
+                result: TranslationResult::Walk,
+                latency: Duration::from_ns(600)
+            }
+        );
+        let t = m.translate(1, 100, true);
+        assert_eq!(
+            t,
+            Translation {
+                result: TranslationResult::L1Hit,
+                latency: Duration::ZERO
+            }
+        );
+        let s = m.stats();
+        assert_eq!((s.walks, s.l1_hits, s.l2_hits, s.faults), (1, 1, 0, 0));
+    }
+
+    #[test]
+    fn l2_hit_after_l1_eviction_refills_l1() {
+        let mut m = iommu();
+        // 129 distinct pages overflow the 128-entry L1 (LRU): page 0 falls out of L1 only.
+        for v in 0..129 {
+            assert_eq!(m.translate(1, v, true).result, TranslationResult::Walk);
+        }
+        let t = m.translate(1, 0, true);
+        assert_eq!(
+            t,
+            Translation {
+                result: TranslationResult::L2Hit,
+                latency: Duration::from_ns(20)
+            }
+        );
+        assert_eq!(m.translate(1, 0, true).result, TranslationResult::L1Hit);
+        assert_eq!(m.stats().l2_hits, 1);
+    }
+
+    #[test]
+    fn fault_caches_nothing_and_does_not_block() {
+        let mut m = iommu();
+        let t = m.translate(1, 7, false);
+        assert_eq!(
+            t,
+            Translation {
+                result: TranslationResult::Fault,
+                latency: Duration::from_ns(600)
+            }
+        );
+        // Hit under previous fault: other pages translate normally meanwhile.
+        assert_eq!(m.translate(1, 8, true).result, TranslationResult::Walk);
+        assert_eq!(m.translate(1, 8, true).result, TranslationResult::L1Hit);
+        // The faulted page faults again until it is present, then walks.
+        assert_eq!(m.translate(1, 7, false).result, TranslationResult::Fault);
+        assert_eq!(m.translate(1, 7, true).result, TranslationResult::Walk);
+        assert_eq!(m.translate(1, 7, true).result, TranslationResult::L1Hit);
+        let s = m.stats();
+        assert_eq!((s.walks, s.faults), (4, 2));
+    }
+
+    #[test]
+    fn invalidation_forces_a_walk() {
+        let mut m = iommu();
+        m.translate(1, 5, true);
+        m.translate(2, 5, true);
+        m.invalidate(1, 5);
+        assert_eq!(m.stats().invalidations, 2); // L1 and L2
+        assert_eq!(m.translate(1, 5, false).result, TranslationResult::Fault);
+        assert_eq!(m.translate(2, 5, false).result, TranslationResult::L1Hit);
+        m.invalidate_context(2);
+        assert_eq!(m.stats().invalidations, 4);
+        assert_eq!(m.translate(2, 5, true).result, TranslationResult::Walk);
+    }
+
+    #[test]
+    fn random_policy_builds_and_is_reproducible() {
+        let mut p = Profile::forth_arm().iommu;
+        p.policy = "random".into();
+        let run = || {
+            let mut m = Iommu::new(&p, 9);
+            let mut v = 0u64;
+            let mut out = Vec::new();
+            for i in 0..5000u64 {
+                v = (v * 31 + i) % 3000;
+                out.push(m.translate(0, v, true).result);
+            }
+            out
+        };
+        assert_eq!(run(), run());
     }
 }

@@ -1,1 +1,406 @@
 //! A set-associative TLB with LRU or random replacement.
+//!
+//! Entries live in one flat `Vec` (`sets * ways` slots, set-major) with a per-slot LRU stamp:
+//! lookups are on the simulator's hot path (one per packet), so there is no per-set allocation
+//! and no linked list. Wide sets (a fully associative L1 of 128 ways) additionally keep a hash
+//! index from key to slot, so a lookup costs one hash probe instead of a scan of every way.
+
+use rustc_hash::FxHashMap;
+
+use crate::memory::Pdid;
+use crate::rng::{Rng, SimRng};
+use rand::SeedableRng;
+
+/// How a full set chooses the entry to evict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Replacement {
+    /// Least recently used (hits refresh recency).
+    Lru,
+    /// A uniformly random way of the set (seeded, so runs are reproducible).
+    Random,
+}
+
+impl Replacement {
+    /// Lower-case name as used in profiles (`lru`, `random`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Replacement::Lru => "lru",
+            Replacement::Random => "random",
+        }
+    }
+}
+
+impl std::str::FromStr for Replacement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "lru" => Ok(Replacement::Lru),
+            "random" => Ok(Replacement::Random),
+            other => Err(format!("unknown TLB replacement policy {other:?} (valid: lru, random)")),
+        }
+    }
+}
+
+/// Sets with more ways than this get a hash index: scanning 4 ways is cheaper than hashing,
+/// scanning 128 is not.
+const INDEX_MIN_WAYS: usize = 16;
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    vpn: u64,
+    pdid: Pdid,
+    valid: bool,
+    /// Logical time of the last insert or hit; the smallest valid stamp of a set is its LRU way.
+    stamp: u64,
+}
+
+const EMPTY: Slot = Slot {
+    vpn: 0,
+    pdid: 0,
+    valid: false,
+    stamp: 0,
+};
+
+/// A set-associative TLB keyed by (PDID, virtual page number).
+///
+/// `entries == ways` is fully associative, `ways == 1` direct mapped. The set of a key is chosen
+/// by a hash of the whole key (spec: the model does not assume which VA bits the hardware
+/// indexes with), so different contexts using the same addresses do not systematically collide.
+pub struct Tlb {
+    sets: usize,
+    ways: usize,
+    replacement: Replacement,
+    slots: Vec<Slot>,
+    /// Key -> slot, only for wide sets (see [`INDEX_MIN_WAYS`]).
+    index: Option<FxHashMap<(Pdid, u64), u32>>,
+    clock: u64,
+    len: usize,
+    rng: SimRng,
+}
+
+impl Tlb {
+    /// A TLB of `entries` entries in sets of `ways`; `seed` drives [`Replacement::Random`].
+    ///
+    /// Panics if `ways` is 0 or does not divide `entries` (profiles are validated before this,
+    /// so that would be a programming error).
+    #[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than rust-version 1.80
+    pub fn new(entries: usize, ways: usize, replacement: Replacement, seed: u64) -> Tlb {
+        assert!(
+            ways > 0 && entries > 0 && entries % ways == 0,
+            "TLB entries ({entries}) must be a positive multiple of ways ({ways})"
+        );
+        let index = (ways > INDEX_MIN_WAYS).then(|| {
+            let mut m = FxHashMap::default();
+            m.reserve(entries);
+            m
+        });
+        Tlb {
+            sets: entries / ways,
+            ways,
+            replacement,
+            slots: vec![EMPTY; entries],
+            index,
+            clock: 0,
+            len: 0,
+            rng: SimRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Total entries.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Ways per set.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// Number of sets.
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+
+    /// Valid entries now.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no entry is valid.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The replacement policy.
+    pub fn replacement(&self) -> Replacement {
+        self.replacement
+    }
+
+    /// The set a key maps to. A multiplicative hash of the packed key: cheap, and it spreads
+    /// consecutive pages and different PDIDs across sets.
+    pub fn set_of(&self, pdid: Pdid, vpn: u64) -> usize {
+        if self.sets == 1 {
+            return 0;
+        }
+        let k = vpn ^ ((pdid as u64) << 52) ^ ((pdid as u64) >> 12);
+        let h = crate::rng::splitmix64(k);
+        (h % self.sets as u64) as usize
+    }
+
+    fn find(&self, pdid: Pdid, vpn: u64) -> Option<usize> {
+        if let Some(ix) = &self.index {
+            return ix.get(&(pdid, vpn)).map(|&s| s as usize);
+        }
+        let base = self.set_of(pdid, vpn) * self.ways;
+        self.slots[base..base + self.ways]
+            .iter()
+            .position(|s| s.valid && s.vpn == vpn && s.pdid == pdid)
+            .map(|w| base + w)
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// Look a key up; a hit refreshes its recency (LRU). Returns whether it hit.
+    pub fn lookup(&mut self, pdid: Pdid, vpn: u64) -> bool {
+        match self.find(pdid, vpn) {
+            Some(slot) => {
+                let t = self.tick();
+                self.slots[slot].stamp = t;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a key is cached, without touching recency (for tests and reporting).
+    pub fn contains(&self, pdid: Pdid, vpn: u64) -> bool {
+        self.find(pdid, vpn).is_some()
+    }
+
+    /// Cache a key, evicting per the replacement policy if its set is full. Inserting a key that
+    /// is already cached only refreshes it. Returns the evicted key, if any.
+    pub fn insert(&mut self, pdid: Pdid, vpn: u64) -> Option<(Pdid, u64)> {
+        let t = self.tick();
+        if let Some(slot) = self.find(pdid, vpn) {
+            self.slots[slot].stamp = t;
+            return None;
+        }
+        let base = self.set_of(pdid, vpn) * self.ways;
+        let set = &self.slots[base..base + self.ways];
+        // A free way first: evicting while a way is free would model a smaller TLB.
+        let way = match set.iter().position(|s| !s.valid) {
+            Some(w) => w,
+            None => match self.replacement {
+                Replacement::Lru => {
+                    let mut best = 0;
+                    for (w, s) in set.iter().enumerate() {
+                        if s.stamp < set[best].stamp {
+                            best = w;
+                        }
+                    }
+                    best
+                }
+                Replacement::Random => self.rng.gen_range(0..self.ways),
+            },
+        };
+        let slot = base + way;
+        let old = self.slots[slot];
+        let evicted = if old.valid {
+            if let Some(ix) = &mut self.index {
+                ix.remove(&(old.pdid, old.vpn));
+            }
+            Some((old.pdid, old.vpn))
+        } else {
+            self.len += 1;
+            None
+        };
+        self.slots[slot] = Slot {
+            vpn,
+            pdid,
+            valid: true,
+            stamp: t,
+        };
+        if let Some(ix) = &mut self.index {
+            ix.insert((pdid, vpn), slot as u32);
+        }
+        evicted
+    }
+
+    /// Drop one key. Returns whether it was cached.
+    pub fn invalidate(&mut self, pdid: Pdid, vpn: u64) -> bool {
+        match self.find(pdid, vpn) {
+            Some(slot) => {
+                self.slots[slot].valid = false;
+                if let Some(ix) = &mut self.index {
+                    ix.remove(&(pdid, vpn));
+                }
+                self.len -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drop every key of a context. Returns how many were dropped. A full scan: context
+    /// teardown is rare, lookups are not, so no per-context index is kept.
+    pub fn invalidate_context(&mut self, pdid: Pdid) -> usize {
+        let mut n = 0;
+        for s in self.slots.iter_mut().filter(|s| s.valid && s.pdid == pdid) {
+            s.valid = false;
+            if let Some(ix) = &mut self.index {
+                ix.remove(&(pdid, s.vpn));
+            }
+            n += 1;
+        }
+        self.len -= n;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recently_used() {
+        let mut t = Tlb::new(4, 4, Replacement::Lru, 1);
+        for v in 0..4 {
+            assert_eq!(t.insert(1, v), None);
+        }
+        assert_eq!(t.len(), 4);
+        // Refresh 0 and 1: 2 becomes the LRU, then 3.
+        assert!(t.lookup(1, 0));
+        assert!(t.lookup(1, 1));
+        assert_eq!(t.insert(1, 10), Some((1, 2)));
+        assert_eq!(t.insert(1, 11), Some((1, 3)));
+        assert_eq!(t.insert(1, 12), Some((1, 0)));
+        assert!(!t.contains(1, 2) && !t.contains(1, 3) && !t.contains(1, 0));
+        assert!(t.contains(1, 1) && t.contains(1, 10) && t.contains(1, 11) && t.contains(1, 12));
+    }
+
+    #[test]
+    fn lru_with_hash_index_matches_scan() {
+        // 64 ways > INDEX_MIN_WAYS: the indexed path; same behaviour as the scanned path.
+        let mut a = Tlb::new(64, 64, Replacement::Lru, 1);
+        let mut b = Tlb::new(8, 8, Replacement::Lru, 1);
+        assert!(a.index.is_some() && b.index.is_none());
+        for v in 0..64 {
+            a.insert(0, v);
+        }
+        assert!(a.lookup(0, 0));
+        assert_eq!(a.insert(0, 100), Some((0, 1)));
+        assert!(!a.lookup(0, 1));
+        assert!(a.lookup(0, 100));
+        for v in 0..8 {
+            b.insert(0, v);
+        }
+        assert!(b.lookup(0, 0));
+        assert_eq!(b.insert(0, 100), Some((0, 1)));
+    }
+
+    #[test]
+    fn reinsert_refreshes_without_duplicating() {
+        let mut t = Tlb::new(2, 2, Replacement::Lru, 1);
+        t.insert(0, 1);
+        t.insert(0, 2);
+        assert_eq!(t.insert(0, 1), None);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.insert(0, 3), Some((0, 2)));
+    }
+
+    #[test]
+    fn random_is_deterministic_per_seed() {
+        let run = |seed| {
+            let mut t = Tlb::new(8, 8, Replacement::Random, seed);
+            (0..200u64).map(|v| t.insert(0, v)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(7), run(7));
+        // Different seeds pick different victims (overwhelmingly likely over 192 evictions).
+        assert_ne!(run(7), run(8));
+        // Never evicts while a way is free.
+        assert!(run(7)[..8].iter().all(|e| e.is_none()));
+    }
+
+    #[test]
+    fn direct_mapped_conflicts_thrash() {
+        let mut t = Tlb::new(16, 1, Replacement::Lru, 1);
+        assert_eq!(t.sets(), 16);
+        let a = 5;
+        let b = (6..).find(|&v| t.set_of(0, v) == t.set_of(0, a)).unwrap();
+        // Two keys of one set evict each other even though 15 other sets are empty.
+        for _ in 0..3 {
+            assert!(!t.lookup(0, a));
+            t.insert(0, a);
+            assert!(!t.lookup(0, b));
+            assert_eq!(t.insert(0, b), Some((0, a)));
+        }
+        assert_eq!(t.len(), 1);
+        // A 2-way TLB of the same size holds both when they share a set.
+        let mut t2 = Tlb::new(16, 2, Replacement::Lru, 1);
+        let b2 = (6..).find(|&v| t2.set_of(0, v) == t2.set_of(0, a)).unwrap();
+        t2.insert(0, a);
+        t2.insert(0, b2);
+        assert!(t2.lookup(0, a) && t2.lookup(0, b2));
+    }
+
+    #[test]
+    fn set_associative_spreads_and_caps_each_set() {
+        let mut t = Tlb::new(2048, 4, Replacement::Lru, 1);
+        for v in 0..10_000 {
+            t.insert(3, v);
+        }
+        assert_eq!(t.len(), 2048);
+        let mut per_set = vec![0usize; t.sets()];
+        for v in 0..10_000 {
+            if t.contains(3, v) {
+                per_set[t.set_of(3, v)] += 1;
+            }
+        }
+        assert!(per_set.iter().all(|&n| n == 4));
+    }
+
+    #[test]
+    fn invalidation() {
+        for (entries, ways) in [(256, 4), (64, 64)] {
+            let mut t = Tlb::new(entries, ways, Replacement::Lru, 1);
+            for v in 0..8 {
+                t.insert(1, v);
+                t.insert(2, v);
+            }
+            assert!(t.invalidate(1, 3));
+            assert!(!t.invalidate(1, 3));
+            assert!(!t.lookup(1, 3));
+            assert!(t.lookup(2, 3));
+            assert_eq!(t.len(), 15);
+            assert_eq!(t.invalidate_context(2), 8);
+            assert_eq!(t.len(), 7);
+            assert!((0..8).all(|v| !t.contains(2, v)));
+            assert!(t.lookup(1, 0));
+            if entries == ways {
+                // Freed slots are reused before anything is evicted.
+                for v in 100..157 {
+                    assert_eq!(t.insert(2, v), None);
+                }
+                assert_eq!(t.insert(2, 157).map(|(p, _)| p), Some(1));
+            }
+        }
+    }
+
+    #[test]
+    fn pdid_is_part_of_the_key() {
+        let mut t = Tlb::new(128, 128, Replacement::Lru, 1);
+        t.insert(1, 42);
+        assert!(!t.lookup(2, 42));
+        assert!(t.lookup(1, 42));
+    }
+
+    #[test]
+    fn replacement_parses() {
+        assert_eq!("lru".parse::<Replacement>(), Ok(Replacement::Lru));
+        assert_eq!("random".parse::<Replacement>(), Ok(Replacement::Random));
+        assert!("fifo".parse::<Replacement>().unwrap_err().contains("lru, random"));
+    }
+}

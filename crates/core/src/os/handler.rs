@@ -1,11 +1,37 @@
-//! The fault handler model (see the module docs of `os`).
+//! The fault handler model (see the module docs of `os`): one node's host CPU handling PART
+//! faults (spec part.md, mechanism 5 and "Calibration: Fault path").
 //!
-//! CONTRACT (implementation by the os helper; keep these signatures):
-//! One host core runs both the IOMMU fault interrupt handler and the deferred page-in task;
-//! an interrupt preempts the task (the task's current step ends `irq` later).
+//! One host core runs both the IOMMU fault interrupt handler and the deferred page-in task.
+//! Interrupts run back to back, each `irq_us`, and preempt the task: the task step in progress
+//! when an interrupt runs ends `irq_us` later, and that time is charged to `irq`, not to the
+//! step. The task itself is a sequence of steps, each a fixed amount of CPU work:
+//!
+//! 1. `Sched` (`sched_us`): scheduling the deferred task after the interrupt that woke it;
+//! 2. FIFO reads (`fifo_read_ns` each): one per record, plus one that finds the FIFO empty
+//!    (a drain stops without that empty read once it has read `fifo_entries` records: the
+//!    spec's "up to 16 register reads");
+//! 3. `get_user_pages`: per maximal contiguous run of new pages of one PDID, a call
+//!    (`gup_call_us`), then one step per page (`gup_page_us`), at whose end the page is present
+//!    ([`HandlerAction::PageIn`]): page-in is progressive, which is what lets a short block
+//!    timeout overlap retransmission with page-in (mechanism 9);
+//! 4. bookkeeping (`bookkeeping_us`), 5. netlink notification (`notify_us`);
+//! 6. one ERR (`err_send_us`) per distinct faulted block: [`HandlerAction::SendErr`] for
+//!    destination faults (only when ERRs are enabled), [`HandlerAction::ResumeSource`] for source
+//!    faults (always: the source engine waits for it);
+//! 7. if records arrived meanwhile, back to 2 within the same run; else the task sleeps.
+//!
+//! Sans-IO: time only moves through [`FaultHandlerModel::handle_timeout`]. Driver contract:
+//! call `handle_timeout(t, ..)` whenever `poll_timeout()` returns `Some(t)` (and before feeding
+//! inputs at a later time), then apply every [`FaultHandlerModel::poll_action`] in order (a
+//! `PageIn` makes the page present in the driver's page table). Each action is produced at its
+//! exact due time, so a driver that follows the contract sees it at the right moment.
 
-use crate::api::{FaultRecord, TransferKey};
-use crate::memory::Pdid;
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet;
+
+use crate::api::{FaultRecord, FaultSide, TransferKey};
+use crate::memory::{Pdid, PAGE_BYTES};
 use crate::os::PageInPolicy;
 use crate::profile::OsProfile;
 use crate::time::{Duration, Instant};
@@ -97,47 +123,939 @@ pub struct HandlerStats {
     pub resumes: u64,
 }
 
+/// One interrupt handler execution on the host core, `[start, end)`.
+#[derive(Clone, Copy, Debug)]
+struct Irq {
+    start: Instant,
+    end: Instant,
+}
+
+/// What a task step does when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepKind {
+    Sched,
+    FifoRead,
+    GupCall,
+    GupPage { pdid: Pdid, page_addr: u64 },
+    Bookkeeping,
+    Notify,
+    Err(HandlerAction),
+}
+
+/// The task step in progress: its CPU work, and when it ends given the interrupts known so far.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    kind: StepKind,
+    work: Duration,
+    end: Instant,
+}
+
+/// A maximal run of contiguous new pages of one address space: one `get_user_pages` call.
+#[derive(Clone, Copy, Debug)]
+struct GupRun {
+    pdid: Pdid,
+    /// Next page of the run to bring in.
+    next: u64,
+    /// Pages of the run still to bring in (including `next`).
+    left: u64,
+}
+
+/// Key of a distinct faulted block among one drain's records: one ERR / resume each.
+type BlockKey = (FaultSide, TransferKey, u32, u16);
+
 /// The model of one node's host fault path.
 pub struct FaultHandlerModel {
-    _todo: (),
+    cfg: HandlerConfig,
+    irq: Duration,
+    coalesce: Duration,
+    fifo_read: Duration,
+    gup_call: Duration,
+    gup_page: Duration,
+    notify: Duration,
+    bookkeeping: Duration,
+    err_send: Duration,
+    sched: Duration,
+    fifo_cap: usize,
+    /// The NI fault FIFO.
+    fifo: VecDeque<FaultRecord>,
+    /// Taken interrupts not yet finished, in time order, back to back or apart.
+    irqs: VecDeque<Irq>,
+    /// End of the last taken interrupt: a new one starts no earlier (handlers are serial).
+    irq_busy_until: Instant,
+    /// Start of the last taken interrupt (the coalescing window opens there).
+    last_taken_start: Option<Instant>,
+    /// A coalesced interrupt that nothing else will serve: delivered when the window closes.
+    deferred_irq: Option<Instant>,
+    /// The task step in progress; `None` = the task is neither running nor scheduled.
+    step: Option<Step>,
+    /// Records read so far by the current drain.
+    batch: Vec<FaultRecord>,
+    /// `get_user_pages` calls still to make in this loop of the task.
+    runs: VecDeque<GupRun>,
+    /// ERRs / resumes still to send in this loop of the task.
+    errs: VecDeque<HandlerAction>,
+    /// Due actions with their due time, not yet polled.
+    actions: VecDeque<(Instant, HandlerAction)>,
+    /// Pages whose `PageIn` is produced but not yet polled: the driver has not made them
+    /// present yet, so the residency oracle cannot be trusted for them.
+    unpolled: FxHashSet<(Pdid, u64)>,
+    breakdown: Breakdown,
+    stats: HandlerStats,
+    /// Scratch, kept to avoid an allocation per drain.
+    ranges: Vec<(Pdid, u64, u64)>,
+    seen: FxHashSet<BlockKey>,
 }
 
 impl FaultHandlerModel {
     /// A new, idle handler.
-    pub fn new(_cfg: HandlerConfig) -> FaultHandlerModel {
-        todo!("os helper")
+    pub fn new(cfg: HandlerConfig) -> FaultHandlerModel {
+        let os = &cfg.os;
+        let us = Duration::from_us_f64;
+        FaultHandlerModel {
+            irq: us(os.irq_us),
+            coalesce: us(os.irq_coalesce_us),
+            fifo_read: Duration::from_ns(os.fifo_read_ns),
+            gup_call: us(os.gup_call_us),
+            gup_page: us(os.gup_page_us),
+            notify: us(os.notify_us),
+            bookkeeping: us(os.bookkeeping_us),
+            err_send: us(os.err_send_us),
+            sched: us(os.sched_us),
+            fifo_cap: (os.fifo_entries as usize).max(1),
+            fifo: VecDeque::with_capacity(os.fifo_entries as usize),
+            irqs: VecDeque::new(),
+            irq_busy_until: Instant::ZERO,
+            last_taken_start: None,
+            deferred_irq: None,
+            step: None,
+            batch: Vec::new(),
+            runs: VecDeque::new(),
+            errs: VecDeque::new(),
+            actions: VecDeque::new(),
+            unpolled: FxHashSet::default(),
+            breakdown: Breakdown::default(),
+            stats: HandlerStats::default(),
+            ranges: Vec::new(),
+            seen: FxHashSet::default(),
+            cfg,
+        }
     }
+
+    /// The configuration.
+    pub fn config(&self) -> &HandlerConfig {
+        &self.cfg
+    }
+
     /// The IOMMU raised a fault interrupt (one per faulting transaction).
-    pub fn handle_interrupt(&mut self, _now: Instant) {
-        todo!("os helper")
+    ///
+    /// With coalescing (`irq_coalesce_us > 0`), an interrupt arriving less than the window after
+    /// the start of the previous taken one is merged into it: counted, no CPU. If nothing would
+    /// then ever wake the page-in task (it is idle and no handler is pending), the merged
+    /// interrupt is delivered when the window closes, as interrupt moderation hardware does;
+    /// otherwise a record logged with it could sit in the FIFO forever.
+    pub fn handle_interrupt(&mut self, now: Instant) {
+        if self.coalesce > Duration::ZERO {
+            if let Some(s) = self.last_taken_start {
+                if now < s + self.coalesce {
+                    self.stats.interrupts_coalesced += 1;
+                    if self.step.is_none() && self.irqs.is_empty() && self.deferred_irq.is_none() {
+                        self.deferred_irq = Some(s + self.coalesce);
+                    }
+                    return;
+                }
+            }
+        }
+        self.take_interrupt(now);
     }
+
+    /// Run one interrupt handler: after any handler already queued, preempting the task step
+    /// in progress. O(1).
+    fn take_interrupt(&mut self, at: Instant) {
+        let start = at.max(self.irq_busy_until);
+        let end = start + self.irq;
+        self.irqs.push_back(Irq { start, end });
+        self.irq_busy_until = end;
+        self.last_taken_start = Some(start);
+        self.stats.interrupts += 1;
+        // Interrupts are appended in time order, so this one runs after every interrupt the
+        // step already accounts for: if it starts before the step ends, the step loses exactly
+        // its duration. (A step that ended before `at` but was not processed yet is unaffected:
+        // its successor accounts for this interrupt when it starts.)
+        if let Some(step) = &mut self.step {
+            if start < step.end {
+                step.end += self.irq;
+            }
+        }
+    }
+
     /// The NI logged a failed block in its fault FIFO. Returns false (and counts an overflow)
     /// when the FIFO is full: the record is lost.
-    pub fn handle_fifo_push(&mut self, _now: Instant, _rec: FaultRecord) -> bool {
-        todo!("os helper")
+    ///
+    /// A push does not wake the task by itself: on the hardware only the interrupt does.
+    pub fn handle_fifo_push(&mut self, _now: Instant, rec: FaultRecord) -> bool {
+        if self.fifo.len() >= self.fifo_cap {
+            self.stats.fifo_overflows += 1;
+            return false;
+        }
+        self.fifo.push_back(rec);
+        self.stats.fifo_records += 1;
+        true
     }
+
     /// Advance to `now` (the driver calls this at `poll_timeout()`).
-    pub fn handle_timeout(&mut self, _now: Instant, _mem: &dyn Residency) {
-        todo!("os helper")
+    ///
+    /// Processes every interrupt end and task step end at or before `now` in time order
+    /// (an interrupt ending at the same instant as a step goes first: it has priority).
+    /// `mem` is asked which pages are present when a drain ends.
+    pub fn handle_timeout(&mut self, now: Instant, mem: &dyn Residency) {
+        loop {
+            let irq_at = self.irqs.front().map(|i| i.end);
+            let step_at = self.step.map(|s| s.end);
+            // Priority on ties: interrupt end, deferred interrupt, task step.
+            let mut next: Option<(Instant, u8)> = None;
+            for (t, kind) in [(irq_at, 0u8), (self.deferred_irq, 1), (step_at, 2)] {
+                if let Some(t) = t {
+                    let earlier = match next {
+                        Some((nt, _)) => t < nt,
+                        None => true,
+                    };
+                    if t <= now && earlier {
+                        next = Some((t, kind));
+                    }
+                }
+            }
+            let Some((t, kind)) = next else { break };
+            match kind {
+                0 => self.end_interrupt(t),
+                1 => {
+                    self.deferred_irq = None;
+                    self.take_interrupt(t);
+                }
+                _ => self.end_step(t, mem),
+            }
+        }
     }
-    /// When the model next needs `handle_timeout`.
+
+    fn end_interrupt(&mut self, t: Instant) {
+        let irq = self.irqs.pop_front().expect("an interrupt is pending");
+        self.breakdown.irq += irq.end - irq.start;
+        if self.step.is_none() {
+            self.stats.task_runs += 1;
+            self.start_step(StepKind::Sched, self.sched, t);
+        }
+    }
+
+    /// Start a task step of `work` CPU at `at`; interrupts already queued that run before it
+    /// would end push its end by their duration.
+    fn start_step(&mut self, kind: StepKind, work: Duration, at: Instant) {
+        let mut end = at + work;
+        // Each queued interrupt is scanned by at most one step (the step it overlaps ends after
+        // it), so this loop is amortized O(1).
+        for irq in &self.irqs {
+            if irq.end <= at {
+                continue;
+            }
+            if irq.start < end {
+                end += irq.end - irq.start.max(at);
+            } else {
+                break;
+            }
+        }
+        self.step = Some(Step { kind, work, end });
+    }
+
+    fn emit(&mut self, at: Instant, action: HandlerAction) {
+        self.actions.push_back((at, action));
+    }
+
+    fn end_step(&mut self, t: Instant, mem: &dyn Residency) {
+        let step = self.step.take().expect("a step is in progress");
+        let b = &mut self.breakdown;
+        match step.kind {
+            StepKind::Sched => b.sched += step.work,
+            StepKind::FifoRead => b.fifo += step.work,
+            StepKind::GupCall | StepKind::GupPage { .. } => b.gup += step.work,
+            StepKind::Bookkeeping => b.bookkeeping += step.work,
+            StepKind::Notify => b.notify += step.work,
+            StepKind::Err(_) => b.err += step.work,
+        }
+        match step.kind {
+            StepKind::Sched => self.start_step(StepKind::FifoRead, self.fifo_read, t),
+            StepKind::FifoRead => match self.fifo.pop_front() {
+                // The register read returns the entry at its end.
+                Some(rec) => {
+                    self.batch.push(rec);
+                    if self.batch.len() >= self.fifo_cap {
+                        self.end_drain(t, mem);
+                    } else {
+                        self.start_step(StepKind::FifoRead, self.fifo_read, t);
+                    }
+                }
+                None => self.end_drain(t, mem),
+            },
+            StepKind::GupCall => {
+                let r = *self.runs.front().expect("a gup run is pending");
+                self.start_step(
+                    StepKind::GupPage {
+                        pdid: r.pdid,
+                        page_addr: r.next,
+                    },
+                    self.gup_page,
+                    t,
+                );
+            }
+            StepKind::GupPage { pdid, page_addr } => {
+                self.stats.pages_in += 1;
+                self.unpolled.insert((pdid, page_addr));
+                self.emit(t, HandlerAction::PageIn { pdid, page_addr });
+                let r = self.runs.front_mut().expect("a gup run is pending");
+                r.left -= 1;
+                r.next += PAGE_BYTES;
+                if r.left > 0 {
+                    let (pdid, page_addr) = (r.pdid, r.next);
+                    self.start_step(StepKind::GupPage { pdid, page_addr }, self.gup_page, t);
+                } else {
+                    self.runs.pop_front();
+                    if self.runs.is_empty() {
+                        self.start_step(StepKind::Bookkeeping, self.bookkeeping, t);
+                    } else {
+                        self.start_step(StepKind::GupCall, self.gup_call, t);
+                    }
+                }
+            }
+            StepKind::Bookkeeping => self.start_step(StepKind::Notify, self.notify, t),
+            StepKind::Notify => self.next_err(t),
+            StepKind::Err(action) => {
+                match action {
+                    HandlerAction::SendErr { .. } => self.stats.errs += 1,
+                    HandlerAction::ResumeSource { .. } => self.stats.resumes += 1,
+                    HandlerAction::PageIn { .. } => unreachable!("PageIn is not an ERR step"),
+                }
+                self.emit(t, action);
+                self.next_err(t);
+            }
+        }
+    }
+
+    /// The next ERR / resume of this loop, or the end of the loop (step 7).
+    fn next_err(&mut self, t: Instant) {
+        match self.errs.pop_front() {
+            Some(a) => self.start_step(StepKind::Err(a), self.err_send, t),
+            None if !self.fifo.is_empty() => self.start_step(StepKind::FifoRead, self.fifo_read, t),
+            None => {} // the task sleeps until the next interrupt
+        }
+    }
+
+    /// The drain is over: decide the pages and the ERRs of the records read, then go on with
+    /// `get_user_pages` (or, with nothing new to bring in, straight to bookkeeping).
+    fn end_drain(&mut self, t: Instant, mem: &dyn Residency) {
+        if self.batch.is_empty() {
+            // Woken with nothing to do (record dropped, or already drained by an earlier loop).
+            return;
+        }
+        // Union of the policy ranges per address space, merged as intervals so that each page
+        // is examined once even when PIA ranges of many records overlap.
+        self.ranges.clear();
+        for rec in &self.batch {
+            let (s, e) = self.cfg.policy.pages(rec);
+            self.ranges.push((rec.pdid, s, e));
+        }
+        self.ranges.sort_unstable();
+        let mut cur: Option<(Pdid, u64, u64)> = None;
+        for i in 0..self.ranges.len() {
+            let (pdid, s, e) = self.ranges[i];
+            match &mut cur {
+                Some((cp, _, ce)) if *cp == pdid && s <= *ce => *ce = (*ce).max(e),
+                _ => {
+                    if let Some(c) = cur {
+                        self.plan_runs(c, mem);
+                    }
+                    cur = Some((pdid, s, e));
+                }
+            }
+        }
+        if let Some(c) = cur {
+            self.plan_runs(c, mem);
+        }
+        // One ERR / resume per distinct faulted block attempt, in the order first seen.
+        self.seen.clear();
+        for i in 0..self.batch.len() {
+            let rec = self.batch[i];
+            if !self.seen.insert((rec.side, rec.transfer, rec.block, rec.block_seq)) {
+                continue;
+            }
+            let (transfer, block, block_seq) = (rec.transfer, rec.block, rec.block_seq);
+            match rec.side {
+                FaultSide::Destination if self.cfg.send_err => self.errs.push_back(HandlerAction::SendErr {
+                    transfer,
+                    block,
+                    block_seq,
+                }),
+                // Without ERRs the source recovers by its block timeout: nothing to send.
+                FaultSide::Destination => {}
+                FaultSide::Source => self.errs.push_back(HandlerAction::ResumeSource {
+                    transfer,
+                    block,
+                    block_seq,
+                }),
+            }
+        }
+        self.batch.clear();
+        if self.runs.is_empty() {
+            self.start_step(StepKind::Bookkeeping, self.bookkeeping, t);
+        } else {
+            self.start_step(StepKind::GupCall, self.gup_call, t);
+        }
+    }
+
+    /// Split one merged page interval into maximal runs of pages that are neither present nor
+    /// already being made present.
+    fn plan_runs(&mut self, (pdid, start, end): (Pdid, u64, u64), mem: &dyn Residency) {
+        let mut run: Option<GupRun> = None;
+        let mut p = start;
+        while p < end {
+            let new = !mem.is_present(pdid, p) && !self.unpolled.contains(&(pdid, p));
+            match (&mut run, new) {
+                (Some(r), true) => r.left += 1,
+                (None, true) => run = Some(GupRun { pdid, next: p, left: 1 }),
+                (Some(_), false) => self.runs.push_back(run.take().expect("run")),
+                (None, false) => {}
+            }
+            p += PAGE_BYTES;
+        }
+        if let Some(r) = run {
+            self.runs.push_back(r);
+        }
+    }
+
+    /// When the model next needs `handle_timeout`: the end of the interrupt or task step in
+    /// progress, or of a coalescing window with an interrupt to deliver.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        todo!("os helper")
+        [
+            self.irqs.front().map(|i| i.end),
+            self.deferred_irq,
+            self.step.map(|s| s.end),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
+
     /// The next action that became due.
     pub fn poll_action(&mut self) -> Option<HandlerAction> {
-        todo!("os helper")
+        self.poll_timed_action().map(|(_, a)| a)
     }
-    /// CPU time per component so far.
+
+    /// The next action that became due, with the instant it became due (for drivers that
+    /// advance in coarse steps and for reporting).
+    pub fn poll_timed_action(&mut self) -> Option<(Instant, HandlerAction)> {
+        let (at, a) = self.actions.pop_front()?;
+        if let HandlerAction::PageIn { pdid, page_addr } = a {
+            // From now on the driver's page table answers for this page.
+            self.unpolled.remove(&(pdid, page_addr));
+        }
+        Some((at, a))
+    }
+
+    /// CPU time per component so far (steps and interrupts are counted when they finish).
     pub fn breakdown(&self) -> Breakdown {
-        todo!("os helper")
+        self.breakdown
     }
+
     /// Counters so far.
     pub fn stats(&self) -> HandlerStats {
-        todo!("os helper")
+        self.stats
     }
-    /// True when nothing is queued, running or scheduled.
+
+    /// Records waiting in the fault FIFO now.
+    pub fn fifo_len(&self) -> usize {
+        self.fifo.len()
+    }
+
+    /// True when nothing is queued, running or scheduled: no interrupt pending, the task
+    /// asleep, the FIFO empty and every action polled.
     pub fn is_idle(&self) -> bool {
-        todo!("os helper")
+        self.step.is_none()
+            && self.irqs.is_empty()
+            && self.deferred_irq.is_none()
+            && self.fifo.is_empty()
+            && self.actions.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::page_of;
+    use crate::profile::Profile;
+
+    const P: u64 = PAGE_BYTES;
+
+    #[derive(Default)]
+    struct Pages(FxHashSet<(Pdid, u64)>);
+    impl Residency for Pages {
+        fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
+            self.0.contains(&(pdid, page_addr))
+        }
+    }
+
+    /// A driver that follows the contract: handle_timeout at every poll_timeout, apply actions.
+    struct World {
+        h: FaultHandlerModel,
+        mem: Pages,
+        log: Vec<(Instant, HandlerAction)>,
+    }
+
+    impl World {
+        fn new(policy: PageInPolicy, send_err: bool, tweak: impl FnOnce(&mut OsProfile)) -> World {
+            let mut os = Profile::forth_arm().os;
+            tweak(&mut os);
+            World {
+                h: FaultHandlerModel::new(HandlerConfig { os, policy, send_err }),
+                mem: Pages::default(),
+                log: Vec::new(),
+            }
+        }
+        fn run_until(&mut self, t: Instant) {
+            while let Some(d) = self.h.poll_timeout() {
+                if d > t {
+                    break;
+                }
+                self.h.handle_timeout(d, &self.mem);
+                while let Some((at, a)) = self.h.poll_timed_action() {
+                    assert_eq!(at, d, "actions are produced at their due time");
+                    if let HandlerAction::PageIn { pdid, page_addr } = a {
+                        assert!(
+                            self.mem.0.insert((pdid, page_addr)),
+                            "page {page_addr:#x} brought in twice"
+                        );
+                    }
+                    self.log.push((at, a));
+                }
+            }
+        }
+        fn finish(&mut self) {
+            self.run_until(Instant(u64::MAX));
+            assert!(self.h.is_idle());
+        }
+        fn interrupt(&mut self, t: Instant) {
+            self.run_until(t);
+            self.h.handle_interrupt(t);
+        }
+        fn push(&mut self, t: Instant, rec: FaultRecord) -> bool {
+            self.run_until(t);
+            self.h.handle_fifo_push(t, rec)
+        }
+        fn page_ins(&self) -> Vec<(Instant, u64)> {
+            self.log
+                .iter()
+                .filter_map(|&(t, a)| match a {
+                    HandlerAction::PageIn { page_addr, .. } => Some((t, page_addr)),
+                    _ => None,
+                })
+                .collect()
+        }
+        fn errs(&self) -> Vec<(Instant, HandlerAction)> {
+            self.log
+                .iter()
+                .copied()
+                .filter(|(_, a)| !matches!(a, HandlerAction::PageIn { .. }))
+                .collect()
+        }
+    }
+
+    fn key(id: u32) -> TransferKey {
+        TransferKey {
+            data_src: 0,
+            data_dst: 1,
+            id,
+            read_response: false,
+        }
+    }
+
+    const BASE: u64 = 0x10_0000;
+
+    /// A destination fault on `page` of a transfer of `pages` pages at BASE (16 KiB blocks).
+    fn rec(side: FaultSide, id: u32, page: u64, pages: u64) -> FaultRecord {
+        let addr = BASE + page * P;
+        let block = (page / 4) as u32;
+        let bs = BASE + block as u64 * 4 * P;
+        FaultRecord {
+            side,
+            transfer: key(id),
+            block,
+            block_seq: 0,
+            pdid: 1,
+            page_addr: page_of(addr),
+            block_range: (bs, (bs + 4 * P).min(BASE + pages * P)),
+            transfer_range: (BASE, BASE + pages * P),
+        }
+    }
+    fn dst(page: u64, pages: u64) -> FaultRecord {
+        rec(FaultSide::Destination, 1, page, pages)
+    }
+
+    fn ns(n: u64) -> Instant {
+        Instant(n)
+    }
+    fn us(n: u64) -> Instant {
+        Instant(n * 1000)
+    }
+
+    #[test]
+    fn single_page_fault_path_matches_calibration() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        assert!(w.push(us(0), dst(0, 1)));
+        w.interrupt(us(0));
+        assert_eq!(w.h.poll_timeout(), Some(us(1)), "interrupt handler ends at 1 us");
+        w.finish();
+        // 1 (irq) + 0 (sched) + 2 x 50 ns (FIFO) + 6 + 3 (gup) = 10.1 us.
+        assert_eq!(w.page_ins(), vec![(ns(10_100), BASE)]);
+        // + bookkeeping 4 + notify 7 + ERR 1 = 22.1 us.
+        assert_eq!(
+            w.errs(),
+            vec![(
+                ns(22_100),
+                HandlerAction::SendErr {
+                    transfer: key(1),
+                    block: 0,
+                    block_seq: 0
+                }
+            )]
+        );
+        let b = w.h.breakdown();
+        assert_eq!(b.irq, Duration::from_us(1));
+        assert_eq!(b.sched, Duration::ZERO);
+        assert_eq!(b.fifo, Duration::from_ns(100));
+        assert_eq!(b.gup, Duration::from_us(9));
+        assert_eq!(b.bookkeeping, Duration::from_us(4));
+        assert_eq!(b.notify, Duration::from_us(7));
+        assert_eq!(b.err, Duration::from_us(1));
+        let s = w.h.stats();
+        assert_eq!(
+            (s.interrupts, s.task_runs, s.fifo_records, s.pages_in, s.errs),
+            (1, 1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn pia_brings_in_progressively() {
+        let mut w = World::new(PageInPolicy::Pia, true, |_| {});
+        w.push(us(0), dst(0, 16));
+        w.interrupt(us(0));
+        w.finish();
+        let got = w.page_ins();
+        // One call (6 us) at 1.1 us, then one page every 3 us, in address order.
+        let want: Vec<_> = (0..16)
+            .map(|k| (ns(1_100 + 6_000 + 3_000 * (k + 1)), BASE + k * P))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(w.errs()[0].0, ns(1_100 + 6_000 + 48_000 + 4_000 + 7_000 + 1_000));
+        assert_eq!(w.h.breakdown().gup, Duration::from_us(6 + 48));
+    }
+
+    #[test]
+    fn pia_from_the_faulting_page_and_pi4_whole_block() {
+        let mut w = World::new(PageInPolicy::Pia, true, |_| {});
+        w.push(us(0), dst(5, 16));
+        w.interrupt(us(0));
+        w.finish();
+        assert_eq!(
+            w.page_ins().iter().map(|p| p.1).collect::<Vec<_>>(),
+            (5..16).map(|k| BASE + k * P).collect::<Vec<_>>()
+        );
+
+        let mut w = World::new(PageInPolicy::Pi4, true, |_| {});
+        w.push(us(0), dst(5, 16));
+        w.interrupt(us(0));
+        w.finish();
+        assert_eq!(
+            w.page_ins().iter().map(|p| p.1).collect::<Vec<_>>(),
+            (4..8).map(|k| BASE + k * P).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn dedup_pages_and_blocks() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        // 8 records of the same page: 4 distinct blocks, each logged twice (same attempt).
+        for i in 0..8u32 {
+            let mut r = dst(0, 1);
+            r.block = i % 4;
+            assert!(w.push(us(0), r));
+        }
+        w.interrupt(us(0));
+        w.finish();
+        assert_eq!(w.page_ins().len(), 1);
+        let errs = w.errs();
+        assert_eq!(errs.len(), 4);
+        for (i, (_, a)) in errs.iter().enumerate() {
+            assert_eq!(
+                *a,
+                HandlerAction::SendErr {
+                    transfer: key(1),
+                    block: i as u32,
+                    block_seq: 0
+                }
+            );
+        }
+        // 8 reads + 1 empty, one gup call + one page.
+        let b = w.h.breakdown();
+        assert_eq!(b.fifo, Duration::from_ns(9 * 50));
+        assert_eq!(b.gup, Duration::from_us(9));
+        assert_eq!(b.err, Duration::from_us(4));
+        // A new attempt of the same block is a distinct ERR.
+        let mut r = dst(0, 1);
+        r.block_seq = 1;
+        w.push(us(100), r);
+        w.interrupt(us(100));
+        w.finish();
+        assert_eq!(w.errs().len(), 5);
+    }
+
+    #[test]
+    fn contiguous_runs_one_call_each() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        // Pages 0, 1, 2 (one run) and 7 (another run) and page 0 of another PDID (a third).
+        for p in [2, 0, 7, 1] {
+            w.push(us(0), dst(p, 8));
+        }
+        let mut other = dst(0, 8);
+        other.pdid = 2;
+        w.push(us(0), other);
+        w.interrupt(us(0));
+        w.finish();
+        assert_eq!(w.h.breakdown().gup, Duration::from_us(3 * 6 + 5 * 3));
+        assert_eq!(w.h.stats().pages_in, 5);
+    }
+
+    #[test]
+    fn present_pages_skip_gup_entirely() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        w.mem.0.insert((1, BASE));
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        w.finish();
+        assert!(w.page_ins().is_empty());
+        assert_eq!(w.h.breakdown().gup, Duration::ZERO);
+        // 1 + 0.1 + 4 + 7 + 1: the ERR is still needed, the source is waiting for it.
+        assert_eq!(w.errs()[0].0, ns(13_100));
+    }
+
+    #[test]
+    fn interrupt_preempts_the_step_in_progress() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        // During the gup call step [1.1, 7.1): it ends 1 us later, and everything after too.
+        w.interrupt(us(5));
+        w.finish();
+        assert_eq!(w.page_ins(), vec![(ns(11_100), BASE)]);
+        assert_eq!(w.errs()[0].0, ns(23_100));
+        let b = w.h.breakdown();
+        assert_eq!(b.irq, Duration::from_us(2));
+        assert_eq!(b.gup, Duration::from_us(9), "interrupt time is not charged to the step");
+        assert_eq!(w.h.stats().task_runs, 1);
+    }
+
+    #[test]
+    fn queued_interrupts_run_back_to_back_before_the_task() {
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.sched_us = 0.5);
+        w.push(us(0), dst(0, 1));
+        // 4 interrupts within the first one's handler: they run [0,1) [1,2) [2,3) [3,4).
+        for t in [0, 200, 400, 600] {
+            w.interrupt(ns(t));
+        }
+        w.finish();
+        // The task is scheduled at 1 us but only gets the CPU at 4 us: 4 + 0.5 + 0.1 + 9.
+        assert_eq!(w.page_ins(), vec![(ns(13_600), BASE)]);
+        assert_eq!(w.h.breakdown().irq, Duration::from_us(4));
+        assert_eq!(w.h.breakdown().sched, Duration::from_ns(500));
+        assert_eq!(w.h.stats().task_runs, 1);
+    }
+
+    #[test]
+    fn many_interrupts_during_a_step() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        // 64 faulting packets arriving every 205 ns from 2 us (inside the gup call step).
+        for k in 0..64 {
+            w.interrupt(ns(2_000 + 205 * k));
+        }
+        w.finish();
+        assert_eq!(w.page_ins(), vec![(ns(10_100 + 64_000), BASE)]);
+        assert_eq!(w.h.stats().interrupts, 65);
+    }
+
+    #[test]
+    fn coalescing_window() {
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.irq_coalesce_us = 5.0);
+        w.push(us(0), dst(0, 1));
+        for t in [0, 1_000, 2_000, 4_999, 5_000] {
+            w.interrupt(ns(t));
+        }
+        w.finish();
+        let s = w.h.stats();
+        assert_eq!((s.interrupts, s.interrupts_coalesced), (2, 3));
+        assert_eq!(w.h.breakdown().irq, Duration::from_us(2));
+        // The second taken interrupt (at 5 us) preempts the gup call: PageIn at 11.1 us.
+        assert_eq!(w.page_ins(), vec![(ns(11_100), BASE)]);
+    }
+
+    #[test]
+    fn coalesced_interrupt_is_delivered_when_nothing_else_would_wake_the_task() {
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.irq_coalesce_us = 50.0);
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        w.run_until(us(30));
+        assert_eq!(w.errs().len(), 1);
+        // A new fault at 30 us falls in the window of the interrupt taken at 0.
+        w.push(us(30), dst(1, 2));
+        w.interrupt(us(30));
+        assert_eq!(w.h.stats().interrupts_coalesced, 1);
+        assert_eq!(w.h.poll_timeout(), Some(us(50)));
+        w.finish();
+        // Delivered at 50 us: 51 + 0.1 + 9 = 60.1, ERR at 72.1.
+        assert_eq!(w.page_ins()[1], (ns(60_100), BASE + P));
+        assert_eq!(w.errs()[1].0, ns(72_100));
+        assert_eq!(w.h.stats().interrupts, 2);
+    }
+
+    #[test]
+    fn fifo_overflow_drops_records() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        for p in 0..16 {
+            assert!(w.push(us(0), dst(p, 17)));
+        }
+        assert!(!w.push(us(0), dst(16, 17)));
+        assert_eq!(w.h.stats().fifo_overflows, 1);
+        assert_eq!(w.h.fifo_len(), 16);
+        w.interrupt(us(0));
+        w.finish();
+        let s = w.h.stats();
+        assert_eq!((s.fifo_records, s.pages_in), (16, 16));
+        // A full FIFO is read with exactly 16 reads (no extra empty read).
+        assert_eq!(w.h.breakdown().fifo, Duration::from_ns(16 * 50));
+        assert!(w.push(us(1000), dst(16, 17)));
+    }
+
+    #[test]
+    fn without_err_destination_faults_send_nothing() {
+        let mut w = World::new(PageInPolicy::Pio, false, |_| {});
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        w.finish();
+        assert_eq!(w.page_ins().len(), 1);
+        assert!(w.errs().is_empty());
+        assert_eq!(w.h.breakdown().err, Duration::ZERO);
+        assert_eq!(w.h.stats().errs, 0);
+    }
+
+    #[test]
+    fn source_faults_resume_the_source() {
+        for send_err in [true, false] {
+            let mut w = World::new(PageInPolicy::Pio, send_err, |_| {});
+            w.push(us(0), rec(FaultSide::Source, 3, 0, 1));
+            w.interrupt(us(0));
+            w.finish();
+            assert_eq!(
+                w.errs(),
+                vec![(
+                    ns(22_100),
+                    HandlerAction::ResumeSource {
+                        transfer: key(3),
+                        block: 0,
+                        block_seq: 0
+                    }
+                )]
+            );
+            assert_eq!(w.h.stats().resumes, 1);
+        }
+    }
+
+    #[test]
+    fn task_reloops_on_records_that_arrive_while_it_runs() {
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.sched_us = 2.0);
+        w.push(us(0), dst(0, 8));
+        w.interrupt(us(0));
+        // At 15 us the first loop is in its bookkeeping step [12.1, 16.1).
+        w.push(us(15), dst(4, 8));
+        w.finish();
+        assert_eq!(w.h.stats().task_runs, 1);
+        assert_eq!(
+            w.h.breakdown().sched,
+            Duration::from_us(2),
+            "one schedule for both loops"
+        );
+        // Loop 1: 1 + 2 + 0.1 + 9 + 4 + 7 + 1 = 24.1. Loop 2: + 0.1 + 9 (PageIn at 33.2) + 12.
+        assert_eq!(w.page_ins(), vec![(ns(12_100), BASE), (ns(33_200), BASE + 4 * P)]);
+        assert_eq!(
+            w.errs().iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![ns(24_100), ns(45_200)]
+        );
+    }
+
+    #[test]
+    fn unpolled_page_ins_are_not_brought_in_twice() {
+        // A driver that jumps far ahead before polling: the second loop must not redo a page
+        // the first loop brought in even though the page table does not show it yet.
+        let mut os = Profile::forth_arm().os;
+        os.sched_us = 0.0;
+        let mut h = FaultHandlerModel::new(HandlerConfig {
+            os,
+            policy: PageInPolicy::Pio,
+            send_err: true,
+        });
+        let mem = Pages::default();
+        h.handle_fifo_push(us(0), dst(0, 1));
+        h.handle_interrupt(us(0));
+        h.handle_timeout(us(5), &mem);
+        let mut again = dst(0, 1);
+        again.block_seq = 1;
+        h.handle_fifo_push(us(5), again);
+        h.handle_timeout(us(1000), &mem);
+        assert_eq!(h.stats().pages_in, 1);
+        assert_eq!(h.stats().errs, 2);
+        let times: Vec<_> = std::iter::from_fn(|| h.poll_timed_action()).map(|(t, _)| t).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        assert!(h.is_idle());
+    }
+
+    #[test]
+    fn evicted_page_is_brought_in_again() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        w.finish();
+        w.mem.0.clear(); // reclaimed
+        w.push(us(100), dst(0, 1));
+        w.interrupt(us(100));
+        w.finish();
+        assert_eq!(w.h.stats().pages_in, 2);
+    }
+
+    #[test]
+    fn empty_wakeup_costs_one_read() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        w.interrupt(us(0));
+        w.finish();
+        let b = w.h.breakdown();
+        assert_eq!(b.fifo, Duration::from_ns(50));
+        assert_eq!(b.notify, Duration::ZERO);
+        assert!(w.log.is_empty());
+        assert!(w.h.is_idle());
+    }
+
+    #[test]
+    fn idle_and_timeouts() {
+        let mut w = World::new(PageInPolicy::Pio, true, |_| {});
+        assert!(w.h.is_idle());
+        assert_eq!(w.h.poll_timeout(), None);
+        w.push(us(0), dst(0, 1));
+        assert!(!w.h.is_idle());
+        w.interrupt(us(0));
+        w.finish();
+        assert_eq!(w.h.poll_timeout(), None);
     }
 }

@@ -1,0 +1,102 @@
+//! End-to-end tests of the `unpinned` binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn unpinned(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_unpinned")).args(args).output().expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh directory name under the system temp dir.
+fn scratch(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    std::env::temp_dir().join(format!("unpinned-cli-{tag}-{}-{nanos}", std::process::id()))
+}
+
+#[test]
+fn help_mentions_reproduce() {
+    let o = unpinned(&["--help"]);
+    assert!(o.status.success());
+    let out = text(&o.stdout);
+    assert!(out.contains("reproduce"), "{out}");
+    assert!(out.contains("PART"), "{out}");
+}
+
+#[test]
+fn sim_list_succeeds() {
+    let o = unpinned(&["sim", "--list"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!o.stdout.is_empty());
+}
+
+#[test]
+fn unknown_experiment_is_a_usage_error() {
+    let o = unpinned(&["sim", "no-such-experiment"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("no-such-experiment") && err.contains("--list"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn profile_show_prints_toml() {
+    let o = unpinned(&["profile", "show"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("block_bytes = 16384"));
+    let o = unpinned(&["profile", "show", "--set", "engine.block_timeout_us=100"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("block_timeout_us = 100.0"));
+}
+
+#[test]
+fn invalid_override_is_a_usage_error() {
+    let o = unpinned(&["profile", "show", "--set", "engine.block_bytes=1000"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("block_bytes"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn profile_check_file() {
+    let dir = scratch("check");
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.toml");
+    let shown = unpinned(&["profile", "show"]);
+    std::fs::write(&good, &shown.stdout).unwrap();
+    let o = unpinned(&["profile", "check", good.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("OK"));
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, text(&shown.stdout).replace("block_bytes = 16384", "block_bytes = 1000")).unwrap();
+    let o = unpinned(&["profile", "check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("block_bytes"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reproduce_writes_index() {
+    let dir = scratch("reproduce");
+    let o = unpinned(&["reproduce", "--quiet", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let index = dir.join("index.html");
+    assert!(index.exists());
+    assert!(text(&o.stdout).contains("index.html"));
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(html.contains("<html") && html.contains("forth-arm"));
+    // Every registered experiment appears in the report with its files.
+    for e in unpinned_experiments_names(&html) {
+        assert!(dir.join(format!("{e}.csv")).exists(), "{e}.csv");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Experiment names linked from the table of contents (`href="#NAME"`).
+fn unpinned_experiments_names(html: &str) -> Vec<String> {
+    html.split("href=\"#").skip(1).filter_map(|s| s.split('"').next()).map(str::to_string).collect()
+}
