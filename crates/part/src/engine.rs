@@ -363,3 +363,23 @@ impl PartEngine {
         self.events.push_back(Event::Completion(Completion { wr_id, op, status, len, at: now }));
     }
 }
+
+impl PartEngine {
+    /// A human-readable summary of the work in the engine (diagnostics of stuck runs).
+    pub fn debug_summary(&self) -> String {
+        let mut s = format!("node {}: {} tx transfers, {} reads, {} ctrl queued, {} ready, {} rx blocks, {} timers\n",
+            self.node, self.tx_index.len(), self.reads.len(), self.ctrl.len(), self.ready.len(), self.rx.len(), self.timers.len());
+        for t in self.tx.iter().flatten() {
+            s += &format!("  tx {:?} len {} next_block {}/{} silent {} window {:?}\n", t.key, t.len, t.next_block, t.nblocks, t.silent_timeouts,
+                t.window.iter().map(|b| (b.id, b.seq, b.state, b.next_offset, b.deadline.map(|d| d.0))).collect::<Vec<_>>());
+        }
+        for ((k, b), e) in &self.rx {
+            s += &format!("  rx {k:?} block {b} seq {} {}/{} failed {} done {}\n", e.seq, e.received, e.expected, e.failed, e.done);
+        }
+        s += &format!("  stats {:?}\n", self.stats);
+        for (id, r) in &self.reads {
+            s += &format!("  read {id} from {} len {} done {}/{} silent {} deadline {:?}\n", r.peer, r.len, r.done, r.nblocks, r.silent_timeouts, r.deadline);
+        }
+        s
+    }
+}

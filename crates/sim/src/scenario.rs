@@ -105,7 +105,7 @@ pub fn random_run(seed: u64, fault_rate: f64) -> Result<RandomRun, SimError> {
         sim.post(t, n, wr);
         t += Duration(rng.gen_range(0..20_000));
     }
-    sim.run_until_idle(Duration::from_ms(60_000))?;
+    sim.run_until_idle(Duration::from_ms(2_000))?;
     let ok = sim.posts().iter().filter(|p| p.completion.is_some_and(|c| c.status.is_ok())).count();
     Ok(RandomRun { posted: count as usize, ok, failed: count as usize - ok, events: sim.events(), trace_hash: sim.trace_hash() })
 }

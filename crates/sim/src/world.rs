@@ -305,7 +305,8 @@ impl Sim {
         let deadline = self.now + limit;
         while let Some(Reverse(e)) = self.queue.peek() {
             if e.at > deadline {
-                return Err(self.error(format!("not idle after {:.0} us of simulated time", limit.as_us_f64())));
+                let what = format!("not idle after {:.0} us of simulated time\n{}", limit.as_us_f64(), self.debug_summary());
+                return Err(self.error(what));
             }
             self.step()?;
         }
@@ -341,6 +342,16 @@ impl Sim {
             return Err(self.error(what));
         }
         Ok(true)
+    }
+
+    /// What every node still has in flight (for stuck-run diagnostics).
+    pub fn debug_summary(&self) -> String {
+        let mut s = format!("t = {:.3} us, {} events queued\n", self.now.as_us_f64(), self.queue.len());
+        for n in &self.nodes {
+            s += &n.engine.debug_summary();
+            s += &format!("  handler {:?} idle {}\n", n.handler.stats(), n.handler.is_idle());
+        }
+        s
     }
 
     fn error(&self, what: String) -> SimError {
