@@ -304,15 +304,16 @@ impl PartEngine {
     /// Write the next packet into `buf` (at least `packet_bytes + DATA_HEADER_LEN` long).
     /// Control packets go first; data packets are served round-robin across transfers.
     pub fn poll_transmit<M: Memory>(&mut self, now: Instant, buf: &mut [u8], mem: &mut M) -> Option<Transmit> {
-        if let Some((dst, ctrl)) = self.ctrl.pop_front() {
-            let len = self.emit_ctrl(ctrl, buf);
+        while let Some((dst, ctrl)) = self.ctrl.pop_front() {
+            // A queued read request whose read has ended meanwhile is not sent.
+            let Some(len) = self.emit_ctrl(ctrl, buf) else { continue };
             self.stats.ctrl_packets_sent += 1;
             return Some(Transmit { dst, len, is_data: false });
         }
         self.next_data_packet(now, buf, mem)
     }
 
-    fn emit_ctrl(&mut self, ctrl: Ctrl, buf: &mut [u8]) -> usize {
+    fn emit_ctrl(&mut self, ctrl: Ctrl, buf: &mut [u8]) -> Option<usize> {
         use unpinned_wire::NackReason;
         let repr = match ctrl {
             Ctrl::Ack { transfer, block, seq } => PartRepr::Ack { transfer_id: transfer.id, block_id: block, block_seq: seq, read_response: transfer.read_response },
@@ -329,7 +330,7 @@ impl PartEngine {
                 PartRepr::Err { transfer_id: transfer.id, block_id: block, block_seq: seq, read_response: transfer.read_response }
             }
             Ctrl::ReadReq { id } => {
-                let r = &self.reads[&id];
+                let r = self.reads.get(&id)?;
                 PartRepr::ReadReq {
                     pdid: r.remote_pdid,
                     rkey: r.rkey,
@@ -341,7 +342,7 @@ impl PartEngine {
                 }
             }
         };
-        repr.emit(buf).expect("caller buffer holds a control packet")
+        Some(repr.emit(buf).expect("caller buffer holds a control packet"))
     }
 
     fn timer_is_current(&self, at: Instant, kind: TimerKind) -> bool {

@@ -21,9 +21,10 @@ fn random_runs_with_packet_faults_keep_every_invariant() {
         // about half the time. (Much higher rates make whole-block retransmission, which the
         // spec prescribes, take hundreds of attempts: slow, but not wrong.)
         let fault_rate = if seed % 4 == 0 { 0.0 } else { 0.01 };
-        match random_run(seed, fault_rate) {
-            Ok(r) => total += r.posted,
-            Err(e) => panic!("randomized run failed: {e}\n  rerun: UNPINNED_SEED={seed} cargo test -p unpinned-sim --test random"),
+        match std::panic::catch_unwind(|| random_run(seed, fault_rate)) {
+            Ok(Ok(r)) => total += r.posted,
+            Ok(Err(e)) => panic!("randomized run failed: {e}\n  rerun: UNPINNED_SEED={seed} cargo test -p unpinned-sim --test random"),
+            Err(_) => panic!("randomized run panicked (seed {seed})\n  rerun: UNPINNED_SEED={seed} cargo test -p unpinned-sim --test random"),
         }
     }
     assert!(total > 0);
