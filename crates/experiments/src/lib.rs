@@ -69,9 +69,11 @@ pub struct ExperimentSpec {
     pub run: fn(&RunContext) -> Result<ExperimentOutput, ExperimentError>,
 }
 
+pub mod part;
+
 /// Every experiment, in report order.
 pub fn all() -> Vec<&'static ExperimentSpec> {
-    vec![]
+    part::specs()
 }
 
 /// Look up an experiment by name.

@@ -78,6 +78,10 @@ impl PlotSpec {
         self.filter.push((column.to_string(), value.to_string()));
         self
     }
+    /// Builder: keep only rows whose `column` is one of `values`.
+    pub fn only_any(self, column: &str, values: &[&str]) -> PlotSpec {
+        self.only(column, &values.join("|"))
+    }
     /// Builder: file suffix for secondary plots.
     pub fn suffix(mut self, s: &str) -> PlotSpec {
         self.suffix = s.to_string();
@@ -148,7 +152,8 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
     let yi = col(&spec.y)?;
     let si = spec.series.as_deref().map(col).transpose()?;
     let filters = spec.filter.iter().map(|(c, v)| Ok((col(c)?, v.as_str()))).collect::<Result<Vec<_>, String>>()?;
-    let rows = table.rows.iter().filter(|r| filters.iter().all(|(i, v)| r.get(*i).is_some_and(|c| c.to_text() == *v)));
+    // A filter value may list alternatives separated by '|' (see `PlotSpec::only_any`).
+    let rows = table.rows.iter().filter(|r| filters.iter().all(|(i, v)| r.get(*i).is_some_and(|c| v.split('|').any(|alt| c.to_text() == alt))));
     let series_name = |r: &[Cell]| match si {
         Some(i) => r.get(i).map(Cell::to_text).unwrap_or_default(),
         None => spec.y.clone(),

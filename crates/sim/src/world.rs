@@ -118,6 +118,7 @@ pub struct Node {
     /// Host fault handler model.
     pub handler: FaultHandlerModel,
     tx_free_at: Instant,
+    tx_prep_at: Instant,
     rx_free_at: Instant,
     ni_ready_at: Instant,
     tx_pending: bool,
@@ -194,6 +195,7 @@ impl Sim {
                     mem: SimMemory::new(),
                     handler: FaultHandlerModel::new(HandlerConfig { os: p.os.clone(), policy: cfg.policy, send_err: cfg.send_err }),
                     tx_free_at: Instant::ZERO,
+                    tx_prep_at: Instant::ZERO,
                     rx_free_at: Instant::ZERO,
                     ni_ready_at: Instant::ZERO,
                     tx_pending: false,
@@ -403,7 +405,10 @@ impl Sim {
         let now = self.now;
         let node = &mut self.nodes[n as usize];
         node.tx_pending = false;
-        let ready = node.tx_free_at.max(node.ni_ready_at);
+        // The NI prepares a packet (translation, DMA read, per-packet processing) while the
+        // previous one is still serializing: a one-deep pipeline. It waits only for its own
+        // receive-side work (`ni_ready_at`) and for the previous packet to start (`tx_prep_at`).
+        let ready = node.tx_prep_at.max(node.ni_ready_at);
         if now < ready {
             node.tx_pending = true;
             self.schedule(ready, Ev::TxReady { node: n });
@@ -425,8 +430,9 @@ impl Sim {
                 let lat = node.mem.take_latency();
                 let link_bytes = if tx.is_data { tx.len - DATA_HEADER_LEN + self.header_bytes } else { self.header_bytes };
                 let ser = serialization(link_bytes, self.link_gbps);
-                let start = now + lat + self.ni_packet;
+                let start = (now + lat + self.ni_packet).max(node.tx_free_at);
                 node.tx_free_at = start + ser;
+                node.tx_prep_at = start;
                 let hops = self.cfg.topology.hops(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
                 let f = fate(&self.cfg.faults, &mut self.fault_rng);
@@ -561,7 +567,7 @@ impl Sim {
         let node = &mut self.nodes[n as usize];
         if !node.tx_pending && node.engine.wants_transmit() {
             node.tx_pending = true;
-            let at = now.max(node.tx_free_at).max(node.ni_ready_at);
+            let at = now.max(node.tx_prep_at).max(node.ni_ready_at);
             self.schedule(at, Ev::TxReady { node: n });
         }
     }

@@ -1,0 +1,36 @@
+//! The PART experiments of spec part.md ("Experiments the project must be able to run").
+//!
+//! Every point is one simulated transfer between two nodes of the profile (fresh simulator per
+//! point, seeded), with all invariants checked. Touch and Pin schemes add the CPU cost models of
+//! `unpinned_core::os::cpu` at the faulting (destination) side before the transfer, and the
+//! transfer then finds the pages present.
+
+pub mod harness;
+
+mod breakdown;
+mod fault_all;
+mod fault_frequency;
+mod fault_small;
+mod isend;
+mod latency;
+mod timeout;
+
+use crate::ExperimentSpec;
+
+/// The PART experiments, in report order.
+pub fn specs() -> Vec<&'static ExperimentSpec> {
+    vec![
+        &latency::SPEC,
+        &breakdown::SPEC,
+        &fault_small::SPEC,
+        &fault_all::SPEC,
+        &fault_frequency::SPEC,
+        &timeout::SPEC,
+        &isend::SPEC,
+    ]
+}
+
+/// Collect per-point results, failing on the first error.
+pub(crate) fn collect<R>(results: Vec<Result<R, crate::ExperimentError>>) -> Result<Vec<R>, crate::ExperimentError> {
+    results.into_iter().collect()
+}
