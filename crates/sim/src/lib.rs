@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod faults;
+pub mod bench;
 pub mod invariants;
 pub mod memory;
 pub mod net;

@@ -169,7 +169,11 @@ pub struct Sim {
     buf_len: usize,
     fault_rng: SimRng,
     setup_rng: SimRng,
-    posts: Vec<PostRecord>,
+    /// Posts not yet completed, by post index.
+    pending: FxHashMap<u32, PostRecord>,
+    /// Completed posts, in completion order (kept unless `forget_completed` drains them).
+    completed: Vec<PostRecord>,
+    next_post: u32,
     by_wr: FxHashMap<(NodeId, WrId), u32>,
     checker: Checker,
     events: u64,
@@ -215,7 +219,9 @@ impl Sim {
             buf_len,
             fault_rng: rng_for(cfg.seed, "faults"),
             setup_rng: rng_for(cfg.seed, "setup"),
-            posts: Vec::new(),
+            pending: FxHashMap::default(),
+            completed: Vec::new(),
+            next_post: 0,
             by_wr: FxHashMap::default(),
             checker: Checker::new(cfg.check_invariants),
             events: 0,
@@ -265,6 +271,16 @@ impl Sim {
         NodeStats { engine: node.engine.stats(), handler: node.handler.stats(), breakdown: node.handler.breakdown(), iommu: node.iommu.stats() }
     }
 
+    /// Evict every page of a range (reclaim): the next access faults again.
+    pub fn evict(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
+        let node = &mut self.nodes[n as usize];
+        let mut p = unpinned_core::memory::page_of(base);
+        while p < base + len {
+            node.mem.evict(pdid, p, &mut node.iommu);
+            p += unpinned_core::memory::PAGE_BYTES;
+        }
+    }
+
     /// Map memory at a node with the given residency.
     pub fn map(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64, residence: Residence) {
         let node = &mut self.nodes[n as usize];
@@ -291,15 +307,26 @@ impl Sim {
     /// The user posts `wr` at node `n` at time `at` (>= now); the engine sees it after the
     /// co-processor's initiation time. Returns the index of its record.
     pub fn post(&mut self, at: Instant, n: NodeId, wr: WorkRequest) -> usize {
-        let index = self.posts.len();
-        self.posts.push(PostRecord { node: n, wr, posted_at: at, completion: None });
+        let index = self.next_post as usize;
+        self.next_post += 1;
+        self.pending.insert(index as u32, PostRecord { node: n, wr, posted_at: at, completion: None });
         self.schedule(at.max(self.now) + self.initiation, Ev::Post { index: index as u32 });
         index
     }
 
-    /// All posts so far, in posting order.
+    /// Completed posts, in completion order.
     pub fn posts(&self) -> &[PostRecord] {
-        &self.posts
+        &self.completed
+    }
+
+    /// Posts not completed yet.
+    pub fn pending_posts(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Drop the records of completed posts (long runs keep memory flat).
+    pub fn forget_completed(&mut self) -> Vec<PostRecord> {
+        std::mem::take(&mut self.completed)
     }
 
     /// Run until no event is left (or `limit` simulated time passes: an error).
@@ -364,7 +391,7 @@ impl Sim {
         if !self.cfg.check_invariants {
             return Ok(());
         }
-        if let Some(p) = self.posts.iter().find(|p| p.completion.is_none()) {
+        if let Some(p) = self.pending.values().min_by_key(|p| (p.node, p.wr.wr_id)) {
             let what = format!("work request {} of node {} never completed and nothing is left to happen", p.wr.wr_id, p.node);
             return Err(self.error(what));
         }
@@ -383,7 +410,7 @@ impl Sim {
     }
 
     fn on_post(&mut self, index: u32) {
-        let rec = self.posts[index as usize].clone();
+        let rec = self.pending[&index].clone();
         let n = rec.node;
         self.trace_event(1, n, &rec.wr.wr_id.to_le_bytes());
         if self.by_wr.insert((n, rec.wr.wr_id), index).is_some() {
@@ -577,9 +604,10 @@ impl Sim {
             self.checker.violation(format!("completion of wr_id {} at node {n} without an outstanding post (duplicate?)", c.wr_id));
             return;
         };
-        let rec = &mut self.posts[index as usize];
+        let mut rec = self.pending.remove(&index).expect("pending post");
         rec.completion = Some(c);
         let wr = rec.wr;
+        self.completed.push(rec);
         if wr.op == Op::Read {
             self.nodes[n as usize].mem.disallow_writes(wr.local_pdid, wr.local_addr, wr.local_addr + wr.len);
         }

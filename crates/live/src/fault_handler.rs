@@ -1,0 +1,316 @@
+//! The host's page-in task (spec part.md, mechanism 5), as a thread.
+//!
+//! The engine loop forwards every fault record the engine logs (its "fault FIFO") over a
+//! channel. The handler thread drains everything queued, deduplicates (many failed packets and
+//! several blocks map to one page), computes the pages to bring in with the configured
+//! [`PageInPolicy`], merges overlapping ranges, and pages them in with
+//! `madvise(MADV_POPULATE_WRITE)` for destination faults (the page must become writable, so a
+//! zero page or a copy-on-write page is replaced) or `MADV_POPULATE_READ` for source faults
+//! (Linux >= 5.14). On kernels without them (`EINVAL`) it falls back to touching one byte per
+//! page: an atomic `fetch_or(0)` for writes (a real store that cannot lose a concurrent engine
+//! write to the same byte) or a volatile read.
+//!
+//! Then it hands back one [`HandlerOutput`] per distinct (transfer, block, attempt): "send an
+//! ERR" for destination faults, "resume the source" for source faults, and wakes the engine
+//! loop. A range whose page-in fails with `EFAULT` / `ENOMEM` (the memory is gone, or has no
+//! permission) is reported as [`HandlerOutput::Bad`] first, so the retransmission that follows
+//! fails as a protection error instead of faulting forever.
+//!
+//! Minor faults (fresh anonymous memory) cost a few microseconds per page inside `madvise`;
+//! major faults (file-backed memory not in the page cache) cost a disk read each, but
+//! `MADV_POPULATE_*` of a whole PIA range issues them together with the kernel's readahead.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::Instant as StdInstant;
+
+use unpinned_core::api::{FaultRecord, FaultSide, TransferKey};
+use unpinned_core::memory::{page_of, PAGE_BYTES};
+use unpinned_core::os::PageInPolicy;
+
+/// What the handler asks of the engine loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandlerOutput {
+    /// Destination fault resolved: send an ERR for this block attempt (`post_err`).
+    SendErr {
+        /// The transfer.
+        transfer: TransferKey,
+        /// Block index.
+        block: u32,
+        /// Attempt that faulted.
+        block_seq: u16,
+    },
+    /// Source fault resolved: resume the block (`handle_source_resolved`).
+    ResumeSource {
+        /// The transfer.
+        transfer: TransferKey,
+        /// Block index.
+        block: u32,
+        /// Attempt that faulted.
+        block_seq: u16,
+    },
+    /// Page-in of `[start, end)` failed: the memory is unusable, accesses must fail.
+    Bad {
+        /// First byte (page aligned).
+        start: u64,
+        /// End (page aligned).
+        end: u64,
+    },
+}
+
+/// Handler configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandlerConfig {
+    /// Which pages to bring in per fault.
+    pub policy: PageInPolicy,
+    /// Send ERRs (false: retransmission only by the source's block timeout).
+    pub send_err: bool,
+}
+
+impl Default for HandlerConfig {
+    fn default() -> Self {
+        HandlerConfig { policy: PageInPolicy::Pia, send_err: true }
+    }
+}
+
+/// Counters of the handler, shared with the runtime (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct HandlerStats {
+    /// Fault records received.
+    pub records: AtomicU64,
+    /// Batches processed (wake-ups of the page-in task).
+    pub batches: AtomicU64,
+    /// Pages covered by page-in calls (after merging).
+    pub pages: AtomicU64,
+    /// `madvise` (or fallback touch) calls.
+    pub calls: AtomicU64,
+    /// Nanoseconds spent paging in.
+    pub page_in_ns: AtomicU64,
+    /// ERRs requested.
+    pub errs: AtomicU64,
+    /// Source resumes requested.
+    pub resumes: AtomicU64,
+    /// Ranges that could not be paged in.
+    pub bad_ranges: AtomicU64,
+}
+
+/// A plain copy of [`HandlerStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandlerSnapshot {
+    /// Fault records received.
+    pub records: u64,
+    /// Batches processed.
+    pub batches: u64,
+    /// Pages paged in (after merging).
+    pub pages: u64,
+    /// Page-in calls.
+    pub calls: u64,
+    /// Nanoseconds spent paging in.
+    pub page_in_ns: u64,
+    /// ERRs requested.
+    pub errs: u64,
+    /// Source resumes requested.
+    pub resumes: u64,
+    /// Ranges that could not be paged in.
+    pub bad_ranges: u64,
+}
+
+impl HandlerStats {
+    /// Read every counter.
+    pub fn snapshot(&self) -> HandlerSnapshot {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        HandlerSnapshot {
+            records: l(&self.records),
+            batches: l(&self.batches),
+            pages: l(&self.pages),
+            calls: l(&self.calls),
+            page_in_ns: l(&self.page_in_ns),
+            errs: l(&self.errs),
+            resumes: l(&self.resumes),
+            bad_ranges: l(&self.bad_ranges),
+        }
+    }
+}
+
+/// Whether `MADV_POPULATE_*` works on this kernel (cleared on the first `EINVAL`).
+static POPULATE_SUPPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Bring `[start, end)` (page aligned) in for `write` (or read) access. Returns `Err` with the
+/// `errno` if the kernel could not (the range is unmapped or lacks the permission).
+pub fn page_in(start: u64, end: u64, write: bool) -> Result<(), i32> {
+    if end <= start {
+        return Ok(());
+    }
+    if POPULATE_SUPPORTED.load(Ordering::Relaxed) {
+        let advice = if write { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
+        loop {
+            // SAFETY: MADV_POPULATE_* only populates page tables of the given range as a read or
+            // write fault would; it does not change memory contents (a write populate breaks
+            // copy-on-write, preserving the bytes) and fails with EFAULT/ENOMEM instead of
+            // raising a signal if the range is unmapped or lacks permission.
+            let r = unsafe { libc::madvise(start as usize as *mut libc::c_void, (end - start) as usize, advice) };
+            if r == 0 {
+                return Ok(());
+            }
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            match errno {
+                libc::EINTR | libc::EAGAIN => continue,
+                libc::EINVAL => {
+                    POPULATE_SUPPORTED.store(false, Ordering::Relaxed);
+                    break;
+                }
+                e => return Err(e),
+            }
+        }
+    }
+    // Fallback: touch one byte per page. Check mapping first so a bad range is an error rather
+    // than a SIGSEGV.
+    let mut p = start;
+    while p < end {
+        if !crate::memory::is_mapped(p) {
+            return Err(libc::ENOMEM);
+        }
+        if write {
+            // SAFETY: `p` is mapped (checked just above) and is part of memory the engine must
+            // write (exposed writable, or the destination of the application's read). An atomic
+            // fetch_or(0) is a store that leaves the value unchanged and cannot lose a concurrent
+            // store of the engine to the same byte. Read-only mappings were refused at expose.
+            unsafe { std::sync::atomic::AtomicU8::from_ptr(p as usize as *mut u8).fetch_or(0, Ordering::Relaxed) };
+        } else {
+            // SAFETY: `p` is mapped (checked above); a volatile read of one byte only faults the
+            // page in.
+            unsafe { std::ptr::read_volatile(p as usize as *const u8) };
+        }
+        p += PAGE_BYTES;
+    }
+    Ok(())
+}
+
+/// Merge `[start, end)` ranges in place (sorted, coalesced when overlapping or adjacent).
+fn merge(ranges: &mut Vec<(u64, u64)>) {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for &(s, e) in ranges.iter() {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    *ranges = out;
+}
+
+/// Process one batch of fault records: page in, then the outputs for the engine loop.
+pub fn process_batch(cfg: &HandlerConfig, batch: &[FaultRecord], stats: &HandlerStats) -> Vec<HandlerOutput> {
+    let mut write_ranges = Vec::new();
+    let mut read_ranges = Vec::new();
+    for rec in batch {
+        let (s, e) = cfg.policy.pages(rec);
+        match rec.side {
+            FaultSide::Destination => write_ranges.push((s, e)),
+            FaultSide::Source => read_ranges.push((s, e)),
+        }
+    }
+    merge(&mut write_ranges);
+    merge(&mut read_ranges);
+    let mut out = Vec::new();
+    let t = StdInstant::now();
+    for (ranges, write) in [(&write_ranges, true), (&read_ranges, false)] {
+        for &(s, e) in ranges.iter() {
+            stats.calls.fetch_add(1, Ordering::Relaxed);
+            stats.pages.fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
+            if page_in(s, e, write).is_err() {
+                // Find the bad pages one by one; the good ones are now in.
+                let mut p = s;
+                while p < e {
+                    if page_in(p, p + PAGE_BYTES, write).is_err() {
+                        stats.bad_ranges.fetch_add(1, Ordering::Relaxed);
+                        out.push(HandlerOutput::Bad { start: p, end: p + PAGE_BYTES });
+                    }
+                    p += PAGE_BYTES;
+                }
+            }
+        }
+    }
+    stats.page_in_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let mut seen: Vec<(FaultSide, TransferKey, u32, u16)> = Vec::new();
+    for rec in batch {
+        let k = (rec.side, rec.transfer, rec.block, rec.block_seq);
+        if seen.contains(&k) {
+            continue;
+        }
+        seen.push(k);
+        match rec.side {
+            FaultSide::Destination if cfg.send_err => {
+                stats.errs.fetch_add(1, Ordering::Relaxed);
+                out.push(HandlerOutput::SendErr { transfer: rec.transfer, block: rec.block, block_seq: rec.block_seq });
+            }
+            FaultSide::Destination => {}
+            FaultSide::Source => {
+                stats.resumes.fetch_add(1, Ordering::Relaxed);
+                out.push(HandlerOutput::ResumeSource { transfer: rec.transfer, block: rec.block, block_seq: rec.block_seq });
+            }
+        }
+    }
+    out
+}
+
+/// The handler thread's body: runs until the record channel closes.
+///
+/// `wake` is called after outputs were queued, so a parked engine loop picks them up at once.
+pub fn run(cfg: HandlerConfig, records: Receiver<FaultRecord>, outputs: Sender<HandlerOutput>, wake: Arc<dyn Fn() + Send + Sync>, stats: Arc<HandlerStats>) {
+    let mut batch = Vec::new();
+    while let Ok(first) = records.recv() {
+        batch.clear();
+        batch.push(first);
+        while let Ok(r) = records.try_recv() {
+            batch.push(r);
+        }
+        stats.records.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        let outs = process_batch(&cfg, &batch, &stats);
+        let mut any = false;
+        for o in outs {
+            any = true;
+            if outputs.send(o).is_err() {
+                return;
+            }
+        }
+        if any {
+            wake();
+        }
+    }
+}
+
+/// Page-aligned `[start, end)` covering `[addr, addr+len)`.
+pub fn page_span(addr: u64, len: u64) -> (u64, u64) {
+    (page_of(addr), page_of(addr.saturating_add(len).saturating_add(PAGE_BYTES - 1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_ranges() {
+        let mut r = vec![(0x3000, 0x4000), (0x1000, 0x2000), (0x1800, 0x3000), (0x9000, 0xa000)];
+        merge(&mut r);
+        assert_eq!(r, vec![(0x1000, 0x4000), (0x9000, 0xa000)]);
+    }
+
+    #[test]
+    fn page_in_populates_and_reports_unmapped() {
+        // SAFETY: fresh private anonymous mapping owned by the test.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), 8192, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as u64;
+        let mut m = crate::memory::LiveMemory::new(1).unwrap();
+        assert!(m.check(p, 8192, crate::memory::Access::Write).is_err());
+        page_in(p, p + 8192, true).unwrap();
+        m.begin_turn();
+        assert!(m.check(p, 8192, crate::memory::Access::Write).is_ok());
+        // SAFETY: unmapping the second page of our own mapping.
+        unsafe { libc::munmap((p + 4096) as *mut libc::c_void, 4096) };
+        assert!(page_in(p + 4096, p + 8192, true).is_err());
+        // SAFETY: unmapping the rest.
+        unsafe { libc::munmap(p as *mut libc::c_void, 4096) };
+    }
+}

@@ -1,0 +1,479 @@
+//! Real process memory behind the engine's [`Memory`] trait.
+//!
+//! The PART engine (the "NI") reads and writes the application's memory directly, by virtual
+//! address, with nothing pinned or registered. Like an NI behind an IOMMU it must never block on
+//! a missing page: before touching a page it must *know* that the access will not take a CPU
+//! page fault, and otherwise answer [`MemError::NotPresent`] so the engine sends a page-fault
+//! NACK and the [fault handler](crate::fault_handler) brings the page in.
+//!
+//! # Mechanism: `/proc/self/pagemap`, read in windows, valid for one engine turn
+//!
+//! Candidates considered:
+//!
+//! - `mincore(2)`: for a *file* mapping it reports page-cache residency, not whether this
+//!   process has a PTE for the page: a cached but unmapped file page reads as resident and the
+//!   access still takes a (minor) CPU fault. For anonymous memory it reports "in RAM", and it
+//!   reports the shared zero page (fresh memory that was only read) as resident although a write
+//!   to it takes a copy-on-write fault. It cannot tell present from writable. Rejected as the
+//!   residency test; kept to tell *unmapped* (`ENOMEM`) from *not present*, which pagemap cannot
+//!   (pagemap reads holes as zero entries).
+//! - `/proc/self/pagemap`: one 64-bit entry per page, straight from the page table: bit 63
+//!   *present*, bit 62 *swapped*, bit 61 *file page or shared anonymous*, bit 56 *exclusively
+//!   mapped*. These bits are available without privileges (only the PFN needs root). A page is
+//!   safe to **read** when present; safe to **write** when present and either exclusively mapped
+//!   (a private anonymous page that is neither the zero page nor shared copy-on-write after a
+//!   fork) or a file / shared page. Chosen.
+//! - A software translation cache validated by pagemap: a cache that outlives the check cannot
+//!   see `munmap`, `madvise(DONTNEED)` or reclaim, which is exactly the stale registration-cache
+//!   bug class PART exists to avoid. We keep a cache only for the duration of one *engine turn*
+//!   (see [`LiveMemory::begin_turn`]): a `pread` fetches [`WINDOW_PAGES`] entries at once, and
+//!   lookups within the window in the same turn are free. The runtime bounds a turn to a few
+//!   dozen packets (tens of microseconds), the same order as the unavoidable check-then-copy
+//!   window below.
+//!
+//! Measured on the development machine (x86-64 VM, Linux 6.18, see [`bench_residency`] and the
+//! numbers in the crate docs): a one-entry `pread` of pagemap costs about 0.4-0.6 us per page;
+//! a 64-entry window read costs about the same per call (about 10 ns per page); a lookup that
+//! hits the turn window costs a few ns; `mincore` of one page about 0.3 us. A 256-byte data
+//! packet therefore pays one syscall per 64 pages at most, instead of one per packet.
+//!
+//! # The race that remains
+//!
+//! A page can leave between the check and the copy (reclaim, `munmap`, `madvise(DONTNEED)` by
+//! another thread). Then the CPU takes the fault the check tried to avoid: for reclaim it is an
+//! ordinary (major or minor) fault that the kernel resolves transparently, only slower; for an
+//! `munmap` of memory under an outstanding transfer the process gets `SIGSEGV`, as it would
+//! with any RDMA implementation writing into memory the application gave back. On this machine
+//! there is no swap, so anonymous pages are never reclaimed; file-backed pages can be dropped by
+//! the kernel at any time (that path is a major fault, resolved by the kernel).
+//!
+//! Protection (read-only mappings, `PROT_NONE`) is checked when a range is exposed, from
+//! `/proc/self/maps` (see [`check_mapped`]), not per access. A page on which the fault handler's
+//! page-in failed with `EFAULT` is remembered as *bad* and reported [`MemError::Unmapped`], so
+//! the access fails with a protection error instead of faulting forever.
+//!
+//! # Address spaces
+//!
+//! In the live runtime one process is one protection domain: the only address space is the
+//! local process, known under [`LOCAL_PDID`] (or the PDID the runtime was configured with). Any
+//! other PDID answers [`MemError::NoSuchDomain`].
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::time::Instant as StdInstant;
+
+use unpinned_core::memory::{page_of, MemError, Memory, Pdid, PAGE_BYTES};
+
+/// The PDID of "this process" unless configured otherwise.
+pub const LOCAL_PDID: Pdid = 1;
+
+/// Pagemap entries fetched by one `pread` (one 512-byte read covers 256 KiB of address space).
+pub const WINDOW_PAGES: usize = 64;
+
+const PM_PRESENT: u64 = 1 << 63;
+const PM_SWAPPED: u64 = 1 << 62;
+const PM_FILE: u64 = 1 << 61;
+const PM_EXCLUSIVE: u64 = 1 << 56;
+
+/// What an access needs from a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reading: the page must be present.
+    Read,
+    /// Writing: the page must be present and writable without a copy-on-write fault.
+    Write,
+}
+
+/// The state of one page as far as the engine is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageState {
+    /// Present, and safe for the access asked.
+    Ready,
+    /// Mapped but not present (or present read-only copy-on-write, for a write): page-in needed.
+    Missing,
+    /// Not mapped at all (or marked bad after a failed page-in).
+    Unmapped,
+}
+
+/// Counters of a [`LiveMemory`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemStats {
+    /// `pread`s of pagemap.
+    pub pagemap_reads: u64,
+    /// Page lookups answered from the turn window.
+    pub window_hits: u64,
+    /// `mincore` calls (to tell unmapped from missing).
+    pub mincore_calls: u64,
+    /// Accesses answered `NotPresent`.
+    pub not_present: u64,
+    /// Accesses answered `Unmapped`.
+    pub unmapped: u64,
+    /// Bytes written into application memory.
+    pub bytes_written: u64,
+    /// Bytes read from application memory.
+    pub bytes_read: u64,
+}
+
+/// Errors opening the residency checker.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// `/proc/self/pagemap` could not be opened.
+    #[error("cannot open /proc/self/pagemap ({0}); the live runtime needs procfs mounted to check page residency")]
+    Pagemap(std::io::Error),
+}
+
+/// The local process's memory, seen by the engine as an NI behind an IOMMU would see it.
+pub struct LiveMemory {
+    pdid: Pdid,
+    pagemap: File,
+    window_base: u64,
+    window_len: usize,
+    window: [u64; WINDOW_PAGES],
+    bad: Vec<(u64, u64)>,
+    stats: MemStats,
+}
+
+impl LiveMemory {
+    /// Open the residency checker for this process, answering to `pdid`.
+    pub fn new(pdid: Pdid) -> Result<LiveMemory, MemoryError> {
+        let pagemap = File::open("/proc/self/pagemap").map_err(MemoryError::Pagemap)?;
+        Ok(LiveMemory { pdid, pagemap, window_base: 0, window_len: 0, window: [0; WINDOW_PAGES], bad: Vec::new(), stats: MemStats::default() })
+    }
+
+    /// The PDID of this address space.
+    pub fn pdid(&self) -> Pdid {
+        self.pdid
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> MemStats {
+        self.stats
+    }
+
+    /// Start a new engine turn: forget every cached pagemap entry.
+    pub fn begin_turn(&mut self) {
+        self.window_len = 0;
+    }
+
+    /// Remember `[start, end)` as bad: a page-in there failed (`EFAULT`), so accesses fail as
+    /// unmapped instead of faulting forever.
+    pub fn mark_bad(&mut self, start: u64, end: u64) {
+        self.bad.push((page_of(start), end));
+        self.window_len = 0;
+    }
+
+    /// Forget bad ranges overlapping `[start, end)` (e.g. after the application re-mapped it).
+    pub fn clear_bad(&mut self, start: u64, end: u64) {
+        self.bad.retain(|&(s, e)| e <= start || s >= end);
+    }
+
+    fn entry(&mut self, page: u64) -> u64 {
+        if self.window_len > 0 && page >= self.window_base {
+            let i = ((page - self.window_base) / PAGE_BYTES) as usize;
+            if i < self.window_len {
+                self.stats.window_hits += 1;
+                return self.window[i];
+            }
+        }
+        self.stats.pagemap_reads += 1;
+        let mut raw = [0u8; WINDOW_PAGES * 8];
+        let n = self.pagemap.read_at(&mut raw, (page / PAGE_BYTES) * 8).unwrap_or(0) / 8;
+        for (i, w) in self.window.iter_mut().enumerate().take(n) {
+            *w = u64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        }
+        self.window_base = page;
+        self.window_len = n;
+        if n == 0 {
+            0
+        } else {
+            self.window[0]
+        }
+    }
+
+    /// The state of the page holding `addr` for `access`.
+    pub fn page_state(&mut self, addr: u64, access: Access) -> PageState {
+        let page = page_of(addr);
+        if self.bad.iter().any(|&(s, e)| page >= s && page < e) {
+            return PageState::Unmapped;
+        }
+        let e = self.entry(page);
+        let ok = e & PM_PRESENT != 0 && (access == Access::Read || e & (PM_EXCLUSIVE | PM_FILE) != 0);
+        if ok {
+            return PageState::Ready;
+        }
+        if e & (PM_PRESENT | PM_SWAPPED) != 0 {
+            return PageState::Missing;
+        }
+        self.stats.mincore_calls += 1;
+        if is_mapped(page) {
+            PageState::Missing
+        } else {
+            PageState::Unmapped
+        }
+    }
+
+    /// Check every page of `[addr, addr+len)` for `access`; the first failing page decides.
+    pub fn check(&mut self, addr: u64, len: usize, access: Access) -> Result<(), MemError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let Some(end) = addr.checked_add(len as u64) else {
+            self.stats.unmapped += 1;
+            return Err(MemError::Unmapped { addr });
+        };
+        let mut page = page_of(addr);
+        while page < end {
+            match self.page_state(page, access) {
+                PageState::Ready => {}
+                PageState::Missing => {
+                    self.stats.not_present += 1;
+                    return Err(MemError::NotPresent { page_addr: page });
+                }
+                PageState::Unmapped => {
+                    self.stats.unmapped += 1;
+                    return Err(MemError::Unmapped { addr: page.max(addr) });
+                }
+            }
+            page += PAGE_BYTES;
+        }
+        Ok(())
+    }
+
+    fn domain(&self, pdid: Pdid) -> Result<(), MemError> {
+        if pdid == self.pdid {
+            Ok(())
+        } else {
+            Err(MemError::NoSuchDomain(pdid))
+        }
+    }
+}
+
+impl Memory for LiveMemory {
+    fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.domain(pdid)?;
+        self.check(addr, data.len(), Access::Write)?;
+        // SAFETY: every page of [addr, addr+len) was just seen present and writable without a
+        // copy-on-write fault in this process's page table (pagemap), and the engine only
+        // writes ranges that the application exposed for writing (or gave as the destination
+        // of its own read), which is the application's promise that the memory stays mapped and
+        // that it does not hold Rust references to it during the transfer. `data` is the
+        // engine's own buffer and cannot overlap application memory being written.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len()) };
+        self.stats.bytes_written += data.len() as u64;
+        Ok(())
+    }
+
+    fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
+        self.domain(pdid)?;
+        self.check(addr, out.len(), Access::Read)?;
+        // SAFETY: every page of [addr, addr+len) was just seen present in this process's page
+        // table; the range is the source the application gave to a write (or exposed for
+        // reading), which it promised to keep mapped until the completion. `out` is the engine's
+        // own buffer.
+        unsafe { std::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len()) };
+        self.stats.bytes_read += out.len() as u64;
+        Ok(())
+    }
+}
+
+/// Whether the page holding `addr` is mapped in this process (`mincore` fails with `ENOMEM` on
+/// unmapped addresses). Does not touch the page.
+pub fn is_mapped(addr: u64) -> bool {
+    let mut v = 0u8;
+    // SAFETY: mincore only inspects the page tables / VMAs for the given range and writes one
+    // byte per page into `v` (exactly one page here); it never accesses the page itself.
+    let r = unsafe { libc::mincore(page_of(addr) as usize as *mut libc::c_void, PAGE_BYTES as usize, &mut v) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOMEM)
+}
+
+/// Why a range cannot be exposed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MapsError {
+    /// Part of the range is not mapped.
+    #[error("address {0:#x} is not mapped in this process; expose only memory you have mapped (mmap / a live allocation)")]
+    Unmapped(u64),
+    /// Part of the range lacks a permission the exposure grants.
+    #[error("mapping at {addr:#x} is not {need}; expose it with fewer permissions or mprotect it first")]
+    Protection {
+        /// Start of the offending mapping (or of the range).
+        addr: u64,
+        /// "readable" or "writable".
+        need: &'static str,
+    },
+    /// /proc/self/maps could not be read.
+    #[error("cannot read /proc/self/maps: {0}")]
+    Io(String),
+}
+
+/// Check from `/proc/self/maps` that `[addr, addr+len)` is mapped with the permissions asked
+/// (called once per exposure; costs tens of microseconds, not per access).
+pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), MapsError> {
+    if len == 0 {
+        return Ok(());
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| MapsError::Io(e.to_string()))?;
+    let end = addr.saturating_add(len);
+    let mut cur = addr;
+    for line in maps.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(range), Some(perms)) = (it.next(), it.next()) else { continue };
+        let Some((s, e)) = range.split_once('-') else { continue };
+        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
+        if e <= cur {
+            continue;
+        }
+        if s > cur {
+            return Err(MapsError::Unmapped(cur));
+        }
+        let p = perms.as_bytes();
+        if read && p.first() != Some(&b'r') {
+            return Err(MapsError::Protection { addr: s.max(addr), need: "readable" });
+        }
+        if write && p.get(1) != Some(&b'w') {
+            return Err(MapsError::Protection { addr: s.max(addr), need: "writable" });
+        }
+        cur = e;
+        if cur >= end {
+            return Ok(());
+        }
+    }
+    Err(MapsError::Unmapped(cur))
+}
+
+/// Result of [`bench_residency`], nanoseconds per page.
+#[derive(Clone, Copy, Debug)]
+pub struct ResidencyCost {
+    /// One `pread` of one pagemap entry per page (no window).
+    pub pagemap_single_ns: f64,
+    /// Pages looked up through [`LiveMemory::check`] with the turn window (one `pread` per
+    /// [`WINDOW_PAGES`] pages).
+    pub pagemap_window_ns: f64,
+    /// A lookup that hits the current window.
+    pub window_hit_ns: f64,
+    /// `mincore` of one page.
+    pub mincore_ns: f64,
+}
+
+/// Measure the cost of the residency check per page over a fresh `pages`-page buffer that is
+/// made present first (so no check falls back to `mincore`).
+pub fn bench_residency(pages: usize) -> ResidencyCost {
+    let pages = pages.max(WINDOW_PAGES);
+    let mut buf = vec![1u8; pages * PAGE_BYTES as usize + PAGE_BYTES as usize];
+    for i in (0..buf.len()).step_by(PAGE_BYTES as usize) {
+        buf[i] = 2;
+    }
+    let base = page_of(buf.as_ptr() as u64 + PAGE_BYTES - 1);
+    let mut mem = LiveMemory::new(LOCAL_PDID).expect("pagemap");
+    let reps = 5;
+    // Single-entry preads.
+    let t = StdInstant::now();
+    let mut sink = 0u64;
+    let mut one = [0u8; 8];
+    for _ in 0..reps {
+        for p in 0..pages as u64 {
+            let _ = mem.pagemap.read_at(&mut one, ((base + p * PAGE_BYTES) / PAGE_BYTES) * 8);
+            sink ^= u64::from_ne_bytes(one);
+        }
+    }
+    let pagemap_single_ns = t.elapsed().as_nanos() as f64 / (reps * pages) as f64;
+    // Windowed checks of the whole buffer, a new turn each time.
+    let t = StdInstant::now();
+    for _ in 0..reps {
+        mem.begin_turn();
+        mem.check(base, pages * PAGE_BYTES as usize, Access::Write).expect("present");
+    }
+    let pagemap_window_ns = t.elapsed().as_nanos() as f64 / (reps * pages) as f64;
+    // Window hits: the same page again and again.
+    mem.begin_turn();
+    let _ = mem.page_state(base, Access::Write);
+    let n = 1_000_000u64;
+    let t = StdInstant::now();
+    for i in 0..n {
+        let a = base + (i % WINDOW_PAGES as u64) * PAGE_BYTES;
+        if mem.page_state(std::hint::black_box(a), Access::Write) != PageState::Ready {
+            sink += 1;
+        }
+    }
+    let window_hit_ns = t.elapsed().as_nanos() as f64 / n as f64;
+    let t = StdInstant::now();
+    for _ in 0..reps {
+        for p in 0..pages as u64 {
+            sink ^= is_mapped(base + p * PAGE_BYTES) as u64;
+        }
+    }
+    let mincore_ns = t.elapsed().as_nanos() as f64 / (reps * pages) as f64;
+    std::hint::black_box(sink);
+    drop(buf);
+    ResidencyCost { pagemap_single_ns, pagemap_window_ns, window_hit_ns, mincore_ns }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anon(pages: usize) -> u64 {
+        // SAFETY: a fresh private anonymous mapping; the tests own it and unmap it.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), pages * 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        p as u64
+    }
+
+    #[test]
+    fn fresh_memory_is_missing_then_present_after_touch() {
+        let base = anon(4);
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        assert_eq!(m.write(LOCAL_PDID, base + 10, &[1, 2, 3]), Err(MemError::NotPresent { page_addr: base }));
+        // SAFETY: base is a live writable mapping of 4 pages.
+        unsafe { *(base as *mut u8) = 7 };
+        m.begin_turn();
+        assert_eq!(m.write(LOCAL_PDID, base + 10, &[1, 2, 3]), Ok(()));
+        let mut out = [0u8; 3];
+        m.read(LOCAL_PDID, base + 10, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3]);
+        // Straddling into page 1, which is missing.
+        assert_eq!(m.write(LOCAL_PDID, base + 4095, &[1, 2]), Err(MemError::NotPresent { page_addr: base + 4096 }));
+        assert_eq!(m.write(2, base, &[1]), Err(MemError::NoSuchDomain(2)));
+        // SAFETY: unmapping our own mapping; nothing references it.
+        unsafe { libc::munmap(base as *mut libc::c_void, 4 * 4096) };
+    }
+
+    #[test]
+    fn zero_page_is_readable_not_writable() {
+        let base = anon(1);
+        // SAFETY: reading a fresh anonymous page maps the shared zero page.
+        let v = unsafe { std::ptr::read_volatile(base as *const u8) };
+        assert_eq!(v, 0);
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        assert_eq!(m.check(base, 8, Access::Read), Ok(()));
+        assert_eq!(m.check(base, 8, Access::Write), Err(MemError::NotPresent { page_addr: base }));
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
+    }
+
+    #[test]
+    fn unmapped_is_told_apart() {
+        let base = anon(2);
+        // SAFETY: unmapping the second page of our own mapping.
+        unsafe { libc::munmap((base + 4096) as *mut libc::c_void, 4096) };
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        assert_eq!(m.check(base + 4096, 8, Access::Read), Err(MemError::Unmapped { addr: base + 4096 }));
+        assert!(check_mapped(base, 4096, true, true).is_ok());
+        assert_eq!(check_mapped(base, 8192, true, true), Err(MapsError::Unmapped(base + 4096)));
+        m.mark_bad(base, base + 4096);
+        assert_eq!(m.check(base, 1, Access::Read), Err(MemError::Unmapped { addr: base }));
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
+    }
+
+    #[test]
+    fn read_only_mapping_is_refused_for_write_exposure() {
+        // SAFETY: a fresh read-only anonymous mapping owned by the test.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        assert!(check_mapped(p as u64, 4096, true, false).is_ok());
+        assert!(matches!(check_mapped(p as u64, 4096, false, true), Err(MapsError::Protection { need: "writable", .. })));
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(p, 4096) };
+    }
+}

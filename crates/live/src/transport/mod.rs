@@ -1,0 +1,53 @@
+//! How engine packets move between ranks.
+//!
+//! A [`Transport`] is a datagram service between the ranks of one job: unreliable in principle
+//! (the PART engine recovers losses with its block timers), ordered per pair in practice.
+//!
+//! - [`shm`]: ranks on one host, one lock-free single-producer / single-consumer ring per
+//!   ordered pair of ranks in a shared file mapping, with a futex doorbell per rank so an idle
+//!   engine sleeps in the kernel and is woken by the first packet.
+//! - [`udp`]: one non-blocking UDP socket per rank, peers by address.
+//! - [`mem`]: ranks as threads of one process (tests): queues behind a mutex.
+
+pub mod mem;
+pub mod shm;
+pub mod udp;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use unpinned_core::api::NodeId;
+
+/// Wakes a transport's [`Transport::wait`] from another thread of the same process.
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// Why a packet was not sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// No room right now (ring full, socket buffer full): retry later, or drop.
+    #[error("transport full towards the destination")]
+    Full,
+    /// The destination does not exist or cannot be reached: the packet is lost (the engine's
+    /// timers turn a dead peer into `RetryExceeded` completions).
+    #[error("destination unreachable")]
+    Unreachable,
+}
+
+/// A datagram transport between the ranks of one job.
+pub trait Transport: Send {
+    /// This rank.
+    fn rank(&self) -> NodeId;
+    /// Ranks in the job.
+    fn size(&self) -> u32;
+    /// Largest packet this transport carries, in bytes.
+    fn max_packet(&self) -> usize;
+    /// Send one packet to `dst`. [`SendError::Full`] means "try again later"; nothing was sent.
+    fn send(&mut self, dst: NodeId, bytes: &[u8]) -> Result<(), SendError>;
+    /// Receive one packet into `buf` if one is waiting: its source and length.
+    fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)>;
+    /// Block until a packet may be waiting, the waker is called, or `timeout` passes.
+    /// Spurious returns are allowed.
+    fn wait(&mut self, timeout: Duration);
+    /// A handle that makes a concurrent [`Transport::wait`] return.
+    fn waker(&self) -> Waker;
+}

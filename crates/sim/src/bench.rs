@@ -1,0 +1,116 @@
+//! The simulator's standard load, for `unpinned bench sim`: many concurrent 4 MiB all-fault
+//! transfers at the profile's packet granularity, destination buffers reused (evicted between
+//! rounds so every round faults again). Invariant checks and tracing are off: this measures the
+//! event loop and the models, not the checker.
+
+use std::time::Instant as WallInstant;
+
+use unpinned_core::api::{Op, Perms, WorkRequest};
+use unpinned_core::profile::Profile;
+use unpinned_core::time::Duration;
+
+use crate::memory::Residence;
+use crate::world::{Sim, SimConfig, SimError};
+
+/// Shape of the load.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoadSpec {
+    /// Nodes in the ring (node i writes to node i+1).
+    pub nodes: u32,
+    /// Concurrent transfers per node per round.
+    pub concurrent: u32,
+    /// Bytes per transfer.
+    pub transfer_bytes: u64,
+    /// Rounds (each waits for all transfers of the previous one).
+    pub rounds: u32,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoadReport {
+    /// The load.
+    pub spec: LoadSpec,
+    /// Transfers completed.
+    pub transfers: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Wall time of the simulation proper, s.
+    pub wall_s: f64,
+    /// Events per wall second.
+    pub events_per_s: f64,
+    /// Simulated time, s.
+    pub simulated_s: f64,
+    /// Resident memory after the first round, bytes.
+    pub rss_after_first_round_bytes: u64,
+    /// Resident memory after the last round, bytes.
+    pub rss_after_last_round_bytes: u64,
+    /// Peak resident memory of the process, bytes.
+    pub peak_rss_bytes: u64,
+}
+
+/// Run the standard load once.
+pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: impl FnMut(u32)) -> Result<LoadReport, SimError> {
+    let mut cfg = SimConfig::two_nodes(profile.clone(), seed);
+    cfg.nodes = spec.nodes;
+    cfg.check_invariants = false;
+    let mut sim = Sim::new(cfg);
+    let region = spec.transfer_bytes * spec.concurrent as u64;
+    const SRC: u64 = 0x1000_0000_0000;
+    const DST: u64 = 0x2000_0000_0000;
+    let mut keys = Vec::new();
+    for n in 0..spec.nodes {
+        sim.map(n, 1, SRC, region, Residence::Present);
+        sim.map(n, 1, DST, region, Residence::Absent);
+        keys.push(sim.expose(n, 1, DST, region, Perms::W));
+    }
+    let started = WallInstant::now();
+    let mut rss_first = 0;
+    let mut wr_id = 0;
+    for round in 0..spec.rounds {
+        for n in 0..spec.nodes {
+            let peer = (n + 1) % spec.nodes;
+            for c in 0..spec.concurrent as u64 {
+                wr_id += 1;
+                let off = c * spec.transfer_bytes;
+                let wr = WorkRequest { wr_id, op: Op::Write, peer, local_pdid: 1, local_addr: SRC + off, remote_pdid: 1, remote_addr: DST + off, rkey: keys[peer as usize], len: spec.transfer_bytes };
+                sim.post(sim.now(), n, wr);
+            }
+        }
+        sim.run_until_idle(Duration::from_ms(600_000))?;
+        sim.forget_completed();
+        for n in 0..spec.nodes {
+            sim.evict(n, 1, DST, region);
+        }
+        if round == 0 {
+            rss_first = rss_bytes().0;
+        }
+        progress(round + 1);
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let (rss_last, peak) = rss_bytes();
+    Ok(LoadReport {
+        spec: spec.clone(),
+        transfers: wr_id,
+        events: sim.events(),
+        wall_s,
+        events_per_s: sim.events() as f64 / wall_s,
+        simulated_s: sim.now().as_ns() as f64 / 1e9,
+        rss_after_first_round_bytes: rss_first,
+        rss_after_last_round_bytes: rss_last,
+        peak_rss_bytes: peak,
+    })
+}
+
+/// (current, peak) resident set size of this process from /proc/self/status; (0, 0) elsewhere.
+pub fn rss_bytes() -> (u64, u64) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return (0, 0) };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
