@@ -8,5 +8,6 @@
 #![warn(missing_docs)]
 
 pub mod part;
+pub mod rc;
 
 pub use part::{DataFlags, NackReason, PartRepr, WireError};

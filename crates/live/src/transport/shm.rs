@@ -1,0 +1,377 @@
+//! Shared-memory transport between the ranks of one host.
+//!
+//! # Layout of the segment (a file under `/dev/shm`, i.e. what `shm_open` creates)
+//!
+//! ```text
+//! page 0     header: magic, version, ranks n, slots per ring, slot bytes
+//!            per rank r: doorbell[r] (u32 futex word), sleeping[r] (u32), 64-byte spaced
+//! page 1..   n * n rings, ring (i -> j) at index i * n + j (the diagonal is unused):
+//!              +0    head: u64, written by the producer i only
+//!              +64   tail: u64, written by the consumer j only
+//!              +128  slots: `slots` slots of `slot_bytes`: u32 length, then the packet
+//! ```
+//!
+//! # Synchronization
+//!
+//! Each ring is single-producer / single-consumer and lock-free. The producer writes the slot,
+//! then publishes it with a `Release` store of `head`; the consumer loads `head` with `Acquire`
+//! (so the slot bytes are visible), copies the slot out, then frees it with a `Release` store of
+//! `tail`; the producer loads `tail` with `Acquire` before reusing a slot. Indices grow without
+//! wrapping (u64); the slot is `index % slots`.
+//!
+//! An idle engine does not spin forever: it announces `sleeping[r] = 1`, re-checks its rings,
+//! and sleeps on `doorbell[r]` with `FUTEX_WAIT` (a shared, not private, futex: the word lives
+//! in a shared mapping). A producer bumps `doorbell[dst]` after publishing and calls
+//! `FUTEX_WAKE` only when the consumer announced it sleeps. `SeqCst` fences on both sides order
+//! "publish, then read `sleeping`" against "announce, then re-check": one of the two sides sees
+//! the other, so no wake-up is lost (the wait also has a timeout, as a second safety net).
+//!
+//! A dead rank stops consuming: its rings fill and `send` answers [`SendError::Full`]; the
+//! engine loop drops packets to a destination that stays full, and the engine's timers turn the
+//! silence into `RetryExceeded` completions.
+
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use unpinned_core::api::NodeId;
+
+use super::{SendError, Transport, Waker};
+
+const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
+const VERSION: u32 = 1;
+const PAGE: usize = 4096;
+const LINE: usize = 64;
+const HDR_DOORBELLS: usize = 64;
+const RING_HDR: usize = 128;
+
+/// Geometry of a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShmGeometry {
+    /// Ranks.
+    pub ranks: u32,
+    /// Slots per ring.
+    pub slots: u32,
+    /// Bytes per slot (4-byte length + the largest packet), a multiple of 64.
+    pub slot_bytes: u32,
+}
+
+impl ShmGeometry {
+    /// A geometry for `ranks` ranks and packets of up to `max_packet` bytes.
+    pub fn new(ranks: u32, max_packet: usize, slots: u32) -> ShmGeometry {
+        let slot_bytes = (4 + max_packet).div_ceil(LINE) * LINE;
+        ShmGeometry { ranks, slots: slots.max(2), slot_bytes: slot_bytes as u32 }
+    }
+
+    fn ring_bytes(&self) -> usize {
+        RING_HDR + self.slots as usize * self.slot_bytes as usize
+    }
+
+    fn ring_offset(&self, src: u32, dst: u32) -> usize {
+        PAGE + (src as usize * self.ranks as usize + dst as usize) * self.ring_bytes()
+    }
+
+    /// Bytes of the whole segment.
+    pub fn total_bytes(&self) -> usize {
+        PAGE + (self.ranks as usize * self.ranks as usize) * self.ring_bytes()
+    }
+
+    /// Largest packet a slot holds.
+    pub fn max_packet(&self) -> usize {
+        self.slot_bytes as usize - 4
+    }
+}
+
+/// Errors creating or opening a segment.
+#[derive(Debug, thiserror::Error)]
+pub enum ShmError {
+    /// File or mapping error.
+    #[error("shared-memory segment {path}: {err}")]
+    Io {
+        /// The segment file.
+        path: String,
+        /// What failed.
+        err: std::io::Error,
+    },
+    /// The file is not a segment of this version, or its geometry does not fit.
+    #[error("shared-memory segment {path} is not a valid unpinned segment ({why}); was it created by `unpinned run`?")]
+    Invalid {
+        /// The segment file.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The rank is outside the segment.
+    #[error("rank {rank} is out of range for a segment of {ranks} ranks")]
+    BadRank {
+        /// Rank asked.
+        rank: u32,
+        /// Ranks in the segment.
+        ranks: u32,
+    },
+}
+
+/// A mapping of the segment (unmapped on drop).
+struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; every access to it goes through atomics (indices,
+// doorbells) or through slots whose ownership is handed over by the ring protocol (acquire /
+// release on head and tail), so sharing the pointer between threads is sound.
+unsafe impl Send for Mapping {}
+// SAFETY: as above: all shared accesses are atomic or protocol-owned.
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: base/len are exactly the mapping created in `map`, unmapped once here; no
+        // reference into it outlives `self` (transports and wakers hold an Arc to it).
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+impl Mapping {
+    fn map(path: &Path, len: usize) -> Result<Mapping, ShmError> {
+        let io = |err| ShmError::Io { path: path.display().to_string(), err };
+        let f = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
+        let flen = f.metadata().map_err(io)?.len() as usize;
+        if flen < len {
+            return Err(ShmError::Invalid { path: path.display().to_string(), why: format!("file is {flen} bytes, geometry needs {len}") });
+        }
+        // SAFETY: mapping an open file read-write and shared; the result is checked. The file
+        // stays mapped after `f` is closed.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        Ok(Mapping { base: p as *mut u8, len })
+    }
+
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        assert!(off + 8 <= self.len && off % 8 == 0);
+        // SAFETY: in bounds and 8-aligned (asserted; the base is page aligned); the word lives
+        // as long as the mapping (`&self`) and is only ever accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(off) as *mut u64) }
+    }
+
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        assert!(off + 4 <= self.len && off % 4 == 0);
+        // SAFETY: in bounds and 4-aligned (asserted); only ever accessed atomically.
+        unsafe { AtomicU32::from_ptr(self.base.add(off) as *mut u32) }
+    }
+
+    fn doorbell(&self, r: u32) -> &AtomicU32 {
+        self.u32_at(HDR_DOORBELLS + r as usize * LINE)
+    }
+
+    fn sleeping(&self, r: u32) -> &AtomicU32 {
+        self.u32_at(HDR_DOORBELLS + r as usize * LINE + 4)
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned u32 in a shared mapping; it only reads the address.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, 0usize, 0usize, 0u32) };
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    // SAFETY: FUTEX_WAIT on a valid, aligned u32 in a shared mapping with a relative timeout;
+    // it returns at once if the word no longer holds `expected`.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec, 0usize, 0u32) };
+}
+
+/// Create (or replace) the segment file at `path` with `geometry`, zero-filled, header written.
+pub fn create_segment(path: &Path, geometry: ShmGeometry) -> Result<(), ShmError> {
+    let io = |err| ShmError::Io { path: path.display().to_string(), err };
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
+    f.set_len(geometry.total_bytes() as u64).map_err(io)?;
+    drop(f);
+    let m = Mapping::map(path, PAGE)?;
+    m.u32_at(8).store(VERSION, Ordering::Relaxed);
+    m.u32_at(12).store(geometry.ranks, Ordering::Relaxed);
+    m.u32_at(16).store(geometry.slots, Ordering::Relaxed);
+    m.u32_at(20).store(geometry.slot_bytes, Ordering::Relaxed);
+    m.u64_at(0).store(MAGIC, Ordering::Release);
+    Ok(())
+}
+
+/// One rank's end of a shared-memory segment.
+pub struct ShmTransport {
+    map: Arc<Mapping>,
+    geo: ShmGeometry,
+    rank: u32,
+    /// Next source to poll (round-robin fairness).
+    next_src: u32,
+}
+
+impl ShmTransport {
+    /// Open the segment at `path` as rank `rank`.
+    pub fn open(path: &Path, rank: u32) -> Result<ShmTransport, ShmError> {
+        let bad = |why: String| ShmError::Invalid { path: path.display().to_string(), why };
+        let hdr = Mapping::map(path, PAGE)?;
+        if hdr.u64_at(0).load(Ordering::Acquire) != MAGIC || hdr.u32_at(8).load(Ordering::Relaxed) != VERSION {
+            return Err(bad("bad magic or version".into()));
+        }
+        let geo = ShmGeometry {
+            ranks: hdr.u32_at(12).load(Ordering::Relaxed),
+            slots: hdr.u32_at(16).load(Ordering::Relaxed),
+            slot_bytes: hdr.u32_at(20).load(Ordering::Relaxed),
+        };
+        drop(hdr);
+        if geo.ranks == 0 || geo.ranks > 1024 || geo.slots < 2 || geo.slot_bytes < 64 || geo.ranks > 64 {
+            return Err(bad(format!("impossible geometry {geo:?}")));
+        }
+        if rank >= geo.ranks {
+            return Err(ShmError::BadRank { rank, ranks: geo.ranks });
+        }
+        let map = Arc::new(Mapping::map(path, geo.total_bytes())?);
+        Ok(ShmTransport { map, geo, rank, next_src: 0 })
+    }
+
+    /// The segment's geometry.
+    pub fn geometry(&self) -> ShmGeometry {
+        self.geo
+    }
+
+    fn rings_have_data(&self) -> bool {
+        (0..self.geo.ranks).any(|src| {
+            let off = self.geo.ring_offset(src, self.rank);
+            src != self.rank && self.map.u64_at(off).load(Ordering::Acquire) != self.map.u64_at(off + LINE).load(Ordering::Relaxed)
+        })
+    }
+}
+
+impl Transport for ShmTransport {
+    fn rank(&self) -> NodeId {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.geo.ranks
+    }
+    fn max_packet(&self) -> usize {
+        self.geo.max_packet()
+    }
+
+    fn send(&mut self, dst: NodeId, bytes: &[u8]) -> Result<(), SendError> {
+        if dst >= self.geo.ranks || dst == self.rank || bytes.len() > self.geo.max_packet() {
+            return Err(SendError::Unreachable);
+        }
+        let off = self.geo.ring_offset(self.rank, dst);
+        let head_w = self.map.u64_at(off);
+        let tail_w = self.map.u64_at(off + LINE);
+        // We are the only writer of head: a relaxed load sees our own last store.
+        let head = head_w.load(Ordering::Relaxed);
+        let tail = tail_w.load(Ordering::Acquire);
+        if head.wrapping_sub(tail) >= self.geo.slots as u64 {
+            return Err(SendError::Full);
+        }
+        let slot = off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
+        // SAFETY: the slot is in bounds (slot index < slots, the mapping covers all rings) and
+        // owned by the producer: the consumer released it (tail, acquired above) and will not
+        // read it before our release store of head below. The length prefix is 4-aligned.
+        unsafe {
+            let p = self.map.base.add(slot);
+            (p as *mut u32).write(bytes.len() as u32);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(4), bytes.len());
+        }
+        head_w.store(head + 1, Ordering::Release);
+        let bell = self.map.doorbell(dst);
+        bell.fetch_add(1, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.map.sleeping(dst).load(Ordering::Relaxed) != 0 {
+            futex_wake(bell);
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)> {
+        let n = self.geo.ranks;
+        for k in 0..n {
+            let src = (self.next_src + k) % n;
+            if src == self.rank {
+                continue;
+            }
+            let off = self.geo.ring_offset(src, self.rank);
+            let head = self.map.u64_at(off).load(Ordering::Acquire);
+            let tail_w = self.map.u64_at(off + LINE);
+            let tail = tail_w.load(Ordering::Relaxed);
+            if head == tail {
+                continue;
+            }
+            let slot = off + RING_HDR + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
+            // SAFETY: head (acquired) > tail, so the producer published this slot and will not
+            // touch it until our release store of tail; in bounds as in `send`. The length is
+            // clamped so a corrupt length cannot read outside the slot or `buf`.
+            let len = unsafe {
+                let p = self.map.base.add(slot);
+                let len = ((p as *const u32).read() as usize).min(self.geo.max_packet()).min(buf.len());
+                std::ptr::copy_nonoverlapping(p.add(4), buf.as_mut_ptr(), len);
+                len
+            };
+            tail_w.store(tail + 1, Ordering::Release);
+            self.next_src = (src + 1) % n;
+            return Some((src, len));
+        }
+        None
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        let bell = self.map.doorbell(self.rank);
+        let seen = bell.load(Ordering::Acquire);
+        let sleeping = self.map.sleeping(self.rank);
+        sleeping.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if !self.rings_have_data() {
+            futex_wait(bell, seen, timeout);
+        }
+        sleeping.store(0, Ordering::Relaxed);
+    }
+
+    fn waker(&self) -> Waker {
+        let map = self.map.clone();
+        let rank = self.rank;
+        Arc::new(move || {
+            let bell = map.doorbell(rank);
+            bell.fetch_add(1, Ordering::Release);
+            fence(Ordering::SeqCst);
+            if map.sleeping(rank).load(Ordering::Relaxed) != 0 {
+                futex_wake(bell);
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_round_trip_and_full() {
+        let path = std::env::temp_dir().join(format!("unpinned-shm-test-{}", std::process::id()));
+        create_segment(&path, ShmGeometry::new(3, 100, 4)).unwrap();
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 2).unwrap();
+        let mut buf = [0u8; 200];
+        assert_eq!(b.recv(&mut buf), None);
+        for i in 0..4u8 {
+            a.send(2, &[i; 10]).unwrap();
+        }
+        assert_eq!(a.send(2, &[9; 10]), Err(SendError::Full));
+        assert_eq!(a.send(2, &[0; 101]), Err(SendError::Unreachable));
+        for i in 0..4u8 {
+            assert_eq!(b.recv(&mut buf), Some((0, 10)));
+            assert_eq!(buf[..10], [i; 10]);
+        }
+        assert_eq!(b.recv(&mut buf), None);
+        a.send(2, &[7; 3]).unwrap();
+        b.wait(Duration::from_millis(100));
+        assert_eq!(b.recv(&mut buf), Some((0, 3)));
+        std::fs::remove_file(&path).unwrap();
+    }
+}

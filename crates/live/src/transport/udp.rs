@@ -1,0 +1,97 @@
+//! UDP transport: one non-blocking socket per rank, peers by address.
+//!
+//! A packet is one datagram. Sources are identified by their address (a datagram from an
+//! unknown address is ignored). An idle engine sleeps in `ppoll` on the socket; a thread of the
+//! same process wakes it by sending an empty datagram to the socket itself.
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use unpinned_core::api::NodeId;
+
+use super::{SendError, Transport, Waker};
+
+/// One rank's UDP endpoint.
+pub struct UdpTransport {
+    sock: UdpSocket,
+    rank: NodeId,
+    peers: Vec<SocketAddr>,
+    by_addr: HashMap<SocketAddr, NodeId>,
+    max_packet: usize,
+}
+
+impl UdpTransport {
+    /// Bind `peers[rank]` and talk to the others. `max_packet` is the largest packet sent.
+    pub fn bind(rank: NodeId, peers: Vec<SocketAddr>, max_packet: usize) -> std::io::Result<UdpTransport> {
+        let me = *peers
+            .get(rank as usize)
+            .ok_or_else(|| std::io::Error::new(ErrorKind::InvalidInput, format!("rank {rank} has no address among {} peers", peers.len())))?;
+        let sock = UdpSocket::bind(me)?;
+        sock.set_nonblocking(true)?;
+        let by_addr = peers.iter().enumerate().map(|(i, a)| (*a, i as NodeId)).collect();
+        Ok(UdpTransport { sock, rank, peers, by_addr, max_packet })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+}
+
+impl Transport for UdpTransport {
+    fn rank(&self) -> NodeId {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.peers.len() as u32
+    }
+    fn max_packet(&self) -> usize {
+        self.max_packet
+    }
+    fn send(&mut self, dst: NodeId, bytes: &[u8]) -> Result<(), SendError> {
+        let addr = self.peers.get(dst as usize).ok_or(SendError::Unreachable)?;
+        match self.sock.send_to(bytes, addr) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Err(SendError::Full),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Err(SendError::Full),
+            // ECONNREFUSED (a dead peer's ICMP port-unreachable) and the like: the packet is lost.
+            Err(_) => Err(SendError::Unreachable),
+        }
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)> {
+        loop {
+            match self.sock.recv_from(buf) {
+                Ok((n, from)) => match self.by_addr.get(&from) {
+                    Some(&src) if src != self.rank && n > 0 => return Some((src, n)),
+                    _ => continue, // a wake-up datagram, or a stranger
+                },
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return None,
+                Err(_) => continue, // e.g. ECONNREFUSED reported on the socket: ignore
+            }
+        }
+    }
+    fn wait(&mut self, timeout: Duration) {
+        let mut pfd = libc::pollfd { fd: self.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        // SAFETY: one valid pollfd for our own open socket, a valid timespec, no signal mask.
+        unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    }
+    fn waker(&self) -> Waker {
+        let sock = self.sock.try_clone().expect("clone UDP socket");
+        let me = self.peers[self.rank as usize];
+        Arc::new(move || {
+            let _ = sock.send_to(&[], me);
+        })
+    }
+}
+
+/// Find `n` free UDP ports on 127.0.0.1 (bind port 0, note the port, release it). Another
+/// process could take one before the rank binds it; the rank then fails with a clear error.
+pub fn free_local_addrs(n: u32) -> std::io::Result<Vec<SocketAddr>> {
+    let socks: Vec<UdpSocket> = (0..n).map(|_| UdpSocket::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+    socks.iter().map(|s| s.local_addr()).collect()
+}
