@@ -64,9 +64,11 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
         eprintln!();
         println!(
-            "  run {}: {} events in {:.2} s wall = {:.2} M events/s; {} transfers; {:.3} s simulated; RSS {:.1} MiB after round 1, {:.1} MiB after round {}; peak {:.1} MiB",
+            "  run {}: {} events ({} superseded timer entries not counted, queue <= {}) in {:.2} s wall = {:.2} M events/s; {} transfers; {:.3} s simulated; RSS {:.1} MiB after round 1, {:.1} MiB after round {}; peak {:.1} MiB",
             rep + 1,
             r.events,
+            r.stale_timer_entries,
+            r.max_queue,
             r.wall_s,
             r.events_per_s / 1e6,
             r.transfers,

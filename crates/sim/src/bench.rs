@@ -46,6 +46,10 @@ pub struct LoadReport {
     pub rss_after_last_round_bytes: u64,
     /// Peak resident memory of the process, bytes.
     pub peak_rss_bytes: u64,
+    /// Superseded timer entries popped (not counted in `events`).
+    pub stale_timer_entries: u64,
+    /// Largest event-queue length.
+    pub max_queue: usize,
 }
 
 /// Run the standard load once.
@@ -98,6 +102,8 @@ pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: imp
         rss_after_first_round_bytes: rss_first,
         rss_after_last_round_bytes: rss_last,
         peak_rss_bytes: peak,
+        stale_timer_entries: sim.queue_stats().0,
+        max_queue: sim.queue_stats().1,
     })
 }
 

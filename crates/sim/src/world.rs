@@ -179,6 +179,8 @@ pub struct Sim {
     by_wr: FxHashMap<(NodeId, WrId), u32>,
     checker: Checker,
     events: u64,
+    stale_events: u64,
+    max_queue: usize,
     trace: Xxh3,
     initiation: Duration,
     ni_packet: Duration,
@@ -228,6 +230,8 @@ impl Sim {
             by_wr: FxHashMap::default(),
             checker: Checker::new(cfg.check_invariants),
             events: 0,
+            stale_events: 0,
+            max_queue: 0,
             trace: Xxh3::new(),
             initiation: Duration::from_us_f64(p.engine.initiation_us),
             ni_packet: Duration(p.net.ni_packet_ns),
@@ -251,6 +255,11 @@ impl Sim {
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Superseded timer entries popped (not counted as events), and the largest queue length.
+    pub fn queue_stats(&self) -> (u64, usize) {
+        (self.stale_events, self.max_queue)
     }
 
     /// Hash of every event so far (only with `trace` on): equal seeds give equal hashes.
@@ -363,6 +372,7 @@ impl Sim {
         debug_assert!(at >= self.now, "time never goes back");
         self.now = at;
         self.events += 1;
+        self.max_queue = self.max_queue.max(self.queue.len() + 1);
         match ev {
             Ev::Post { index } => self.on_post(index),
             Ev::TxReady { node } => self.on_tx_ready(node),
@@ -519,6 +529,9 @@ impl Sim {
         let now = self.now;
         let node = &mut self.nodes[n as usize];
         if node.engine_timer != Some(now) {
+            // Superseded by an earlier deadline: nothing happens, so it is not an event.
+            self.events -= 1;
+            self.stale_events += 1;
             return;
         }
         node.engine_timer = None;
@@ -531,6 +544,8 @@ impl Sim {
         let now = self.now;
         let node = &mut self.nodes[n as usize];
         if node.handler_timer != Some(now) {
+            self.events -= 1;
+            self.stale_events += 1;
             return;
         }
         node.handler_timer = None;
