@@ -15,6 +15,7 @@
 
 pub mod faults;
 pub mod bench;
+pub mod conformance;
 pub mod invariants;
 pub mod memory;
 pub mod net;
