@@ -262,6 +262,7 @@ impl PartEngine {
 
     /// Process every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.timers.dirty = true;
         while let Some((at, kind)) = self.timers.peek() {
             if at > now {
                 break;
@@ -275,8 +276,15 @@ impl PartEngine {
         }
     }
 
-    /// The next deadline, if any (stale entries are discarded first).
+    /// The next deadline, if any. Stale entries at the head are discarded when new deadlines
+    /// were set since the last call; otherwise the previous answer is returned, which may name
+    /// a deadline that was cancelled meanwhile (the driver then calls `handle_timeout` for
+    /// nothing, which is harmless).
     pub fn poll_timeout(&mut self) -> Option<Instant> {
+        if !self.timers.dirty {
+            return self.timers.peek().map(|(at, _)| at);
+        }
+        self.timers.dirty = false;
         while let Some((at, kind)) = self.timers.peek() {
             if self.timer_is_current(at, kind) {
                 return Some(at);

@@ -35,12 +35,15 @@ pub enum TimerKind {
 pub struct Timers {
     heap: BinaryHeap<Reverse<(Instant, u64, TimerKind)>>,
     order: u64,
+    /// Entries were pushed since the owner last validated the head.
+    pub(crate) dirty: bool,
 }
 
 impl Timers {
     /// Schedule `kind` at `at`.
     pub fn push(&mut self, at: Instant, kind: TimerKind) {
         self.order += 1;
+        self.dirty = true;
         self.heap.push(Reverse((at, self.order, kind)));
     }
     /// The earliest entry, valid or not.

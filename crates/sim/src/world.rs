@@ -2,7 +2,8 @@
 //! components (PART engine, IOMMU, memory, fault handler) and the links between them.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+
+use dary_heap::QuaternaryHeap;
 
 use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
@@ -137,14 +138,20 @@ enum Ev {
     HandlerTimer { node: NodeId },
 }
 
+/// A queued event. Ordered by `key = (time << 64) | insertion sequence`: one integer compare
+/// gives the (time, seq) order that makes runs deterministic.
 struct Entry {
-    at: Instant,
-    seq: u64,
+    key: u128,
     ev: Ev,
+}
+impl Entry {
+    fn at(&self) -> Instant {
+        Instant((self.key >> 64) as u64)
+    }
 }
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
+        self.key == o.key
     }
 }
 impl Eq for Entry {}
@@ -155,7 +162,7 @@ impl PartialOrd for Entry {
 }
 impl Ord for Entry {
     fn cmp(&self, o: &Self) -> Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
+        self.key.cmp(&o.key)
     }
 }
 
@@ -164,7 +171,7 @@ pub struct Sim {
     cfg: SimConfig,
     now: Instant,
     seq: u64,
-    queue: BinaryHeap<Reverse<Entry>>,
+    queue: QuaternaryHeap<Reverse<Entry>>,
     nodes: Vec<Node>,
     bufs: Vec<Vec<u8>>,
     free_bufs: Vec<u32>,
@@ -217,7 +224,7 @@ impl Sim {
         Sim {
             now: Instant::ZERO,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: QuaternaryHeap::new(),
             nodes,
             bufs: Vec::new(),
             free_bufs: Vec::new(),
@@ -345,7 +352,7 @@ impl Sim {
     pub fn run_until_idle(&mut self, limit: Duration) -> Result<(), SimError> {
         let deadline = self.now + limit;
         while let Some(Reverse(e)) = self.queue.peek() {
-            if e.at > deadline {
+            if e.at() > deadline {
                 let what = format!("not idle after {:.0} us of simulated time\n{}", limit.as_us_f64(), self.debug_summary());
                 return Err(self.error(what));
             }
@@ -357,7 +364,7 @@ impl Sim {
     /// Run every event up to and including time `t`.
     pub fn run_until(&mut self, t: Instant) -> Result<(), SimError> {
         while let Some(Reverse(e)) = self.queue.peek() {
-            if e.at > t {
+            if e.at() > t {
                 break;
             }
             self.step()?;
@@ -368,7 +375,8 @@ impl Sim {
 
     /// Process one event. Invariants are checked after it.
     pub fn step(&mut self) -> Result<bool, SimError> {
-        let Some(Reverse(Entry { at, ev, .. })) = self.queue.pop() else { return Ok(false) };
+        let Some(Reverse(entry)) = self.queue.pop() else { return Ok(false) };
+        let (at, ev) = (entry.at(), entry.ev);
         debug_assert!(at >= self.now, "time never goes back");
         self.now = at;
         self.events += 1;
@@ -413,7 +421,7 @@ impl Sim {
 
     fn schedule(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Entry { at, seq: self.seq, ev }));
+        self.queue.push(Reverse(Entry { key: ((at.0 as u128) << 64) | self.seq as u128, ev }));
     }
 
     fn trace_event(&mut self, kind: u8, node: NodeId, bytes: &[u8]) {
