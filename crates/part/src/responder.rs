@@ -82,34 +82,10 @@ impl PartEngine {
         }
         // Attempt bookkeeping.
         let expected = self.cfg.packets_in(block_len);
-        let key = (transfer, block_id);
-        if self.rx.is_empty() {
-            self.arm_rx_gc(now);
-        }
-        let pool = &mut self.bitmap_pool;
-        let entry = self.rx.entry(key).or_insert_with(|| RxBlock {
-            seq: block_seq,
-            bitmap: new_bitmap(pool, expected),
-            received: 0,
-            expected,
-            failed: false,
-            done: false,
-            last: now,
-        });
-        if seq_older(block_seq, entry.seq) {
+        let Some(entry) = self.rx_attempt(now, transfer, block_id, block_seq, expected) else {
             self.stats.stale_dropped += 1;
             return;
-        }
-        if block_seq != entry.seq || entry.expected != expected {
-            entry.seq = block_seq;
-            entry.bitmap.iter_mut().for_each(|w| *w = 0);
-            entry.bitmap.resize(expected.div_ceil(64) as usize, 0);
-            entry.received = 0;
-            entry.expected = expected;
-            entry.failed = false;
-            entry.done = false;
-        }
-        entry.last = now;
+        };
         let index = ((offset - block_start) / pb) as usize;
         let (word, bit) = (index / 64, 1u64 << (index % 64));
         if entry.done || entry.bitmap[word] & bit != 0 {
@@ -162,7 +138,22 @@ impl PartEngine {
     /// attempt decides; later failing packets of the same attempt add nothing.
     #[allow(clippy::too_many_arguments)]
     fn nack_once(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, reason: NackReason, addr: u64, rec: Option<FaultRecord>) {
-        let expected = 1;
+        // The packet count is irrelevant for a failed attempt: keep what the entry has.
+        let expected = self.rx.get(&(transfer, block)).map_or(1, |e| e.expected);
+        let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected) else { return };
+        if entry.failed {
+            return;
+        }
+        entry.failed = true;
+        self.ctrl.push_back((transfer.data_src, Ctrl::Nack { transfer, block, seq, reason, addr }));
+        if let Some(rec) = rec {
+            self.events.push_back(Event::Fault(rec));
+        }
+    }
+
+    /// The receive state of attempt `seq` of a block: created on first sight, reset when a
+    /// newer attempt starts; `None` for a packet of an older attempt (to be dropped).
+    fn rx_attempt(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, expected: u32) -> Option<&mut RxBlock> {
         if self.rx.is_empty() {
             self.arm_rx_gc(now);
         }
@@ -177,24 +168,19 @@ impl PartEngine {
             last: now,
         });
         if seq_older(seq, entry.seq) {
-            return;
+            return None;
         }
-        if entry.seq != seq {
+        if seq != entry.seq || entry.expected != expected {
             entry.seq = seq;
             entry.bitmap.iter_mut().for_each(|w| *w = 0);
+            entry.bitmap.resize(expected.div_ceil(64) as usize, 0);
             entry.received = 0;
-            entry.done = false;
+            entry.expected = expected;
             entry.failed = false;
+            entry.done = false;
         }
         entry.last = now;
-        if entry.failed {
-            return;
-        }
-        entry.failed = true;
-        self.ctrl.push_back((transfer.data_src, Ctrl::Nack { transfer, block, seq, reason, addr }));
-        if let Some(rec) = rec {
-            self.events.push_back(Event::Fault(rec));
-        }
+        Some(entry)
     }
 
     /// A data packet failed its checksum: NACK its block so the source resends at once
