@@ -70,10 +70,11 @@ pub struct ExperimentSpec {
 }
 
 pub mod part;
+mod odp;
 
 /// Every experiment, in report order.
 pub fn all() -> Vec<&'static ExperimentSpec> {
-    part::specs()
+    part::specs().into_iter().chain(odp::specs()).collect()
 }
 
 /// Look up an experiment by name.

@@ -19,6 +19,7 @@ pub mod conformance;
 pub mod invariants;
 pub mod memory;
 pub mod net;
+pub mod rc;
 pub mod scenario;
 pub mod world;
 

@@ -375,7 +375,11 @@ impl<'a> RcRepr<'a> {
                 rkey: get_u32(b, field::reth::RKEY),
                 payload: &b[field::reth::PAYLOAD..],
             },
-            opcode::SEND => RcRepr::Send { dest_qpn, psn, payload: &b[field::send::PAYLOAD..] },
+            opcode::SEND => RcRepr::Send {
+                dest_qpn,
+                psn,
+                payload: &b[field::send::PAYLOAD..],
+            },
             opcode::READ_RESP => {
                 if Syndrome::decode(b[field::aeth::SYNDROME])? != Syndrome::Ack {
                     return Err(RcWireError::Malformed("syndrome"));
@@ -436,7 +440,9 @@ impl<'a> RcRepr<'a> {
         }
         match self {
             RcRepr::ReadResp { msn, .. } | RcRepr::Ack { msn, .. } if *msn > MASK_24 => return Err(RcWireError::Malformed("msn")),
-            RcRepr::Ack { syndrome: Syndrome::RnrNak { timer }, .. } if *timer > 0x1f => return Err(RcWireError::Malformed("rnr timer")),
+            RcRepr::Ack {
+                syndrome: Syndrome::RnrNak { timer }, ..
+            } if *timer > 0x1f => return Err(RcWireError::Malformed("rnr timer")),
             _ => {}
         }
         if out.len() < len {
@@ -501,15 +507,52 @@ mod tests {
 
     fn samples(p: &[u8]) -> Vec<RcRepr<'_>> {
         vec![
-            RcRepr::ReadReq { dest_qpn: 0x12_3456, psn: MASK_24, va: 0x7fff_0000_1000, rkey: 0xdead_beef, len: 100 },
-            RcRepr::Write { dest_qpn: 1, psn: 0, va: 42, rkey: 7, payload: p },
+            RcRepr::ReadReq {
+                dest_qpn: 0x12_3456,
+                psn: MASK_24,
+                va: 0x7fff_0000_1000,
+                rkey: 0xdead_beef,
+                len: 100,
+            },
+            RcRepr::Write {
+                dest_qpn: 1,
+                psn: 0,
+                va: 42,
+                rkey: 7,
+                payload: p,
+            },
             RcRepr::Send { dest_qpn: 2, psn: 5, payload: p },
             RcRepr::Send { dest_qpn: 2, psn: 6, payload: &[] },
-            RcRepr::ReadResp { dest_qpn: 3, psn: 9, msn: 4, payload: p },
-            RcRepr::Ack { dest_qpn: 4, psn: 10, msn: MASK_24, syndrome: Syndrome::Ack },
-            RcRepr::Ack { dest_qpn: 4, psn: 10, msn: 1, syndrome: Syndrome::RnrNak { timer: 14 } },
-            RcRepr::Ack { dest_qpn: 4, psn: 11, msn: 1, syndrome: Syndrome::Nak(NakCode::PsnSequenceError) },
-            RcRepr::Ack { dest_qpn: 4, psn: 11, msn: 1, syndrome: Syndrome::Nak(NakCode::RemoteAccessError) },
+            RcRepr::ReadResp {
+                dest_qpn: 3,
+                psn: 9,
+                msn: 4,
+                payload: p,
+            },
+            RcRepr::Ack {
+                dest_qpn: 4,
+                psn: 10,
+                msn: MASK_24,
+                syndrome: Syndrome::Ack,
+            },
+            RcRepr::Ack {
+                dest_qpn: 4,
+                psn: 10,
+                msn: 1,
+                syndrome: Syndrome::RnrNak { timer: 14 },
+            },
+            RcRepr::Ack {
+                dest_qpn: 4,
+                psn: 11,
+                msn: 1,
+                syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+            },
+            RcRepr::Ack {
+                dest_qpn: 4,
+                psn: 11,
+                msn: 1,
+                syndrome: Syndrome::Nak(NakCode::RemoteAccessError),
+            },
         ]
     }
 
@@ -535,7 +578,12 @@ mod tests {
 
     #[test]
     fn known_bytes_of_an_rnr_nak() {
-        let b = emit_vec(&RcRepr::Ack { dest_qpn: 0x010203, psn: 0x040506, msn: 0x070809, syndrome: Syndrome::RnrNak { timer: 14 } });
+        let b = emit_vec(&RcRepr::Ack {
+            dest_qpn: 0x010203,
+            psn: 0x040506,
+            msn: 0x070809,
+            syndrome: Syndrome::RnrNak { timer: 14 },
+        });
         assert_eq!(&b[..16], &[0x49, 0x42, 1, 5, 0, 1, 2, 3, 0, 4, 5, 6, 0x2e, 7, 8, 9]);
     }
 
@@ -590,9 +638,21 @@ mod tests {
 
     #[test]
     fn emit_refuses_what_does_not_fit() {
-        let r = RcRepr::ReadReq { dest_qpn: 1, psn: 1, va: 0, rkey: 0, len: 1 };
+        let r = RcRepr::ReadReq {
+            dest_qpn: 1,
+            psn: 1,
+            va: 0,
+            rkey: 0,
+            len: 1,
+        };
         assert_eq!(r.emit(&mut [0u8; 31]), Err(RcWireError::BufferTooSmall { need: 32 }));
-        let r = RcRepr::ReadReq { dest_qpn: 1 << 24, psn: 1, va: 0, rkey: 0, len: 1 };
+        let r = RcRepr::ReadReq {
+            dest_qpn: 1 << 24,
+            psn: 1,
+            va: 0,
+            rkey: 0,
+            len: 1,
+        };
         assert!(r.emit(&mut [0u8; 64]).is_err());
         let big = vec![0u8; 70_000];
         let r = RcRepr::Send { dest_qpn: 1, psn: 1, payload: &big };

@@ -31,8 +31,13 @@ pub fn packet_name(r: &RcRepr<'_>) -> &'static str {
         RcRepr::Send { .. } => "SEND",
         RcRepr::ReadResp { .. } => "READ_RESP",
         RcRepr::Ack { syndrome: Syndrome::Ack, .. } => "ACK",
-        RcRepr::Ack { syndrome: Syndrome::RnrNak { .. }, .. } => "RNR_NAK",
-        RcRepr::Ack { syndrome: Syndrome::Nak(NakCode::PsnSequenceError), .. } => "NAK_SEQ",
+        RcRepr::Ack {
+            syndrome: Syndrome::RnrNak { .. }, ..
+        } => "RNR_NAK",
+        RcRepr::Ack {
+            syndrome: Syndrome::Nak(NakCode::PsnSequenceError),
+            ..
+        } => "NAK_SEQ",
         RcRepr::Ack { .. } => "NAK_ERR",
     }
 }

@@ -1,0 +1,179 @@
+//! The software-timer fix (odp.md, "The proposed fix"): a library-level timer with a fine
+//! granularity that watches each QP's outstanding requests; when the oldest has been
+//! outstanding longer than a threshold, it posts a small dummy request on the same QP. The
+//! responder then sees a PSN gap behind the lost request, NAKs with a sequence error, and the
+//! requester retransmits at once instead of waiting for the coarse hardware ACK timeout.
+//!
+//! Sans-IO like the engine: the host calls [`SoftwareTimerFix::on_post`] and
+//! [`SoftwareTimerFix::on_completion`] around the engine, and at [`SoftwareTimerFix::poll_timeout`]
+//! calls [`SoftwareTimerFix::handle_timeout`], which returns the dummies to post. The dummy is a
+//! zero-length RDMA READ (it touches no memory, so it can neither fault nor need a valid key);
+//! its completion is hidden from the application.
+
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
+use unpinned_core::time::{Duration, Instant};
+
+use crate::engine::{IbOp, Qpn, SendWr, WorkCompletion};
+
+/// Work-request ids with this bit set are the fix's dummies.
+pub const DUMMY_WR_TAG: u64 = 1 << 63;
+
+/// Parameters of the fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixConfig {
+    /// Timer period (granularity).
+    pub period: Duration,
+    /// Age of the oldest outstanding request that triggers a dummy; also the least time
+    /// between two dummies on one QP.
+    pub threshold: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Watched {
+    /// Outstanding application requests: (wr_id, posted at), in post order.
+    outstanding: VecDeque<(u64, Instant)>,
+    last_dummy: Option<Instant>,
+    /// Remote address / key of the latest request (the dummy targets the same region).
+    target: Option<(u64, u32)>,
+}
+
+/// The library-level timer.
+#[derive(Debug)]
+pub struct SoftwareTimerFix {
+    cfg: FixConfig,
+    qps: FxHashMap<Qpn, Watched>,
+    next_tick: Option<Instant>,
+    next_dummy: u64,
+    /// Dummies posted so far.
+    pub dummies_posted: u64,
+}
+
+impl SoftwareTimerFix {
+    /// A timer with these parameters (nothing watched yet).
+    pub fn new(cfg: FixConfig) -> SoftwareTimerFix {
+        SoftwareTimerFix {
+            cfg,
+            qps: FxHashMap::default(),
+            next_tick: None,
+            next_dummy: 0,
+            dummies_posted: 0,
+        }
+    }
+
+    /// The application posted `wr` on `qpn` at `now`.
+    pub fn on_post(&mut self, now: Instant, qpn: Qpn, wr: &SendWr) {
+        let w = self.qps.entry(qpn).or_default();
+        w.outstanding.push_back((wr.wr_id, now));
+        if wr.op != IbOp::Send {
+            w.target = Some((wr.remote_addr, wr.rkey));
+        }
+        if self.next_tick.is_none() {
+            self.next_tick = Some(now + self.cfg.period);
+        }
+    }
+
+    /// A completion came out of the engine. Returns true if it is a dummy's (the library
+    /// swallows it).
+    pub fn on_completion(&mut self, wc: &WorkCompletion) -> bool {
+        if wc.wr_id & DUMMY_WR_TAG != 0 {
+            return true;
+        }
+        if let Some(w) = self.qps.get_mut(&wc.qpn) {
+            if let Some(i) = w.outstanding.iter().position(|(id, _)| *id == wc.wr_id) {
+                w.outstanding.remove(i);
+            }
+        }
+        false
+    }
+
+    /// When the timer fires next (None while nothing is outstanding).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_tick
+    }
+
+    /// The timer fired: the dummies to post now, as (QP, work request).
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<(Qpn, SendWr)> {
+        let mut dummies = Vec::new();
+        match self.next_tick {
+            Some(t) if t <= now => {}
+            _ => return dummies,
+        }
+        let mut any = false;
+        let mut qpns: Vec<Qpn> = self.qps.keys().copied().collect();
+        qpns.sort_unstable(); // deterministic order
+        for qpn in qpns {
+            let w = self.qps.get_mut(&qpn).expect("listed");
+            let Some(&(_, oldest)) = w.outstanding.front() else { continue };
+            any = true;
+            let stalled = now.saturating_since(oldest) >= self.cfg.threshold;
+            let spaced = w.last_dummy.map_or(true, |t| now.saturating_since(t) >= self.cfg.threshold);
+            if let (true, true, Some((addr, rkey))) = (stalled, spaced, w.target) {
+                w.last_dummy = Some(now);
+                self.next_dummy += 1;
+                self.dummies_posted += 1;
+                dummies.push((
+                    qpn,
+                    SendWr {
+                        wr_id: DUMMY_WR_TAG | self.next_dummy,
+                        op: IbOp::Read,
+                        local_addr: 0,
+                        len: 0,
+                        remote_addr: addr,
+                        rkey,
+                    },
+                ));
+            }
+        }
+        self.next_tick = if any { Some(now + self.cfg.period) } else { None };
+        dummies
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::WcOp;
+
+    fn read(id: u64) -> SendWr {
+        SendWr {
+            wr_id: id,
+            op: IbOp::Read,
+            local_addr: 0x1000,
+            len: 100,
+            remote_addr: 0x2000,
+            rkey: 7,
+        }
+    }
+
+    #[test]
+    fn posts_a_dummy_after_the_threshold_and_hides_its_completion() {
+        let mut f = SoftwareTimerFix::new(FixConfig {
+            period: Duration::from_us(100),
+            threshold: Duration::from_us(250),
+        });
+        f.on_post(Instant(0), 5, &read(1));
+        assert_eq!(f.poll_timeout(), Some(Instant(100_000)));
+        assert!(f.handle_timeout(Instant(100_000)).is_empty());
+        assert!(f.handle_timeout(Instant(200_000)).is_empty());
+        let d = f.handle_timeout(Instant(300_000));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].0, 5);
+        assert_eq!((d[0].1.len, d[0].1.remote_addr, d[0].1.rkey), (0, 0x2000, 7));
+        assert!(f.handle_timeout(Instant(400_000)).is_empty(), "spaced by the threshold");
+        assert_eq!(f.handle_timeout(Instant(600_000)).len(), 1);
+        let wc = |id| WorkCompletion {
+            qpn: 5,
+            wr_id: id,
+            op: WcOp::Read,
+            status: Ok(()),
+            len: 0,
+            at: Instant(0),
+        };
+        assert!(f.on_completion(&wc(d[0].1.wr_id)));
+        assert!(!f.on_completion(&wc(1)));
+        assert!(f.handle_timeout(Instant(700_000)).is_empty());
+        assert_eq!(f.poll_timeout(), None, "stops when nothing is outstanding");
+    }
+}
