@@ -17,6 +17,9 @@ pub enum PlotKind {
     Bar,
     /// Points only.
     Scatter,
+    /// A ladder (sequence) diagram of a packet trace: `x` names the column holding
+    /// `"sender->receiver"`, `y` the send time (us), `series` the packet type; rows in order.
+    Ladder,
 }
 
 /// A plot of some columns of a table.
@@ -63,6 +66,11 @@ impl PlotSpec {
         self.log_y = log_y;
         self
     }
+    /// Builder: draw as a ladder diagram (see [`PlotKind::Ladder`]).
+    pub fn ladder(mut self) -> PlotSpec {
+        self.kind = PlotKind::Ladder;
+        self
+    }
     /// Builder: draw as grouped bars.
     pub fn bars(mut self) -> PlotSpec {
         self.kind = PlotKind::Bar;
@@ -100,12 +108,31 @@ impl PlotSpec {
 /// (category, series) are averaged. A plot with nothing left to draw is a valid SVG saying
 /// "no data". An error names a column missing from the table.
 pub fn render_svg(table: &Table, spec: &PlotSpec) -> Result<String, String> {
+    if spec.kind == PlotKind::Ladder {
+        return render_ladder(table, spec);
+    }
     let data = extract(table, spec)?;
     Ok(match data {
         Extracted::Empty { .. } => no_data(spec),
         Extracted::Xy { series, dropped_log } => draw_xy(spec, &series, dropped_log),
         Extracted::Bars { cats, series, dropped_log } => draw_bars(spec, &cats, &series, dropped_log),
     })
+}
+
+mod ladder;
+
+fn render_ladder(table: &Table, spec: &PlotSpec) -> Result<String, String> {
+    let col = |name: &str| table.col(name).ok_or_else(|| format!("plot {:?}: no column {:?}", spec.title, name));
+    let (dir, time) = (col(&spec.x)?, col(&spec.y)?);
+    let kind = spec.series.as_deref().map(col).transpose()?;
+    let filters = spec.filter.iter().map(|(c, v)| Ok((col(c)?, v.as_str()))).collect::<Result<Vec<_>, String>>()?;
+    let rows: Vec<&Vec<Cell>> =
+        table.rows.iter().filter(|r| filters.iter().all(|(i, v)| r.get(*i).is_some_and(|c| v.split('|').any(|alt| c.to_text() == alt)))).collect();
+    if rows.is_empty() {
+        return Ok(no_data(spec));
+    }
+    let skip: Vec<usize> = filters.iter().map(|(i, _)| *i).collect();
+    Ok(ladder::draw(&spec.title, table, &rows, dir, time, kind, &skip))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -184,6 +211,7 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
             }
             Ok(Extracted::Xy { series, dropped_log })
         }
+        PlotKind::Ladder => unreachable!("ladders are drawn by render_ladder"),
         PlotKind::Bar => {
             let mut cats: Vec<String> = Vec::new();
             let mut series: Vec<BarSeries> = Vec::new();

@@ -59,8 +59,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             json!({ "exec_time_us": r.exec_time.as_us_f64(), "timed_out": r.timed_out, "loss_model_discards": r.server.loss_model_discards }),
         );
         plots.push(
-            PlotSpec::line(&format!("Packet trace: {name} (PSN relative to READ 1)"), "time_us", "psn", Some("packet"))
-                .points()
+            PlotSpec::line(&format!("Packet trace: {name} (PSN relative to READ 1)"), "direction", "time_us", Some("packet"))
+                .ladder()
                 .only("scenario", name)
                 .suffix(name),
         );
