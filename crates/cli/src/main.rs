@@ -2,10 +2,12 @@
 
 mod args;
 mod bench;
+mod calibrate_cmd;
 mod error;
 mod profile_cmd;
 mod progress;
 mod run;
+mod run_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,6 +63,11 @@ enum Command {
     /// Benchmarks of the implementation itself.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Launch a live job: N processes running PART over real memory (shm or udp).
+    Run(run_cmd::RunArgs),
+    /// Measure this machine's component costs (faults, page-in, mlock, wake-ups, ring) and
+    /// write them as a simulator profile.
+    Calibrate(calibrate_cmd::CalibrateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -213,6 +220,8 @@ fn main() -> ExitCode {
         Command::Profile(ProfileCommand::Show { profile, sets }) => profile_cmd::show(profile, sets),
         Command::Profile(ProfileCommand::Check { file }) => profile_cmd::check(file),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a).map_err(CliError::Run),
+        Command::Run(a) => run_cmd::run(a),
+        Command::Calibrate(a) => calibrate_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,15 +6,20 @@
 //! [`PageInPolicy`], merges overlapping ranges, and pages them in with
 //! `madvise(MADV_POPULATE_WRITE)` for destination faults (the page must become writable, so a
 //! zero page or a copy-on-write page is replaced) or `MADV_POPULATE_READ` for source faults
-//! (Linux >= 5.14). On kernels without them (`EINVAL`) it falls back to touching one byte per
+//! (Linux >= 5.14, probed once). On kernels without them it falls back to touching one byte per
 //! page: an atomic `fetch_or(0)` for writes (a real store that cannot lose a concurrent engine
 //! write to the same byte) or a volatile read.
 //!
 //! Then it hands back one [`HandlerOutput`] per distinct (transfer, block, attempt): "send an
 //! ERR" for destination faults, "resume the source" for source faults, and wakes the engine
-//! loop. A range whose page-in fails with `EFAULT` / `ENOMEM` (the memory is gone, or has no
-//! permission) is reported as [`HandlerOutput::Bad`] first, so the retransmission that follows
+//! loop. A page whose page-in fails with `EINVAL` / `EFAULT` (mapped, but without the permission,
+//! e.g. `mprotect` after `expose`) is reported as [`HandlerOutput::Bad`] first, so the retransmission that follows
 //! fails as a protection error instead of faulting forever.
+//!
+//! Known limitation: if a page-in succeeds but the residency check still refuses the page (a
+//! case not seen so far: the write rule accepts exclusive anonymous pages and file / shared
+//! pages, which is what `MADV_POPULATE_WRITE` produces), the block would cycle through NACK,
+//! page-in and ERR without progress; a per-page retry cap is future work.
 //!
 //! Minor faults (fresh anonymous memory) cost a few microseconds per page inside `madvise`;
 //! major faults (file-backed memory not in the page cache) cost a disk read each, but
@@ -50,7 +55,8 @@ pub enum HandlerOutput {
         /// Attempt that faulted.
         block_seq: u16,
     },
-    /// Page-in of `[start, end)` failed: the memory is unusable, accesses must fail.
+    /// Page-in of `[start, end)` failed although it is mapped (no permission): accesses must
+    /// fail instead of faulting forever.
     Bad {
         /// First byte (page aligned).
         start: u64,
@@ -70,7 +76,10 @@ pub struct HandlerConfig {
 
 impl Default for HandlerConfig {
     fn default() -> Self {
-        HandlerConfig { policy: PageInPolicy::Pia, send_err: true }
+        HandlerConfig {
+            policy: PageInPolicy::Pia,
+            send_err: true,
+        }
     }
 }
 
@@ -133,53 +142,87 @@ impl HandlerStats {
     }
 }
 
-/// Whether `MADV_POPULATE_*` works on this kernel (cleared on the first `EINVAL`).
-static POPULATE_SUPPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+/// Whether `MADV_POPULATE_*` works on this kernel (Linux >= 5.14), probed once on a page of
+/// our own. (At run time `EINVAL` means "incompatible permissions", not "unsupported".)
+pub fn populate_supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        // SAFETY: a fresh private anonymous page, populated and unmapped here; nothing else
+        // refers to it.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                PAGE_BYTES as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return false;
+            }
+            let ok = libc::madvise(p, PAGE_BYTES as usize, libc::MADV_POPULATE_WRITE) == 0;
+            libc::munmap(p, PAGE_BYTES as usize);
+            ok
+        }
+    })
+}
 
-/// Bring `[start, end)` (page aligned) in for `write` (or read) access. Returns `Err` with the
-/// `errno` if the kernel could not (the range is unmapped or lacks the permission).
+/// Bring `[start, end)` (page aligned) in for `write` (or read) access. Returns `Err(errno)` if
+/// the kernel could not: `ENOMEM` for an unmapped range, `EINVAL` / `EFAULT` for a mapping
+/// without the permission (e.g. `PROT_NONE` after `mprotect`).
 pub fn page_in(start: u64, end: u64, write: bool) -> Result<(), i32> {
     if end <= start {
         return Ok(());
     }
-    if POPULATE_SUPPORTED.load(Ordering::Relaxed) {
-        let advice = if write { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
+    if populate_supported() {
+        let advice = if write {
+            libc::MADV_POPULATE_WRITE
+        } else {
+            libc::MADV_POPULATE_READ
+        };
         loop {
             // SAFETY: MADV_POPULATE_* only populates page tables of the given range as a read or
             // write fault would; it does not change memory contents (a write populate breaks
-            // copy-on-write, preserving the bytes) and fails with EFAULT/ENOMEM instead of
-            // raising a signal if the range is unmapped or lacks permission.
-            let r = unsafe { libc::madvise(start as usize as *mut libc::c_void, (end - start) as usize, advice) };
+            // copy-on-write, preserving the bytes) and fails with an errno instead of raising a
+            // signal if the range is unmapped or lacks permission.
+            let r = unsafe {
+                libc::madvise(
+                    start as usize as *mut libc::c_void,
+                    (end - start) as usize,
+                    advice,
+                )
+            };
             if r == 0 {
                 return Ok(());
             }
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            match errno {
+            match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
                 libc::EINTR | libc::EAGAIN => continue,
-                libc::EINVAL => {
-                    POPULATE_SUPPORTED.store(false, Ordering::Relaxed);
-                    break;
-                }
                 e => return Err(e),
             }
         }
     }
-    // Fallback: touch one byte per page. Check mapping first so a bad range is an error rather
-    // than a SIGSEGV.
+    // Fallback for old kernels: touch one byte per page, after checking from /proc/self/maps
+    // that the touch cannot raise a signal.
     let mut p = start;
     while p < end {
         if !crate::memory::is_mapped(p) {
             return Err(libc::ENOMEM);
         }
+        if crate::memory::check_mapped(p, PAGE_BYTES, true, write).is_err() {
+            return Err(libc::EFAULT);
+        }
         if write {
-            // SAFETY: `p` is mapped (checked just above) and is part of memory the engine must
-            // write (exposed writable, or the destination of the application's read). An atomic
-            // fetch_or(0) is a store that leaves the value unchanged and cannot lose a concurrent
-            // store of the engine to the same byte. Read-only mappings were refused at expose.
-            unsafe { std::sync::atomic::AtomicU8::from_ptr(p as usize as *mut u8).fetch_or(0, Ordering::Relaxed) };
+            // SAFETY: `p` is mapped readable and writable (checked just above) and is part of
+            // memory the engine must write. An atomic fetch_or(0) is a store that leaves the
+            // value unchanged and cannot lose a concurrent store of the engine to the same byte.
+            unsafe {
+                std::sync::atomic::AtomicU8::from_ptr(p as usize as *mut u8)
+                    .fetch_or(0, Ordering::Relaxed)
+            };
         } else {
-            // SAFETY: `p` is mapped (checked above); a volatile read of one byte only faults the
-            // page in.
+            // SAFETY: `p` is mapped readable (checked above); a volatile read of one byte only
+            // faults the page in.
             unsafe { std::ptr::read_volatile(p as usize as *const u8) };
         }
         p += PAGE_BYTES;
@@ -201,7 +244,11 @@ fn merge(ranges: &mut Vec<(u64, u64)>) {
 }
 
 /// Process one batch of fault records: page in, then the outputs for the engine loop.
-pub fn process_batch(cfg: &HandlerConfig, batch: &[FaultRecord], stats: &HandlerStats) -> Vec<HandlerOutput> {
+pub fn process_batch(
+    cfg: &HandlerConfig,
+    batch: &[FaultRecord],
+    stats: &HandlerStats,
+) -> Vec<HandlerOutput> {
     let mut write_ranges = Vec::new();
     let mut read_ranges = Vec::new();
     for rec in batch {
@@ -218,21 +265,35 @@ pub fn process_batch(cfg: &HandlerConfig, batch: &[FaultRecord], stats: &Handler
     for (ranges, write) in [(&write_ranges, true), (&read_ranges, false)] {
         for &(s, e) in ranges.iter() {
             stats.calls.fetch_add(1, Ordering::Relaxed);
-            stats.pages.fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
+            stats
+                .pages
+                .fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
             if page_in(s, e, write).is_err() {
-                // Find the bad pages one by one; the good ones are now in.
+                // Find the bad pages one by one; the good ones are now in. Only pages that are
+                // mapped but cannot be populated (EINVAL / EFAULT: no permission, e.g. mprotect
+                // after expose) are reported: an unmapped page (ENOMEM) is seen as unmapped by the
+                // engine's own check, and a stale record for memory the application has since
+                // unmapped must not poison a later mapping at the same address.
                 let mut p = s;
                 while p < e {
-                    if page_in(p, p + PAGE_BYTES, write).is_err() {
+                    if matches!(
+                        page_in(p, p + PAGE_BYTES, write),
+                        Err(libc::EFAULT | libc::EINVAL)
+                    ) {
                         stats.bad_ranges.fetch_add(1, Ordering::Relaxed);
-                        out.push(HandlerOutput::Bad { start: p, end: p + PAGE_BYTES });
+                        out.push(HandlerOutput::Bad {
+                            start: p,
+                            end: p + PAGE_BYTES,
+                        });
                     }
                     p += PAGE_BYTES;
                 }
             }
         }
     }
-    stats.page_in_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    stats
+        .page_in_ns
+        .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let mut seen: Vec<(FaultSide, TransferKey, u32, u16)> = Vec::new();
     for rec in batch {
         let k = (rec.side, rec.transfer, rec.block, rec.block_seq);
@@ -243,12 +304,20 @@ pub fn process_batch(cfg: &HandlerConfig, batch: &[FaultRecord], stats: &Handler
         match rec.side {
             FaultSide::Destination if cfg.send_err => {
                 stats.errs.fetch_add(1, Ordering::Relaxed);
-                out.push(HandlerOutput::SendErr { transfer: rec.transfer, block: rec.block, block_seq: rec.block_seq });
+                out.push(HandlerOutput::SendErr {
+                    transfer: rec.transfer,
+                    block: rec.block,
+                    block_seq: rec.block_seq,
+                });
             }
             FaultSide::Destination => {}
             FaultSide::Source => {
                 stats.resumes.fetch_add(1, Ordering::Relaxed);
-                out.push(HandlerOutput::ResumeSource { transfer: rec.transfer, block: rec.block, block_seq: rec.block_seq });
+                out.push(HandlerOutput::ResumeSource {
+                    transfer: rec.transfer,
+                    block: rec.block,
+                    block_seq: rec.block_seq,
+                });
             }
         }
     }
@@ -258,7 +327,13 @@ pub fn process_batch(cfg: &HandlerConfig, batch: &[FaultRecord], stats: &Handler
 /// The handler thread's body: runs until the record channel closes.
 ///
 /// `wake` is called after outputs were queued, so a parked engine loop picks them up at once.
-pub fn run(cfg: HandlerConfig, records: Receiver<FaultRecord>, outputs: Sender<HandlerOutput>, wake: Arc<dyn Fn() + Send + Sync>, stats: Arc<HandlerStats>) {
+pub fn run(
+    cfg: HandlerConfig,
+    records: Receiver<FaultRecord>,
+    outputs: Sender<HandlerOutput>,
+    wake: Arc<dyn Fn() + Send + Sync>,
+    stats: Arc<HandlerStats>,
+) {
     let mut batch = Vec::new();
     while let Ok(first) = records.recv() {
         batch.clear();
@@ -266,7 +341,9 @@ pub fn run(cfg: HandlerConfig, records: Receiver<FaultRecord>, outputs: Sender<H
         while let Ok(r) = records.try_recv() {
             batch.push(r);
         }
-        stats.records.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        stats
+            .records
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
         let outs = process_batch(&cfg, &batch, &stats);
         let mut any = false;
@@ -284,7 +361,10 @@ pub fn run(cfg: HandlerConfig, records: Receiver<FaultRecord>, outputs: Sender<H
 
 /// Page-aligned `[start, end)` covering `[addr, addr+len)`.
 pub fn page_span(addr: u64, len: u64) -> (u64, u64) {
-    (page_of(addr), page_of(addr.saturating_add(len).saturating_add(PAGE_BYTES - 1)))
+    (
+        page_of(addr),
+        page_of(addr.saturating_add(len).saturating_add(PAGE_BYTES - 1)),
+    )
 }
 
 #[cfg(test)]
@@ -293,15 +373,31 @@ mod tests {
 
     #[test]
     fn merges_ranges() {
-        let mut r = vec![(0x3000, 0x4000), (0x1000, 0x2000), (0x1800, 0x3000), (0x9000, 0xa000)];
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = vec![
+            (0x3000, 0x4000),
+            (0x1000, 0x2000),
+            (0x1800, 0x3000),
+            (0x9000, 0xa000),
+        ];
         merge(&mut r);
         assert_eq!(r, vec![(0x1000, 0x4000), (0x9000, 0xa000)]);
     }
 
     #[test]
     fn page_in_populates_and_reports_unmapped() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: fresh private anonymous mapping owned by the test.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), 8192, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) } as u64;
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        } as u64;
         let mut m = crate::memory::LiveMemory::new(1).unwrap();
         assert!(m.check(p, 8192, crate::memory::Access::Write).is_err());
         page_in(p, p + 8192, true).unwrap();

@@ -31,11 +31,12 @@
 //!   dozen packets (tens of microseconds), the same order as the unavoidable check-then-copy
 //!   window below.
 //!
-//! Measured on the development machine (x86-64 VM, Linux 6.18, see [`bench_residency`] and the
-//! numbers in the crate docs): a one-entry `pread` of pagemap costs about 0.4-0.6 us per page;
-//! a 64-entry window read costs about the same per call (about 10 ns per page); a lookup that
-//! hits the turn window costs a few ns; `mincore` of one page about 0.3 us. A 256-byte data
-//! packet therefore pays one syscall per 64 pages at most, instead of one per packet.
+//! Measured on the development machine (x86-64 VM, 2 vCPUs, Linux 6.18, [`bench_residency`]
+//! over 4096 present pages): a one-entry `pread` of pagemap costs about **1.0 us per page**; the
+//! 64-entry window read costs about **50 ns per page** (one ~3 us syscall per 64 pages); a
+//! lookup that hits the turn window about **4 ns**; `mincore` of one page about 1.0 us. A
+//! stream of 256-byte data packets therefore pays one syscall per 64 pages (256 KiB) instead of
+//! one per packet: at ~1 GB/s over shared memory the check costs ~5% of the time per byte.
 //!
 //! # The race that remains
 //!
@@ -47,9 +48,13 @@
 //! there is no swap, so anonymous pages are never reclaimed; file-backed pages can be dropped by
 //! the kernel at any time (that path is a major fault, resolved by the kernel).
 //!
+//! Changing the protection of exposed memory whose pages are present (`mprotect(PROT_NONE)`)
+//! is not detected either: x86 keeps such PTEs "present" in pagemap, and the copy would raise
+//! `SIGSEGV`; like `munmap`, it breaks the application's promise made at `expose`.
+//!
 //! Protection (read-only mappings, `PROT_NONE`) is checked when a range is exposed, from
 //! `/proc/self/maps` (see [`check_mapped`]), not per access. A page on which the fault handler's
-//! page-in failed with `EFAULT` is remembered as *bad* and reported [`MemError::Unmapped`], so
+//! page-in failed for lack of permission (`EINVAL`/`EFAULT`) is remembered as *bad* for a short while and reported [`MemError::Unmapped`], so
 //! the access fails with a protection error instead of faulting forever.
 //!
 //! # Address spaces
@@ -129,15 +134,27 @@ pub struct LiveMemory {
     window_base: u64,
     window_len: usize,
     window: [u64; WINDOW_PAGES],
-    bad: Vec<(u64, u64)>,
+    bad: Vec<(u64, u64, StdInstant)>,
     stats: MemStats,
 }
+
+/// How long a page stays marked bad after a failed page-in (the application may fix the
+/// protection or remap the range; a later fault record then tries again).
+pub const BAD_PAGE_TTL: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl LiveMemory {
     /// Open the residency checker for this process, answering to `pdid`.
     pub fn new(pdid: Pdid) -> Result<LiveMemory, MemoryError> {
         let pagemap = File::open("/proc/self/pagemap").map_err(MemoryError::Pagemap)?;
-        Ok(LiveMemory { pdid, pagemap, window_base: 0, window_len: 0, window: [0; WINDOW_PAGES], bad: Vec::new(), stats: MemStats::default() })
+        Ok(LiveMemory {
+            pdid,
+            pagemap,
+            window_base: 0,
+            window_len: 0,
+            window: [0; WINDOW_PAGES],
+            bad: Vec::new(),
+            stats: MemStats::default(),
+        })
     }
 
     /// The PDID of this address space.
@@ -155,16 +172,17 @@ impl LiveMemory {
         self.window_len = 0;
     }
 
-    /// Remember `[start, end)` as bad: a page-in there failed (`EFAULT`), so accesses fail as
-    /// unmapped instead of faulting forever.
+    /// Remember `[start, end)` as bad for [`BAD_PAGE_TTL`]: a page-in there failed (`EFAULT`),
+    /// so accesses fail as unmapped instead of faulting forever.
     pub fn mark_bad(&mut self, start: u64, end: u64) {
-        self.bad.push((page_of(start), end));
+        self.bad.retain(|b| b.2.elapsed() < BAD_PAGE_TTL);
+        self.bad.push((page_of(start), end, StdInstant::now()));
         self.window_len = 0;
     }
 
     /// Forget bad ranges overlapping `[start, end)` (e.g. after the application re-mapped it).
     pub fn clear_bad(&mut self, start: u64, end: u64) {
-        self.bad.retain(|&(s, e)| e <= start || s >= end);
+        self.bad.retain(|&(s, e, _)| e <= start || s >= end);
     }
 
     fn entry(&mut self, page: u64) -> u64 {
@@ -177,7 +195,11 @@ impl LiveMemory {
         }
         self.stats.pagemap_reads += 1;
         let mut raw = [0u8; WINDOW_PAGES * 8];
-        let n = self.pagemap.read_at(&mut raw, (page / PAGE_BYTES) * 8).unwrap_or(0) / 8;
+        let n = self
+            .pagemap
+            .read_at(&mut raw, (page / PAGE_BYTES) * 8)
+            .unwrap_or(0)
+            / 8;
         for (i, w) in self.window.iter_mut().enumerate().take(n) {
             *w = u64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         }
@@ -193,11 +215,15 @@ impl LiveMemory {
     /// The state of the page holding `addr` for `access`.
     pub fn page_state(&mut self, addr: u64, access: Access) -> PageState {
         let page = page_of(addr);
-        if self.bad.iter().any(|&(s, e)| page >= s && page < e) {
-            return PageState::Unmapped;
+        if !self.bad.is_empty() {
+            self.bad.retain(|b| b.2.elapsed() < BAD_PAGE_TTL);
+            if self.bad.iter().any(|&(s, e, _)| page >= s && page < e) {
+                return PageState::Unmapped;
+            }
         }
         let e = self.entry(page);
-        let ok = e & PM_PRESENT != 0 && (access == Access::Read || e & (PM_EXCLUSIVE | PM_FILE) != 0);
+        let ok =
+            e & PM_PRESENT != 0 && (access == Access::Read || e & (PM_EXCLUSIVE | PM_FILE) != 0);
         if ok {
             return PageState::Ready;
         }
@@ -231,7 +257,9 @@ impl LiveMemory {
                 }
                 PageState::Unmapped => {
                     self.stats.unmapped += 1;
-                    return Err(MemError::Unmapped { addr: page.max(addr) });
+                    return Err(MemError::Unmapped {
+                        addr: page.max(addr),
+                    });
                 }
             }
             page += PAGE_BYTES;
@@ -258,7 +286,9 @@ impl Memory for LiveMemory {
         // of its own read), which is the application's promise that the memory stays mapped and
         // that it does not hold Rust references to it during the transfer. `data` is the
         // engine's own buffer and cannot overlap application memory being written.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
+        };
         self.stats.bytes_written += data.len() as u64;
         Ok(())
     }
@@ -270,7 +300,9 @@ impl Memory for LiveMemory {
         // table; the range is the source the application gave to a write (or exposed for
         // reading), which it promised to keep mapped until the completion. `out` is the engine's
         // own buffer.
-        unsafe { std::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len())
+        };
         self.stats.bytes_read += out.len() as u64;
         Ok(())
     }
@@ -282,7 +314,13 @@ pub fn is_mapped(addr: u64) -> bool {
     let mut v = 0u8;
     // SAFETY: mincore only inspects the page tables / VMAs for the given range and writes one
     // byte per page into `v` (exactly one page here); it never accesses the page itself.
-    let r = unsafe { libc::mincore(page_of(addr) as usize as *mut libc::c_void, PAGE_BYTES as usize, &mut v) };
+    let r = unsafe {
+        libc::mincore(
+            page_of(addr) as usize as *mut libc::c_void,
+            PAGE_BYTES as usize,
+            &mut v,
+        )
+    };
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOMEM)
 }
 
@@ -293,7 +331,9 @@ pub enum MapsError {
     #[error("address {0:#x} is not mapped in this process; expose only memory you have mapped (mmap / a live allocation)")]
     Unmapped(u64),
     /// Part of the range lacks a permission the exposure grants.
-    #[error("mapping at {addr:#x} is not {need}; expose it with fewer permissions or mprotect it first")]
+    #[error(
+        "mapping at {addr:#x} is not {need}; expose it with fewer permissions or mprotect it first"
+    )]
     Protection {
         /// Start of the offending mapping (or of the range).
         addr: u64,
@@ -311,14 +351,21 @@ pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), 
     if len == 0 {
         return Ok(());
     }
-    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| MapsError::Io(e.to_string()))?;
+    let maps =
+        std::fs::read_to_string("/proc/self/maps").map_err(|e| MapsError::Io(e.to_string()))?;
     let end = addr.saturating_add(len);
     let mut cur = addr;
     for line in maps.lines() {
         let mut it = line.split_whitespace();
-        let (Some(range), Some(perms)) = (it.next(), it.next()) else { continue };
-        let Some((s, e)) = range.split_once('-') else { continue };
-        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
+        let (Some(range), Some(perms)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Some((s, e)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else {
+            continue;
+        };
         if e <= cur {
             continue;
         }
@@ -327,10 +374,16 @@ pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), 
         }
         let p = perms.as_bytes();
         if read && p.first() != Some(&b'r') {
-            return Err(MapsError::Protection { addr: s.max(addr), need: "readable" });
+            return Err(MapsError::Protection {
+                addr: s.max(addr),
+                need: "readable",
+            });
         }
         if write && p.get(1) != Some(&b'w') {
-            return Err(MapsError::Protection { addr: s.max(addr), need: "writable" });
+            return Err(MapsError::Protection {
+                addr: s.max(addr),
+                need: "writable",
+            });
         }
         cur = e;
         if cur >= end {
@@ -371,7 +424,9 @@ pub fn bench_residency(pages: usize) -> ResidencyCost {
     let mut one = [0u8; 8];
     for _ in 0..reps {
         for p in 0..pages as u64 {
-            let _ = mem.pagemap.read_at(&mut one, ((base + p * PAGE_BYTES) / PAGE_BYTES) * 8);
+            let _ = mem
+                .pagemap
+                .read_at(&mut one, ((base + p * PAGE_BYTES) / PAGE_BYTES) * 8);
             sink ^= u64::from_ne_bytes(one);
         }
     }
@@ -380,7 +435,8 @@ pub fn bench_residency(pages: usize) -> ResidencyCost {
     let t = StdInstant::now();
     for _ in 0..reps {
         mem.begin_turn();
-        mem.check(base, pages * PAGE_BYTES as usize, Access::Write).expect("present");
+        mem.check(base, pages * PAGE_BYTES as usize, Access::Write)
+            .expect("present");
     }
     let pagemap_window_ns = t.elapsed().as_nanos() as f64 / (reps * pages) as f64;
     // Window hits: the same page again and again.
@@ -404,7 +460,12 @@ pub fn bench_residency(pages: usize) -> ResidencyCost {
     let mincore_ns = t.elapsed().as_nanos() as f64 / (reps * pages) as f64;
     std::hint::black_box(sink);
     drop(buf);
-    ResidencyCost { pagemap_single_ns, pagemap_window_ns, window_hit_ns, mincore_ns }
+    ResidencyCost {
+        pagemap_single_ns,
+        pagemap_window_ns,
+        window_hit_ns,
+        mincore_ns,
+    }
 }
 
 #[cfg(test)]
@@ -414,7 +475,14 @@ mod tests {
     fn anon(pages: usize) -> u64 {
         // SAFETY: a fresh private anonymous mapping; the tests own it and unmap it.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), pages * 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                pages * 4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         assert_ne!(p, libc::MAP_FAILED);
         p as u64
@@ -422,9 +490,13 @@ mod tests {
 
     #[test]
     fn fresh_memory_is_missing_then_present_after_touch() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let base = anon(4);
         let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
-        assert_eq!(m.write(LOCAL_PDID, base + 10, &[1, 2, 3]), Err(MemError::NotPresent { page_addr: base }));
+        assert_eq!(
+            m.write(LOCAL_PDID, base + 10, &[1, 2, 3]),
+            Err(MemError::NotPresent { page_addr: base })
+        );
         // SAFETY: base is a live writable mapping of 4 pages.
         unsafe { *(base as *mut u8) = 7 };
         m.begin_turn();
@@ -433,7 +505,12 @@ mod tests {
         m.read(LOCAL_PDID, base + 10, &mut out).unwrap();
         assert_eq!(out, [1, 2, 3]);
         // Straddling into page 1, which is missing.
-        assert_eq!(m.write(LOCAL_PDID, base + 4095, &[1, 2]), Err(MemError::NotPresent { page_addr: base + 4096 }));
+        assert_eq!(
+            m.write(LOCAL_PDID, base + 4095, &[1, 2]),
+            Err(MemError::NotPresent {
+                page_addr: base + 4096
+            })
+        );
         assert_eq!(m.write(2, base, &[1]), Err(MemError::NoSuchDomain(2)));
         // SAFETY: unmapping our own mapping; nothing references it.
         unsafe { libc::munmap(base as *mut libc::c_void, 4 * 4096) };
@@ -441,38 +518,68 @@ mod tests {
 
     #[test]
     fn zero_page_is_readable_not_writable() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let base = anon(1);
         // SAFETY: reading a fresh anonymous page maps the shared zero page.
         let v = unsafe { std::ptr::read_volatile(base as *const u8) };
         assert_eq!(v, 0);
         let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
         assert_eq!(m.check(base, 8, Access::Read), Ok(()));
-        assert_eq!(m.check(base, 8, Access::Write), Err(MemError::NotPresent { page_addr: base }));
+        assert_eq!(
+            m.check(base, 8, Access::Write),
+            Err(MemError::NotPresent { page_addr: base })
+        );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
     }
 
     #[test]
     fn unmapped_is_told_apart() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let base = anon(2);
         // SAFETY: unmapping the second page of our own mapping.
         unsafe { libc::munmap((base + 4096) as *mut libc::c_void, 4096) };
         let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
-        assert_eq!(m.check(base + 4096, 8, Access::Read), Err(MemError::Unmapped { addr: base + 4096 }));
+        assert_eq!(
+            m.check(base + 4096, 8, Access::Read),
+            Err(MemError::Unmapped { addr: base + 4096 })
+        );
         assert!(check_mapped(base, 4096, true, true).is_ok());
-        assert_eq!(check_mapped(base, 8192, true, true), Err(MapsError::Unmapped(base + 4096)));
+        assert_eq!(
+            check_mapped(base, 8192, true, true),
+            Err(MapsError::Unmapped(base + 4096))
+        );
         m.mark_bad(base, base + 4096);
-        assert_eq!(m.check(base, 1, Access::Read), Err(MemError::Unmapped { addr: base }));
+        assert_eq!(
+            m.check(base, 1, Access::Read),
+            Err(MemError::Unmapped { addr: base })
+        );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
     }
 
     #[test]
     fn read_only_mapping_is_refused_for_write_exposure() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: a fresh read-only anonymous mapping owned by the test.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         assert!(check_mapped(p as u64, 4096, true, false).is_ok());
-        assert!(matches!(check_mapped(p as u64, 4096, false, true), Err(MapsError::Protection { need: "writable", .. })));
+        assert!(matches!(
+            check_mapped(p as u64, 4096, false, true),
+            Err(MapsError::Protection {
+                need: "writable",
+                ..
+            })
+        ));
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(p, 4096) };
     }

@@ -329,7 +329,7 @@ impl PartEngine {
                 match reason {
                     NackReason::PageFault => self.stats.nacks_fault_sent += 1,
                     NackReason::Crc => self.stats.nacks_crc_sent += 1,
-                    NackReason::Protection => self.stats.nacks_protection_sent += 1,
+                    NackReason::Protection | NackReason::ReadRefused => self.stats.nacks_protection_sent += 1,
                 }
                 PartRepr::Nack { transfer_id: transfer.id, block_id: block, block_seq: seq, read_response: transfer.read_response, reason, addr }
             }

@@ -301,13 +301,19 @@ impl PartEngine {
     pub(crate) fn on_nack(&mut self, now: Instant, src: u32, id: u32, read_response: bool, block: u32, seq: u16, reason: NackReason, _addr: u64) {
         // A NACK may concern a transfer we send (we are its data source), or, for a read we
         // initiated, tell us the target refused the read request.
-        let transfer = TransferKey { data_src: self.node, data_dst: src, id, read_response };
-        let Some((slot, idx)) = self.find_block(transfer, block) else {
-            if read_response && reason == NackReason::Protection {
+        if reason == NackReason::ReadRefused {
+            // Only a read's target sends this, naming a read we initiated (our id space).
+            if read_response {
                 self.fail_read(now, src, id, CompletionError::RemoteAccess);
             } else {
-                self.stats.stale_dropped += 1;
+                self.stats.malformed_dropped += 1;
             }
+            return;
+        }
+        // Every other NACK comes from the receiver of data we send.
+        let transfer = TransferKey { data_src: self.node, data_dst: src, id, read_response };
+        let Some((slot, idx)) = self.find_block(transfer, block) else {
+            self.stats.stale_dropped += 1;
             return;
         };
         let t = self.tx[slot as usize].as_mut().expect("live slot");
@@ -343,6 +349,7 @@ impl PartEngine {
                     }
                 }
             }
+            NackReason::ReadRefused => unreachable!("handled above"),
             NackReason::Protection => {
                 let err = if transfer.read_response { None } else { Some(CompletionError::RemoteAccess) };
                 match err {
@@ -415,7 +422,7 @@ impl PartEngine {
         if t.key.read_response && err == CompletionError::LocalAccess {
             // Serving a read from memory that turned out unmapped: tell the initiator.
             let (dst, transfer) = (t.key.data_dst, t.key);
-            self.ctrl.push_back((dst, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::Protection, addr: 0 }));
+            self.ctrl.push_back((dst, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::ReadRefused, addr: 0 }));
         }
         self.finish_transfer(now, slot, Err(err));
     }

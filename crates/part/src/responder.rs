@@ -204,7 +204,7 @@ impl PartEngine {
         }
         let sane = len > 0 && local_addr.checked_add(len).is_some() && len.div_ceil(self.cfg.block_bytes as u64) <= u32::MAX as u64;
         if !sane || !self.exposures.allows(pdid, rkey, remote_addr, len, Perms::R) {
-            self.ctrl.push_back((src, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::Protection, addr: remote_addr }));
+            self.ctrl.push_back((src, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::ReadRefused, addr: remote_addr }));
             return;
         }
         // Mechanism 11: the read is carried out as a write back to the initiator.

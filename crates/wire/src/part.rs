@@ -50,7 +50,7 @@
 //! | 8..12  | block_id    |
 //! | 12..14 | block_seq   |
 //! | 14     | flags (bit 0 = read_response, other bits must be 0) |
-//! | 15     | reason (1 = Crc, 2 = PageFault, 3 = Protection) |
+//! | 15     | reason (1 = Crc, 2 = PageFault, 3 = Protection, 4 = ReadRefused) |
 //! | 16..24 | addr        |
 //! | 24..28 | crc32       |
 //!
@@ -123,8 +123,15 @@ pub enum NackReason {
     Crc,
     /// Page fault at the destination: the source waits for the ERR (or its timeout).
     PageFault,
-    /// Protection error (range, key, permission, PDID, unmapped): the transfer fails.
+    /// Protection error (range, key, permission, PDID, unmapped) at the receiver of the data:
+    /// the transfer fails. Always sent by the data's receiver to its source.
     Protection,
+    /// A read request was refused by its target (range, key, permission, PDID, unmapped), or
+    /// the target could not read its own memory for the response. Sent by the read's target
+    /// (the data source) to its initiator: it names the initiator's read. A separate reason
+    /// because both directions name the same transfer id (the initiator's), and a node can be
+    /// a read's initiator and another read's target with the same numeric id.
+    ReadRefused,
 }
 
 /// A parsed PART packet. Every variant names its transfer by `(transfer_id, read_response)`;
@@ -325,6 +332,7 @@ impl NackReason {
             NackReason::Crc => 1,
             NackReason::PageFault => 2,
             NackReason::Protection => 3,
+            NackReason::ReadRefused => 4,
         }
     }
 
@@ -333,6 +341,7 @@ impl NackReason {
             1 => Some(NackReason::Crc),
             2 => Some(NackReason::PageFault),
             3 => Some(NackReason::Protection),
+            4 => Some(NackReason::ReadRefused),
             _ => None,
         }
     }
@@ -917,7 +926,7 @@ mod tests {
         let s = samples(&p);
 
         // Unknown NACK reason codes.
-        for code in [0u8, 4, 0xff] {
+        for code in [0u8, 5, 0xff] {
             let mut buf = emit_vec(&s[3]);
             buf[field::nack::REASON] = code;
             fix_crc(&mut buf);
@@ -1006,6 +1015,7 @@ mod tests {
             Just(NackReason::Crc),
             Just(NackReason::PageFault),
             Just(NackReason::Protection),
+            Just(NackReason::ReadRefused),
         ]
     }
 

@@ -36,14 +36,23 @@ pub struct MemTransport {
 /// `max_packet` bytes.
 pub fn network(n: u32, max_packet: usize) -> Vec<MemTransport> {
     let inboxes: Arc<Vec<Inbox>> = Arc::new((0..n).map(|_| Inbox::default()).collect());
-    (0..n).map(|rank| MemTransport { rank, inboxes: inboxes.clone(), max_packet }).collect()
+    (0..n)
+        .map(|rank| MemTransport {
+            rank,
+            inboxes: inboxes.clone(),
+            max_packet,
+        })
+        .collect()
 }
 
 impl MemTransport {
     /// Make this rank unreachable, as if its process died: queued and later packets to it are
     /// discarded.
     pub fn kill(&self) {
-        let mut s = self.inboxes[self.rank as usize].state.lock().expect("inbox lock");
+        let mut s = self.inboxes[self.rank as usize]
+            .state
+            .lock()
+            .expect("inbox lock");
         s.closed = true;
         s.queue.clear();
     }
@@ -60,7 +69,10 @@ impl Transport for MemTransport {
         self.max_packet
     }
     fn send(&mut self, dst: NodeId, bytes: &[u8]) -> Result<(), SendError> {
-        let inbox = self.inboxes.get(dst as usize).ok_or(SendError::Unreachable)?;
+        let inbox = self
+            .inboxes
+            .get(dst as usize)
+            .ok_or(SendError::Unreachable)?;
         let mut s = inbox.state.lock().expect("inbox lock");
         if s.closed {
             return Err(SendError::Unreachable);
@@ -71,7 +83,10 @@ impl Transport for MemTransport {
         Ok(())
     }
     fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)> {
-        let mut s = self.inboxes[self.rank as usize].state.lock().expect("inbox lock");
+        let mut s = self.inboxes[self.rank as usize]
+            .state
+            .lock()
+            .expect("inbox lock");
         let (src, p) = s.queue.pop_front()?;
         let n = p.len().min(buf.len());
         buf[..n].copy_from_slice(&p[..n]);

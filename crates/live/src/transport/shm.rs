@@ -63,7 +63,11 @@ impl ShmGeometry {
     /// A geometry for `ranks` ranks and packets of up to `max_packet` bytes.
     pub fn new(ranks: u32, max_packet: usize, slots: u32) -> ShmGeometry {
         let slot_bytes = (4 + max_packet).div_ceil(LINE) * LINE;
-        ShmGeometry { ranks, slots: slots.max(2), slot_bytes: slot_bytes as u32 }
+        ShmGeometry {
+            ranks,
+            slots: slots.max(2),
+            slot_bytes: slot_bytes as u32,
+        }
     }
 
     fn ring_bytes(&self) -> usize {
@@ -137,30 +141,52 @@ impl Drop for Mapping {
 
 impl Mapping {
     fn map(path: &Path, len: usize) -> Result<Mapping, ShmError> {
-        let io = |err| ShmError::Io { path: path.display().to_string(), err };
-        let f = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
+        let io = |err| ShmError::Io {
+            path: path.display().to_string(),
+            err,
+        };
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io)?;
         let flen = f.metadata().map_err(io)?.len() as usize;
         if flen < len {
-            return Err(ShmError::Invalid { path: path.display().to_string(), why: format!("file is {flen} bytes, geometry needs {len}") });
+            return Err(ShmError::Invalid {
+                path: path.display().to_string(),
+                why: format!("file is {flen} bytes, geometry needs {len}"),
+            });
         }
         // SAFETY: mapping an open file read-write and shared; the result is checked. The file
         // stays mapped after `f` is closed.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(io(std::io::Error::last_os_error()));
         }
-        Ok(Mapping { base: p as *mut u8, len })
+        Ok(Mapping {
+            base: p as *mut u8,
+            len,
+        })
     }
 
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        assert!(off + 8 <= self.len && off % 8 == 0);
+        assert!(off + 8 <= self.len && off.is_multiple_of(8));
         // SAFETY: in bounds and 8-aligned (asserted; the base is page aligned); the word lives
         // as long as the mapping (`&self`) and is only ever accessed atomically.
         unsafe { AtomicU64::from_ptr(self.base.add(off) as *mut u64) }
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        assert!(off + 4 <= self.len && off % 4 == 0);
+        assert!(off + 4 <= self.len && off.is_multiple_of(4));
         // SAFETY: in bounds and 4-aligned (asserted); only ever accessed atomically.
         unsafe { AtomicU32::from_ptr(self.base.add(off) as *mut u32) }
     }
@@ -176,20 +202,52 @@ impl Mapping {
 
 fn futex_wake(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid, aligned u32 in a shared mapping; it only reads the address.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, 0usize, 0usize, 0u32) };
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            0usize,
+            0usize,
+            0u32,
+        )
+    };
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
     // SAFETY: FUTEX_WAIT on a valid, aligned u32 in a shared mapping with a relative timeout;
     // it returns at once if the word no longer holds `expected`.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec, 0usize, 0u32) };
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            0usize,
+            0u32,
+        )
+    };
 }
 
 /// Create (or replace) the segment file at `path` with `geometry`, zero-filled, header written.
 pub fn create_segment(path: &Path, geometry: ShmGeometry) -> Result<(), ShmError> {
-    let io = |err| ShmError::Io { path: path.display().to_string(), err };
-    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
+    let io = |err| ShmError::Io {
+        path: path.display().to_string(),
+        err,
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io)?;
     f.set_len(geometry.total_bytes() as u64).map_err(io)?;
     drop(f);
     let m = Mapping::map(path, PAGE)?;
@@ -213,9 +271,14 @@ pub struct ShmTransport {
 impl ShmTransport {
     /// Open the segment at `path` as rank `rank`.
     pub fn open(path: &Path, rank: u32) -> Result<ShmTransport, ShmError> {
-        let bad = |why: String| ShmError::Invalid { path: path.display().to_string(), why };
+        let bad = |why: String| ShmError::Invalid {
+            path: path.display().to_string(),
+            why,
+        };
         let hdr = Mapping::map(path, PAGE)?;
-        if hdr.u64_at(0).load(Ordering::Acquire) != MAGIC || hdr.u32_at(8).load(Ordering::Relaxed) != VERSION {
+        if hdr.u64_at(0).load(Ordering::Acquire) != MAGIC
+            || hdr.u32_at(8).load(Ordering::Relaxed) != VERSION
+        {
             return Err(bad("bad magic or version".into()));
         }
         let geo = ShmGeometry {
@@ -224,14 +287,27 @@ impl ShmTransport {
             slot_bytes: hdr.u32_at(20).load(Ordering::Relaxed),
         };
         drop(hdr);
-        if geo.ranks == 0 || geo.ranks > 1024 || geo.slots < 2 || geo.slot_bytes < 64 || geo.ranks > 64 {
+        if geo.ranks == 0
+            || geo.ranks > 1024
+            || geo.slots < 2
+            || geo.slot_bytes < 64
+            || geo.ranks > 64
+        {
             return Err(bad(format!("impossible geometry {geo:?}")));
         }
         if rank >= geo.ranks {
-            return Err(ShmError::BadRank { rank, ranks: geo.ranks });
+            return Err(ShmError::BadRank {
+                rank,
+                ranks: geo.ranks,
+            });
         }
         let map = Arc::new(Mapping::map(path, geo.total_bytes())?);
-        Ok(ShmTransport { map, geo, rank, next_src: 0 })
+        Ok(ShmTransport {
+            map,
+            geo,
+            rank,
+            next_src: 0,
+        })
     }
 
     /// The segment's geometry.
@@ -242,7 +318,9 @@ impl ShmTransport {
     fn rings_have_data(&self) -> bool {
         (0..self.geo.ranks).any(|src| {
             let off = self.geo.ring_offset(src, self.rank);
-            src != self.rank && self.map.u64_at(off).load(Ordering::Acquire) != self.map.u64_at(off + LINE).load(Ordering::Relaxed)
+            src != self.rank
+                && self.map.u64_at(off).load(Ordering::Acquire)
+                    != self.map.u64_at(off + LINE).load(Ordering::Relaxed)
         })
     }
 }
@@ -271,7 +349,8 @@ impl Transport for ShmTransport {
         if head.wrapping_sub(tail) >= self.geo.slots as u64 {
             return Err(SendError::Full);
         }
-        let slot = off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
+        let slot =
+            off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
         // SAFETY: the slot is in bounds (slot index < slots, the mapping covers all rings) and
         // owned by the producer: the consumer released it (tail, acquired above) and will not
         // read it before our release store of head below. The length prefix is 4-aligned.
@@ -304,13 +383,17 @@ impl Transport for ShmTransport {
             if head == tail {
                 continue;
             }
-            let slot = off + RING_HDR + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
+            let slot = off
+                + RING_HDR
+                + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
             // SAFETY: head (acquired) > tail, so the producer published this slot and will not
             // touch it until our release store of tail; in bounds as in `send`. The length is
             // clamped so a corrupt length cannot read outside the slot or `buf`.
             let len = unsafe {
                 let p = self.map.base.add(slot);
-                let len = ((p as *const u32).read() as usize).min(self.geo.max_packet()).min(buf.len());
+                let len = ((p as *const u32).read() as usize)
+                    .min(self.geo.max_packet())
+                    .min(buf.len());
                 std::ptr::copy_nonoverlapping(p.add(4), buf.as_mut_ptr(), len);
                 len
             };
@@ -353,6 +436,7 @@ mod tests {
 
     #[test]
     fn ring_round_trip_and_full() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let path = std::env::temp_dir().join(format!("unpinned-shm-test-{}", std::process::id()));
         create_segment(&path, ShmGeometry::new(3, 100, 4)).unwrap();
         let mut a = ShmTransport::open(&path, 0).unwrap();
@@ -363,7 +447,7 @@ mod tests {
             a.send(2, &[i; 10]).unwrap();
         }
         assert_eq!(a.send(2, &[9; 10]), Err(SendError::Full));
-        assert_eq!(a.send(2, &[0; 101]), Err(SendError::Unreachable));
+        assert_eq!(a.send(2, &[0; 125]), Err(SendError::Unreachable));
         for i in 0..4u8 {
             assert_eq!(b.recv(&mut buf), Some((0, 10)));
             assert_eq!(buf[..10], [i; 10]);

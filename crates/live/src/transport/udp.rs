@@ -26,14 +26,31 @@ pub struct UdpTransport {
 
 impl UdpTransport {
     /// Bind `peers[rank]` and talk to the others. `max_packet` is the largest packet sent.
-    pub fn bind(rank: NodeId, peers: Vec<SocketAddr>, max_packet: usize) -> std::io::Result<UdpTransport> {
-        let me = *peers
-            .get(rank as usize)
-            .ok_or_else(|| std::io::Error::new(ErrorKind::InvalidInput, format!("rank {rank} has no address among {} peers", peers.len())))?;
+    pub fn bind(
+        rank: NodeId,
+        peers: Vec<SocketAddr>,
+        max_packet: usize,
+    ) -> std::io::Result<UdpTransport> {
+        let me = *peers.get(rank as usize).ok_or_else(|| {
+            std::io::Error::new(
+                ErrorKind::InvalidInput,
+                format!("rank {rank} has no address among {} peers", peers.len()),
+            )
+        })?;
         let sock = UdpSocket::bind(me)?;
         sock.set_nonblocking(true)?;
-        let by_addr = peers.iter().enumerate().map(|(i, a)| (*a, i as NodeId)).collect();
-        Ok(UdpTransport { sock, rank, peers, by_addr, max_packet })
+        let by_addr = peers
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (*a, i as NodeId))
+            .collect();
+        Ok(UdpTransport {
+            sock,
+            rank,
+            peers,
+            by_addr,
+            max_packet,
+        })
     }
 
     /// The bound address.
@@ -75,8 +92,15 @@ impl Transport for UdpTransport {
         }
     }
     fn wait(&mut self, timeout: Duration) {
-        let mut pfd = libc::pollfd { fd: self.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        let mut pfd = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
         // SAFETY: one valid pollfd for our own open socket, a valid timespec, no signal mask.
         unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     }
@@ -92,6 +116,8 @@ impl Transport for UdpTransport {
 /// Find `n` free UDP ports on 127.0.0.1 (bind port 0, note the port, release it). Another
 /// process could take one before the rank binds it; the rank then fails with a clear error.
 pub fn free_local_addrs(n: u32) -> std::io::Result<Vec<SocketAddr>> {
-    let socks: Vec<UdpSocket> = (0..n).map(|_| UdpSocket::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+    let socks: Vec<UdpSocket> = (0..n)
+        .map(|_| UdpSocket::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()?;
     socks.iter().map(|s| s.local_addr()).collect()
 }

@@ -1,0 +1,79 @@
+//! `unpinned run -n N [--transport shm|udp] -- PROGRAM ARGS`: launch a live job (issue 3).
+//!
+//! Thin wrapper over [`unpinned_live::launch`]: the live runtime creates the shared-memory
+//! segment (or picks UDP ports on 127.0.0.1), spawns the ranks with `UNPINNED_*` environment
+//! variables, and reports which rank failed. Exit code 1 if any rank failed or the job timed
+//! out, 2 for usage errors.
+
+use std::time::Duration;
+
+use clap::Args;
+use unpinned_live::launch::{launch, LaunchError, LaunchOptions, LaunchTransport};
+
+use crate::error::CliError;
+
+/// Arguments of `unpinned run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Number of ranks (processes).
+    #[arg(short = 'n', long = "ranks", default_value_t = 2)]
+    pub ranks: u32,
+    /// Transport between the ranks: shm (shared-memory rings) or udp (127.0.0.1).
+    #[arg(long, default_value = "shm")]
+    pub transport: String,
+    /// Page-in policy of every rank: pio, pi4 or pia.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Override an engine parameter for every rank, e.g. engine.block_timeout_us=100 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Kill the whole job after this many seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub timeout: f64,
+    /// After a rank fails, give the others this many seconds to finish.
+    #[arg(long, default_value_t = 10.0)]
+    pub grace: f64,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, last = true, value_name = "PROGRAM ARGS")]
+    pub command: Vec<String>,
+}
+
+/// Run the job; Ok only if every rank exited with code 0.
+pub fn run(a: &RunArgs) -> Result<(), CliError> {
+    let transport: LaunchTransport = a.transport.parse().map_err(CliError::Usage)?;
+    if let Some(p) = &a.policy {
+        p.parse::<unpinned_live::PageInPolicy>()
+            .map_err(CliError::Usage)?;
+    }
+    if !(a.timeout > 0.0 && a.grace >= 0.0) {
+        return Err(CliError::Usage(
+            "--timeout must be > 0 and --grace >= 0".into(),
+        ));
+    }
+    let (program, args) = a
+        .command
+        .split_first()
+        .ok_or_else(|| CliError::Usage("name a program after --".into()))?;
+    let mut o = LaunchOptions::new(a.ranks, program);
+    o.transport = transport;
+    o.args = args.to_vec();
+    o.sets = a.sets.clone();
+    o.timeout = Duration::from_secs_f64(a.timeout);
+    o.grace = Duration::from_secs_f64(a.grace);
+    if let Some(p) = &a.policy {
+        o.env
+            .push((unpinned_live::api::ENV_POLICY.to_string(), p.clone()));
+    }
+    let report = launch(&o).map_err(|e| match e {
+        LaunchError::Usage(m) => CliError::Usage(m),
+        LaunchError::Setup(m) => CliError::Run(m),
+    })?;
+    if report.success() {
+        Ok(())
+    } else {
+        Err(CliError::Run(format!(
+            "job failed: {}",
+            report.failures().join("; ")
+        )))
+    }
+}

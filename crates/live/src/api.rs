@@ -1,0 +1,768 @@
+//! The Rust API of the live runtime: [`Runtime`].
+//!
+//! ```no_run
+//! use unpinned_live::{Perms, Runtime};
+//! let rt = Runtime::from_env()?; // rank, size, transport from `unpinned run`
+//! let mut buf = vec![0u8; 1 << 20]; // never touched, never pinned, never registered
+//! // SAFETY: `buf` outlives the runtime's use of it and is not accessed while peers write.
+//! let key = unsafe { rt.expose(buf.as_mut_ptr(), buf.len(), Perms::RW)? };
+//! let all = rt.exchange(buf.as_ptr() as u64, buf.len() as u64, key)?;
+//! if rt.rank() == 0 {
+//!     let peer = &all[1];
+//!     rt.write_blocking(1, b"hello", peer.addr, peer.key)?;
+//! }
+//! rt.barrier()?;
+//! # Ok::<(), unpinned_live::LiveError>(())
+//! ```
+//!
+//! Threads per rank: the caller's, one engine thread ([`crate::runtime`]) and one page-in
+//! thread ([`crate::fault_handler`]). Calls are thread-safe; completions go to one queue
+//! shared by all callers ([`Runtime::poll_completion`], [`Runtime::wait`], [`Runtime::flush`]).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use unpinned_core::api::{
+    Completion, CompletionError, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId,
+};
+use unpinned_core::memory::Pdid;
+use unpinned_core::os::PageInPolicy;
+use unpinned_core::profile::Profile;
+use unpinned_part::EngineConfig;
+
+use crate::bootstrap::{Bootstrap, BootstrapError};
+use crate::fault_handler::{self, HandlerConfig, HandlerStats};
+use crate::memory::{check_mapped, LiveMemory, MapsError, MemoryError, LOCAL_PDID};
+use crate::runtime::{Clock, Command, EngineLoop, LoopOptions, RuntimeStats, Shared};
+use crate::transport::shm::{ShmError, ShmTransport};
+use crate::transport::udp::UdpTransport;
+use crate::transport::{Transport, Waker};
+
+/// Environment variable: this process's rank.
+pub const ENV_RANK: &str = "UNPINNED_RANK";
+/// Environment variable: ranks in the job.
+pub const ENV_SIZE: &str = "UNPINNED_SIZE";
+/// Environment variable: `shm` or `udp`.
+pub const ENV_TRANSPORT: &str = "UNPINNED_TRANSPORT";
+/// Environment variable: path of the shared-memory segment (shm transport).
+pub const ENV_SHM: &str = "UNPINNED_SHM";
+/// Environment variable: comma-separated `ip:port` of every rank, by rank (udp transport).
+pub const ENV_PEERS: &str = "UNPINNED_PEERS";
+/// Environment variable: the run directory for bootstrap collectives.
+pub const ENV_DIR: &str = "UNPINNED_DIR";
+/// Environment variable (optional): page-in policy `pio`, `pi4` or `pia`.
+pub const ENV_POLICY: &str = "UNPINNED_POLICY";
+/// Environment variable (optional): profile overrides `key=value;key=value`, e.g.
+/// `engine.block_timeout_us=100;engine.packet_bytes=1024`.
+pub const ENV_SET: &str = "UNPINNED_SET";
+
+/// Environment variable (optional): engine loop busy-poll time before yielding, us.
+pub const ENV_SPIN_US: &str = "UNPINNED_SPIN_US";
+/// Environment variable (optional): engine loop yield time before sleeping, us.
+pub const ENV_YIELD_US: &str = "UNPINNED_YIELD_US";
+
+/// Errors of the live runtime. Messages say what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// A launcher environment variable is missing or malformed.
+    #[error("environment variable {var}: {why} (these are set by `unpinned run -n N -- PROGRAM`; run the program through the launcher)")]
+    Env {
+        /// The variable.
+        var: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// Configuration is inconsistent.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// Residency checks are unavailable.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The shared-memory transport failed to open.
+    #[error(transparent)]
+    Shm(#[from] ShmError),
+    /// The UDP transport failed to open.
+    #[error("UDP transport: {0} (is the address in UNPINNED_PEERS free and local?)")]
+    Udp(std::io::Error),
+    /// A range cannot be exposed.
+    #[error("cannot expose [{addr:#x}, +{len}): {source}")]
+    Expose {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+        /// Why.
+        source: MapsError,
+    },
+    /// A work request was refused before it started.
+    #[error("invalid work request: {0}")]
+    Invalid(String),
+    /// A work request completed with an error.
+    #[error("work request {wr_id} failed: {error}")]
+    Failed {
+        /// Its id.
+        wr_id: WrId,
+        /// Why.
+        error: CompletionError,
+    },
+    /// Waiting took longer than the configured operation timeout.
+    #[error("timed out after {0:?} waiting for a completion (is the peer alive? raise Config::op_timeout for very slow page-ins)")]
+    Timeout(Duration),
+    /// The engine thread has stopped (the runtime is shutting down or panicked).
+    #[error("the engine thread has stopped; no more completions will arrive")]
+    EngineGone,
+    /// A bootstrap collective failed.
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    /// No bootstrap directory was configured.
+    #[error("no bootstrap directory: set Config::bootstrap_dir (or run through `unpinned run`, which sets UNPINNED_DIR)")]
+    NoBootstrap,
+}
+
+/// Which transport to open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportKind {
+    /// Shared-memory segment at this path.
+    Shm(PathBuf),
+    /// UDP, one address per rank.
+    Udp(Vec<SocketAddr>),
+}
+
+/// Runtime configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// This rank.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub size: u32,
+    /// The engine's parameters (block and packet size, window, timeouts).
+    pub engine: EngineConfig,
+    /// Page-in policy and ERR switch.
+    pub handler: HandlerConfig,
+    /// PDID of this process (every rank uses the same by default).
+    pub pdid: Pdid,
+    /// Directory for bootstrap collectives (exchange, barrier).
+    pub bootstrap_dir: Option<PathBuf>,
+    /// How long bootstrap collectives wait for the other ranks.
+    pub bootstrap_timeout: Duration,
+    /// Longest [`Runtime::wait`] / [`Runtime::flush`].
+    pub op_timeout: Duration,
+    /// Engine loop tuning.
+    pub loop_options: LoopOptions,
+}
+
+/// Profile overrides the live runtime applies on top of `forth-arm` before the user's own.
+///
+/// - `engine.block_timeout_us=10000`: on the reference platform a page-in takes ~20 us, so a
+///   1 ms block timeout only fires on real loss. Here a PIA page-in of a few MiB with
+///   `MADV_POPULATE_WRITE` takes milliseconds and a rank can be descheduled for milliseconds
+///   on a loaded host: with 1 ms, most faulting transfers would also be retransmitted by
+///   timeout.
+/// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
+///   7: a descheduled process on a busy host is not a dead one.
+pub const LIVE_DEFAULTS: &[&str] = &["engine.block_timeout_us=10000", "engine.max_timeouts=30"];
+
+impl Config {
+    /// Defaults for `rank` of `size`: the `forth-arm` engine parameters (16 KiB blocks, 256 B
+    /// packets, 2 outstanding blocks) with [`LIVE_DEFAULTS`], PIA with ERR.
+    pub fn new(rank: u32, size: u32) -> Config {
+        let mut p = Profile::forth_arm();
+        for s in LIVE_DEFAULTS {
+            p = p.with_override(s).expect("live defaults are valid");
+        }
+        let mut engine = EngineConfig::from_profile(&p.engine);
+        engine.key_salt = random_u64();
+        Config {
+            rank,
+            size,
+            engine,
+            handler: HandlerConfig::default(),
+            pdid: LOCAL_PDID,
+            bootstrap_dir: None,
+            bootstrap_timeout: Duration::from_secs(30),
+            op_timeout: Duration::from_secs(60),
+            loop_options: LoopOptions::default(),
+        }
+    }
+
+    /// Apply profile overrides (`engine.block_timeout_us=100`, ...), as `unpinned sim --set`,
+    /// on top of `forth-arm` and [`LIVE_DEFAULTS`]. Empty strings are ignored.
+    pub fn with_profile_overrides(mut self, sets: &[&str]) -> Result<Config, LiveError> {
+        let mut p = Profile::forth_arm();
+        for s in LIVE_DEFAULTS
+            .iter()
+            .chain(sets.iter())
+            .filter(|s| !s.trim().is_empty())
+        {
+            p = p
+                .with_override(s)
+                .map_err(|e| LiveError::Config(e.to_string()))?;
+        }
+        let salt = self.engine.key_salt;
+        self.engine = EngineConfig::from_profile(&p.engine);
+        self.engine.key_salt = salt;
+        Ok(self)
+    }
+
+    /// Largest packet the engine emits (data header + payload).
+    pub fn max_packet(&self) -> usize {
+        self.engine.packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN
+    }
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
+        .is_ok()
+    {
+        return u64::from_ne_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    unpinned_core::rng::splitmix64(t ^ ((std::process::id() as u64) << 32))
+}
+
+/// An exposed range of one rank, as exchanged by [`Runtime::exchange`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// The rank that exposed it.
+    pub rank: u32,
+    /// Its virtual address there.
+    pub addr: u64,
+    /// Length.
+    pub len: u64,
+    /// Key to present.
+    pub key: RemoteKey,
+}
+
+/// One rank of a live job.
+pub struct Runtime {
+    rank: u32,
+    size: u32,
+    pdid: Pdid,
+    commands: Sender<Command>,
+    wake: Waker,
+    shared: Arc<Shared>,
+    next_wr: AtomicU64,
+    posted: AtomicU64,
+    op_timeout: Duration,
+    bootstrap: Mutex<Option<Bootstrap>>,
+    engine_thread: Option<JoinHandle<()>>,
+    handler_thread: Option<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// Join the job described by the launcher's environment variables ([`ENV_RANK`],
+    /// [`ENV_SIZE`], [`ENV_TRANSPORT`], [`ENV_SHM`] or [`ENV_PEERS`], [`ENV_DIR`], and the
+    /// optional [`ENV_POLICY`], [`ENV_SET`]).
+    pub fn from_env() -> Result<Runtime, LiveError> {
+        fn var(name: &'static str) -> Result<String, LiveError> {
+            std::env::var(name).map_err(|_| LiveError::Env {
+                var: name,
+                why: "not set".into(),
+            })
+        }
+        fn num(name: &'static str) -> Result<u32, LiveError> {
+            var(name)?.trim().parse().map_err(|e| LiveError::Env {
+                var: name,
+                why: format!("not a number ({e})"),
+            })
+        }
+        let rank = num(ENV_RANK)?;
+        let size = num(ENV_SIZE)?;
+        if rank >= size {
+            return Err(LiveError::Env {
+                var: ENV_RANK,
+                why: format!("rank {rank} >= size {size}"),
+            });
+        }
+        let sets = std::env::var(ENV_SET).unwrap_or_default();
+        let sets: Vec<&str> = sets.split(';').collect();
+        let mut cfg = Config::new(rank, size).with_profile_overrides(&sets)?;
+        if let Ok(p) = std::env::var(ENV_POLICY) {
+            cfg.handler.policy = p.parse::<PageInPolicy>().map_err(|why| LiveError::Env {
+                var: ENV_POLICY,
+                why,
+            })?;
+        }
+        cfg.bootstrap_dir = std::env::var(ENV_DIR).ok().map(PathBuf::from);
+        let us = |name: &'static str| -> Result<Option<Duration>, LiveError> {
+            match std::env::var(name) {
+                Ok(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .map(|n| Some(Duration::from_micros(n)))
+                    .map_err(|e| LiveError::Env {
+                        var: name,
+                        why: format!("not a number of microseconds ({e})"),
+                    }),
+                Err(_) => Ok(None),
+            }
+        };
+        if let Some(d) = us(ENV_SPIN_US)? {
+            cfg.loop_options.spin = d;
+        }
+        if let Some(d) = us(ENV_YIELD_US)? {
+            cfg.loop_options.yield_for = d;
+        }
+        let kind = match var(ENV_TRANSPORT)?.as_str() {
+            "shm" => TransportKind::Shm(PathBuf::from(var(ENV_SHM)?)),
+            "udp" => {
+                let peers = var(ENV_PEERS)?
+                    .split(',')
+                    .map(|a| {
+                        a.trim().parse::<SocketAddr>().map_err(|e| LiveError::Env {
+                            var: ENV_PEERS,
+                            why: format!("{a:?}: {e}"),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                if peers.len() != size as usize {
+                    return Err(LiveError::Env {
+                        var: ENV_PEERS,
+                        why: format!("{} addresses for {size} ranks", peers.len()),
+                    });
+                }
+                TransportKind::Udp(peers)
+            }
+            other => {
+                return Err(LiveError::Env {
+                    var: ENV_TRANSPORT,
+                    why: format!("{other:?} is not shm or udp"),
+                })
+            }
+        };
+        Runtime::connect(cfg, kind)
+    }
+
+    /// Open the transport `kind` and start.
+    pub fn connect(cfg: Config, kind: TransportKind) -> Result<Runtime, LiveError> {
+        let transport: Box<dyn Transport> = match kind {
+            TransportKind::Shm(path) => {
+                let t = ShmTransport::open(&path, cfg.rank)?;
+                if t.size() != cfg.size {
+                    return Err(LiveError::Config(format!(
+                        "segment {} has {} ranks, job has {}",
+                        path.display(),
+                        t.size(),
+                        cfg.size
+                    )));
+                }
+                if t.max_packet() < cfg.max_packet() {
+                    return Err(LiveError::Config(format!(
+                        "segment slots hold {} bytes, packets need {}",
+                        t.max_packet(),
+                        cfg.max_packet()
+                    )));
+                }
+                Box::new(t)
+            }
+            TransportKind::Udp(peers) => Box::new(
+                UdpTransport::bind(cfg.rank, peers, cfg.max_packet()).map_err(LiveError::Udp)?,
+            ),
+        };
+        Runtime::new(cfg, transport)
+    }
+
+    /// Start on an already open transport (tests use [`crate::transport::mem::network`]).
+    pub fn new(cfg: Config, transport: Box<dyn Transport>) -> Result<Runtime, LiveError> {
+        if transport.rank() != cfg.rank || transport.size() != cfg.size {
+            return Err(LiveError::Config(format!(
+                "transport is rank {} of {}, configuration says rank {} of {}",
+                transport.rank(),
+                transport.size(),
+                cfg.rank,
+                cfg.size
+            )));
+        }
+        if transport.max_packet() < cfg.max_packet() {
+            return Err(LiveError::Config(format!(
+                "transport carries {} bytes, packets need {}",
+                transport.max_packet(),
+                cfg.max_packet()
+            )));
+        }
+        let mem = LiveMemory::new(cfg.pdid)?;
+        let engine = unpinned_part::PartEngine::new(cfg.rank, cfg.engine.clone());
+        let (cmd_tx, cmd_rx) = mpsc::channel();
+        let (fault_tx, fault_rx) = mpsc::channel();
+        let (out_tx, out_rx) = mpsc::channel();
+        let shared = Arc::new(Shared::new());
+        let wake = transport.waker();
+        let handler_stats = Arc::new(HandlerStats::default());
+        let handler_thread = {
+            let (wake, stats, hcfg) = (wake.clone(), handler_stats.clone(), cfg.handler);
+            std::thread::Builder::new()
+                .name(format!("unpinned-pagein-{}", cfg.rank))
+                .spawn(move || fault_handler::run(hcfg, fault_rx, out_tx, wake, stats))
+                .map_err(|e| LiveError::Config(format!("cannot start the page-in thread: {e}")))?
+        };
+        let lp = EngineLoop {
+            engine,
+            mem,
+            transport,
+            commands: cmd_rx,
+            handler_out: out_rx,
+            faults: Some(fault_tx),
+            shared: shared.clone(),
+            clock: Clock::new(),
+            opts: cfg.loop_options,
+            handler_stats,
+        };
+        let engine_thread = std::thread::Builder::new()
+            .name(format!("unpinned-engine-{}", cfg.rank))
+            .spawn(move || lp.run())
+            .map_err(|e| LiveError::Config(format!("cannot start the engine thread: {e}")))?;
+        let bootstrap = cfg
+            .bootstrap_dir
+            .clone()
+            .map(|d| Bootstrap::new(d, cfg.rank, cfg.size, cfg.bootstrap_timeout));
+        Ok(Runtime {
+            rank: cfg.rank,
+            size: cfg.size,
+            pdid: cfg.pdid,
+            commands: cmd_tx,
+            wake,
+            shared,
+            next_wr: AtomicU64::new(1),
+            posted: AtomicU64::new(0),
+            op_timeout: cfg.op_timeout,
+            bootstrap: Mutex::new(bootstrap),
+            engine_thread: Some(engine_thread),
+            handler_thread: Some(handler_thread),
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn command(&self, c: Command) -> Result<(), LiveError> {
+        self.commands.send(c).map_err(|_| LiveError::EngineGone)?;
+        (self.wake)();
+        Ok(())
+    }
+
+    fn ask<R>(&self, make: impl FnOnce(Sender<R>) -> Command) -> Result<R, LiveError> {
+        let (tx, rx) = mpsc::channel();
+        self.command(make(tx))?;
+        rx.recv_timeout(self.op_timeout).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => LiveError::Timeout(self.op_timeout),
+            mpsc::RecvTimeoutError::Disconnected => LiveError::EngineGone,
+        })
+    }
+
+    /// Let peers access `[ptr, ptr+len)` with `perms`. Nothing is pinned or registered, and the
+    /// pages need not be present: the first remote access to a missing page faults it in.
+    /// The range must be mapped with (at least) the permissions granted (checked once here).
+    ///
+    /// # Safety
+    ///
+    /// Until the key is revoked (or the runtime dropped), peers may write the range at any
+    /// time: the caller must keep it mapped and must not hold Rust references (`&`/`&mut`)
+    /// to bytes that peers may write while they may write them (synchronize with
+    /// [`Runtime::barrier`] or your own protocol, then read through the buffer).
+    pub unsafe fn expose(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        perms: Perms,
+    ) -> Result<RemoteKey, LiveError> {
+        let (addr, len) = (ptr as u64, len as u64);
+        check_mapped(addr, len, perms.read, perms.write).map_err(|source| LiveError::Expose {
+            addr,
+            len,
+            source,
+        })?;
+        self.ask(|reply| Command::Expose {
+            base: addr,
+            len,
+            perms,
+            reply,
+        })?
+        .ok_or_else(|| LiveError::Expose {
+            addr,
+            len,
+            source: MapsError::Unmapped(addr.wrapping_add(len)),
+        })
+    }
+
+    /// Withdraw an exposure; later accesses with its key fail with a remote access error.
+    pub fn revoke(&self, key: RemoteKey) -> Result<bool, LiveError> {
+        self.ask(|reply| Command::Revoke { key, reply })
+    }
+
+    fn post(
+        &self,
+        op: Op,
+        peer: NodeId,
+        local: u64,
+        remote_addr: u64,
+        rkey: RemoteKey,
+        len: usize,
+    ) -> Result<WrId, LiveError> {
+        if peer >= self.size {
+            return Err(LiveError::Invalid(format!(
+                "peer {peer} is out of range (the job has {} ranks)",
+                self.size
+            )));
+        }
+        if peer == self.rank {
+            return Err(LiveError::Invalid(format!(
+                "peer {peer} is this rank; copy locally instead"
+            )));
+        }
+        let len = len as u64;
+        if local.checked_add(len).is_none() || remote_addr.checked_add(len).is_none() {
+            return Err(LiveError::Invalid("address range wraps around".into()));
+        }
+        let wr_id = self.next_wr.fetch_add(1, Ordering::Relaxed);
+        let wr = WorkRequest {
+            wr_id,
+            op,
+            peer,
+            local_pdid: self.pdid,
+            local_addr: local,
+            remote_pdid: self.pdid,
+            remote_addr,
+            rkey,
+            len,
+        };
+        self.posted.fetch_add(1, Ordering::Relaxed);
+        self.command(Command::Post(wr))?;
+        Ok(wr_id)
+    }
+
+    /// Post an RDMA write of `len` bytes from `local` to `remote_addr` at `peer` (a range the
+    /// peer exposed with key `rkey`). Returns at once; the completion reports the outcome.
+    ///
+    /// # Safety
+    ///
+    /// `[local, local+len)` must stay mapped and readable until the completion arrives, and
+    /// must not be mutated meanwhile if the bytes sent are to be well defined.
+    pub unsafe fn write(
+        &self,
+        peer: NodeId,
+        local: *const u8,
+        remote_addr: u64,
+        rkey: RemoteKey,
+        len: usize,
+    ) -> Result<WrId, LiveError> {
+        self.post(Op::Write, peer, local as u64, remote_addr, rkey, len)
+    }
+
+    /// Post an RDMA read of `len` bytes at `remote_addr` of `peer` into `local`.
+    ///
+    /// # Safety
+    ///
+    /// `[local, local+len)` must stay mapped and writable until the completion arrives, and
+    /// the caller must not access it (nor hold references to it) meanwhile.
+    pub unsafe fn read(
+        &self,
+        peer: NodeId,
+        local: *mut u8,
+        remote_addr: u64,
+        rkey: RemoteKey,
+        len: usize,
+    ) -> Result<WrId, LiveError> {
+        self.post(Op::Read, peer, local as u64, remote_addr, rkey, len)
+    }
+
+    /// Write `data` to `remote_addr` at `peer` and wait for the completion.
+    pub fn write_blocking(
+        &self,
+        peer: NodeId,
+        data: &[u8],
+        remote_addr: u64,
+        rkey: RemoteKey,
+    ) -> Result<Completion, LiveError> {
+        // SAFETY: `data` is borrowed for the whole call and we wait for the completion (or the
+        // engine's end) before returning; on a wait timeout the engine may still read `data`
+        // later, so we keep waiting without a deadline in that case.
+        let id = unsafe { self.write(peer, data.as_ptr(), remote_addr, rkey, data.len())? };
+        self.wait_blocking_borrow(id)
+    }
+
+    /// Read into `out` from `remote_addr` at `peer` and wait for the completion.
+    pub fn read_blocking(
+        &self,
+        peer: NodeId,
+        out: &mut [u8],
+        remote_addr: u64,
+        rkey: RemoteKey,
+    ) -> Result<Completion, LiveError> {
+        // SAFETY: `out` is mutably borrowed for the whole call and we do not return before the
+        // completion (or the engine's end), so nothing else accesses it meanwhile.
+        let id = unsafe { self.read(peer, out.as_mut_ptr(), remote_addr, rkey, out.len())? };
+        self.wait_blocking_borrow(id)
+    }
+
+    fn wait_blocking_borrow(&self, id: WrId) -> Result<Completion, LiveError> {
+        loop {
+            match self.wait(id) {
+                Err(LiveError::Timeout(_)) => continue, // the buffer is still lent: keep waiting
+                r => return r,
+            }
+        }
+    }
+
+    /// Take any completion, if one is queued.
+    pub fn poll_completion(&self) -> Option<Completion> {
+        self.shared
+            .completions
+            .lock()
+            .expect("completion queue")
+            .pop_front()
+    }
+
+    fn wait_for<R>(
+        &self,
+        mut f: impl FnMut(&mut VecDeque<Completion>) -> Option<R>,
+    ) -> Result<R, LiveError> {
+        let start = Instant::now();
+        let spin = std::env::var("UNPINNED_WAIT_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Duration::from_micros(20), Duration::from_micros);
+        let yield_for = std::env::var("UNPINNED_WAIT_YIELD_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Duration::from_micros(100), Duration::from_micros);
+        loop {
+            let seen = self.shared.delivered.load(Ordering::Acquire);
+            if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue")) {
+                return Ok(r);
+            }
+            if self.shared.stopped.load(Ordering::SeqCst) {
+                return Err(LiveError::EngineGone);
+            }
+            let elapsed = start.elapsed();
+            if elapsed > self.op_timeout {
+                return Err(LiveError::Timeout(self.op_timeout));
+            }
+            if elapsed < spin + yield_for {
+                // Busy-wait briefly, then yield (on a host with fewer cores than busy threads,
+                // yielding lets the engine threads run), then sleep on the condition variable.
+                while self.shared.delivered.load(Ordering::Acquire) == seen
+                    && start.elapsed() < spin + yield_for
+                {
+                    if start.elapsed() < spin {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+                continue;
+            }
+            self.shared.waiters.fetch_add(1, Ordering::SeqCst);
+            let q = self.shared.completions.lock().expect("completion queue");
+            if self.shared.delivered.load(Ordering::Acquire) == seen
+                && !self.shared.stopped.load(Ordering::SeqCst)
+            {
+                let _ = self.shared.cv.wait_timeout(q, Duration::from_millis(10));
+            }
+            self.shared.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Wait for the completion of `wr_id` (other completions stay queued). A failed request
+    /// is returned as `Err(LiveError::Failed)`.
+    pub fn wait(&self, wr_id: WrId) -> Result<Completion, LiveError> {
+        let c = self.wait_for(|q| {
+            let i = q.iter().position(|c| c.wr_id == wr_id)?;
+            q.remove(i)
+        })?;
+        match c.status {
+            Ok(()) => Ok(c),
+            Err(error) => Err(LiveError::Failed { wr_id, error }),
+        }
+    }
+
+    /// Wait until every request posted so far has completed, consume all queued completions,
+    /// and return the first failure among them, if any (a fence for this rank's requests).
+    /// Completions already taken by [`Runtime::wait`] or [`Runtime::poll_completion`] count as
+    /// done.
+    pub fn flush(&self) -> Result<(), LiveError> {
+        let target = self.posted.load(Ordering::SeqCst);
+        let mut first_err = None;
+        let shared = &self.shared;
+        self.wait_for(|q| {
+            while let Some(c) = q.pop_front() {
+                if let (Err(error), None) = (c.status, &first_err) {
+                    first_err = Some(LiveError::Failed {
+                        wr_id: c.wr_id,
+                        error,
+                    });
+                }
+            }
+            (shared.delivered.load(Ordering::Acquire) >= target).then_some(())
+        })?;
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Every rank contributes one region `(addr, len, key)`; returns all of them, by rank.
+    pub fn exchange(&self, addr: u64, len: u64, key: RemoteKey) -> Result<Vec<Region>, LiveError> {
+        let mut b = Vec::with_capacity(20);
+        b.extend_from_slice(&addr.to_le_bytes());
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(&key.to_le_bytes());
+        let all = self.all_gather(&b)?;
+        all.iter()
+            .enumerate()
+            .map(|(r, d)| {
+                if d.len() != 20 {
+                    return Err(LiveError::Config(format!("rank {r} sent a {}-byte region (expected 20): ranks disagree on collectives", d.len())));
+                }
+                Ok(Region {
+                    rank: r as u32,
+                    addr: u64::from_le_bytes(d[0..8].try_into().expect("8")),
+                    len: u64::from_le_bytes(d[8..16].try_into().expect("8")),
+                    key: u32::from_le_bytes(d[16..20].try_into().expect("4")),
+                })
+            })
+            .collect()
+    }
+
+    /// Every rank contributes `data`; returns all contributions, by rank.
+    pub fn all_gather(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, LiveError> {
+        let mut b = self.bootstrap.lock().expect("bootstrap lock");
+        Ok(b.as_mut().ok_or(LiveError::NoBootstrap)?.all_gather(data)?)
+    }
+
+    /// Wait until every rank got here.
+    pub fn barrier(&self) -> Result<(), LiveError> {
+        self.all_gather(&[]).map(|_| ())
+    }
+
+    /// Counters of the engine, memory checks and page-in thread.
+    pub fn stats(&self) -> Result<RuntimeStats, LiveError> {
+        self.ask(|reply| Command::Stats { reply })
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = self.command(Command::Shutdown);
+        if let Some(t) = self.engine_thread.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.handler_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
