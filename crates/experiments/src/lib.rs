@@ -69,12 +69,13 @@ pub struct ExperimentSpec {
     pub run: fn(&RunContext) -> Result<ExperimentOutput, ExperimentError>,
 }
 
+pub mod aa;
 pub mod part;
 mod odp;
 
 /// Every experiment, in report order.
 pub fn all() -> Vec<&'static ExperimentSpec> {
-    part::specs().into_iter().chain(odp::specs()).collect()
+    part::specs().into_iter().chain(odp::specs()).chain(aa::specs()).collect()
 }
 
 /// Look up an experiment by name.

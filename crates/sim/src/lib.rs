@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod aa;
 pub mod faults;
 pub mod bench;
 pub mod conformance;
