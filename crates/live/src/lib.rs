@@ -41,6 +41,7 @@
 
 pub mod api;
 pub mod bootstrap;
+pub mod conformance;
 pub mod fault_handler;
 pub mod launch;
 pub mod mapping;

@@ -38,6 +38,11 @@ pub struct LoadReport {
     pub wall_s: f64,
     /// Events per wall second.
     pub events_per_s: f64,
+    /// CPU time of the simulating thread, s (the denominator that does not depend on what else
+    /// the machine runs).
+    pub cpu_s: f64,
+    /// Events per CPU second of the simulating thread.
+    pub events_per_cpu_s: f64,
     /// Simulated time, s.
     pub simulated_s: f64,
     /// Resident memory after the first round, bytes.
@@ -68,6 +73,7 @@ pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: imp
         keys.push(sim.expose(n, 1, DST, region, Perms::W));
     }
     let started = WallInstant::now();
+    let cpu_started = thread_cpu_s();
     let mut rss_first = 0;
     let mut wr_id = 0;
     for round in 0..spec.rounds {
@@ -91,6 +97,7 @@ pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: imp
         progress(round + 1);
     }
     let wall_s = started.elapsed().as_secs_f64();
+    let cpu_s = thread_cpu_s() - cpu_started;
     let (rss_last, peak) = rss_bytes();
     Ok(LoadReport {
         spec: spec.clone(),
@@ -98,6 +105,8 @@ pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: imp
         events: sim.events(),
         wall_s,
         events_per_s: sim.events() as f64 / wall_s,
+        cpu_s,
+        events_per_cpu_s: sim.events() as f64 / cpu_s,
         simulated_s: sim.now().as_ns() as f64 / 1e9,
         rss_after_first_round_bytes: rss_first,
         rss_after_last_round_bytes: rss_last,
@@ -105,6 +114,17 @@ pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: imp
         stale_timer_entries: sim.queue_stats().0,
         max_queue: sim.queue_stats().1,
     })
+}
+
+/// CPU time consumed by the calling thread, s (from /proc/thread-self/stat: utime + stime).
+pub fn thread_cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
+    // Fields after the parenthesised command name: state is field 3; utime 14, stime 15.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return f64::NAN };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    // USER_HZ is 100 on Linux (the kernel ABI fixes it for /proc).
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// (current, peak) resident set size of this process from /proc/self/status; (0, 0) elsewhere.

@@ -103,7 +103,7 @@ pub fn scenarios() -> Vec<Scenario> {
                 req(0, Op::Write, (0, 0), (1, 0), 1),
                 req(0, Op::Write, (0, 100), (1, 4096 + 7), 40_000),
                 req(0, Op::Write, (0, 0), (1, 64 << 10), 192 << 10),
-                req(0, Op::Write, (0, 5), (2, 3), 64 << 10 - 3),
+                req(0, Op::Write, (0, 5), (2, 3), (64 << 10) - 3),
             ],
             sequential: true,
         },

@@ -43,7 +43,10 @@ pub trait Transport: Send {
     fn max_packet(&self) -> usize;
     /// Send one packet to `dst`. [`SendError::Full`] means "try again later"; nothing was sent.
     fn send(&mut self, dst: NodeId, bytes: &[u8]) -> Result<(), SendError>;
-    /// Receive one packet into `buf` if one is waiting: its source and length.
+    /// Receive one packet into `buf` if one is waiting: its source and length. A packet longer
+    /// than `buf` is dropped, never truncated: a valid packet followed by junk would otherwise
+    /// pass as the valid packet (the wire parser rejects trailing bytes, but cannot see bytes
+    /// the transport cut off).
     fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)>;
     /// Block until a packet may be waiting, the waker is called, or `timeout` passes.
     /// Spurious returns are allowed.

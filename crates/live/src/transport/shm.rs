@@ -387,19 +387,24 @@ impl Transport for ShmTransport {
                 + RING_HDR
                 + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
             // SAFETY: head (acquired) > tail, so the producer published this slot and will not
-            // touch it until our release store of tail; in bounds as in `send`. The length is
-            // clamped so a corrupt length cannot read outside the slot or `buf`.
+            // touch it until our release store of tail; in bounds as in `send`. A length past
+            // the slot or `buf` (only a corrupt segment has one) is checked before any copy.
             let len = unsafe {
                 let p = self.map.base.add(slot);
-                let len = ((p as *const u32).read() as usize)
-                    .min(self.geo.max_packet())
-                    .min(buf.len());
-                std::ptr::copy_nonoverlapping(p.add(4), buf.as_mut_ptr(), len);
-                len
+                let len = (p as *const u32).read() as usize;
+                let fits = len <= self.geo.max_packet() && len <= buf.len();
+                if fits {
+                    std::ptr::copy_nonoverlapping(p.add(4), buf.as_mut_ptr(), len);
+                }
+                fits.then_some(len)
             };
             tail_w.store(tail + 1, Ordering::Release);
             self.next_src = (src + 1) % n;
-            return Some((src, len));
+            match len {
+                Some(len) => return Some((src, len)),
+                // Too long: dropped, not truncated (see `Transport::recv`).
+                None => continue,
+            }
         }
         None
     }

@@ -22,6 +22,9 @@ pub struct UdpTransport {
     peers: Vec<SocketAddr>,
     by_addr: HashMap<SocketAddr, NodeId>,
     max_packet: usize,
+    /// Receive buffer one byte longer than the caller's, so that a datagram too long for the
+    /// caller is seen whole-or-longer and dropped instead of silently truncated.
+    scratch: Vec<u8>,
 }
 
 impl UdpTransport {
@@ -50,6 +53,7 @@ impl UdpTransport {
             peers,
             by_addr,
             max_packet,
+            scratch: Vec::new(),
         })
     }
 
@@ -80,11 +84,18 @@ impl Transport for UdpTransport {
         }
     }
     fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)> {
+        if self.scratch.len() <= buf.len() {
+            self.scratch.resize(buf.len() + 1, 0);
+        }
         loop {
-            match self.sock.recv_from(buf) {
+            match self.sock.recv_from(&mut self.scratch[..buf.len() + 1]) {
                 Ok((n, from)) => match self.by_addr.get(&from) {
-                    Some(&src) if src != self.rank && n > 0 => return Some((src, n)),
-                    _ => continue, // a wake-up datagram, or a stranger
+                    // Longer than `buf`: dropped, not truncated (see `Transport::recv`).
+                    Some(&src) if src != self.rank && n > 0 && n <= buf.len() => {
+                        buf[..n].copy_from_slice(&self.scratch[..n]);
+                        return Some((src, n));
+                    }
+                    _ => continue, // a wake-up datagram, a stranger, or too long
                 },
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return None,
                 Err(_) => continue, // e.g. ECONNREFUSED reported on the socket: ignore
