@@ -223,7 +223,7 @@ impl Profile {
         if e.packet_bytes == 0 || e.packet_bytes > 4096 {
             return bad(format!("engine.packet_bytes = {} (must be 1..=4096)", e.packet_bytes));
         }
-        if e.block_bytes == 0 || e.block_bytes % e.packet_bytes != 0 {
+        if e.block_bytes == 0 || !e.block_bytes.is_multiple_of(e.packet_bytes) {
             return bad(format!(
                 "engine.block_bytes = {} (must be a positive multiple of engine.packet_bytes = {})",
                 e.block_bytes, e.packet_bytes

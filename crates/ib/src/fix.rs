@@ -108,7 +108,7 @@ impl SoftwareTimerFix {
             let Some(&(_, oldest)) = w.outstanding.front() else { continue };
             any = true;
             let stalled = now.saturating_since(oldest) >= self.cfg.threshold;
-            let spaced = w.last_dummy.map_or(true, |t| now.saturating_since(t) >= self.cfg.threshold);
+            let spaced = w.last_dummy.is_none_or(|t| now.saturating_since(t) >= self.cfg.threshold);
             if let (true, true, Some((addr, rkey))) = (stalled, spaced, w.target) {
                 w.last_dummy = Some(now);
                 self.next_dummy += 1;

@@ -56,7 +56,7 @@ impl PartEngine {
             && (block_start + block_len as u64 == xfer_len || block_len as u64 == bb)
             && offset >= block_start
             && offset < block_start + block_len as u64
-            && (offset - block_start) % pb == 0
+            && (offset - block_start).is_multiple_of(pb)
             && plen == (block_start + block_len as u64 - offset).min(pb)
             && xfer_base.checked_add(xfer_len).is_some();
         if !geometry_ok {

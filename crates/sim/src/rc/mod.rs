@@ -347,7 +347,7 @@ impl RcSim {
         if tx_at.is_some() {
             nd.tx_pending = true;
         }
-        let engine_at = nd.engine.poll_timeout().filter(|t| Some(*t) != nd.engine_timer && nd.engine_timer.map_or(true, |e| *t < e));
+        let engine_at = nd.engine.poll_timeout().filter(|t| Some(*t) != nd.engine_timer && nd.engine_timer.is_none_or(|e| *t < e));
         if let Some(t) = engine_at {
             nd.engine_timer = Some(t);
         }
