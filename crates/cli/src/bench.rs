@@ -15,6 +15,53 @@ pub enum BenchCommand {
     /// after the first and the last round (flat = memory does not grow with completed
     /// transfers). Target of the foundation issue: >= 10 million events/s.
     Sim(BenchSimArgs),
+    /// Speed of the live runtime (issue 3 targets), side by side in one run: two ranks in this
+    /// process over shared memory. 8 B write latency, 4 MiB bandwidth, pin per transfer vs
+    /// PART, residency check cost (PART vs Transfer-Only), 4 KiB write into a missing page,
+    /// and live-hol (other transfers' latency with a major-faulting one, PART and blocking).
+    Live(BenchLiveArgs),
+}
+
+/// Arguments of `unpinned bench live`.
+#[derive(Args, Debug)]
+pub struct BenchLiveArgs {
+    /// Engine profile and overrides (`--set engine.packet_bytes=4096`), on top of the live
+    /// defaults.
+    #[command(flatten)]
+    pub profile: ProfileArgs,
+    /// Repetition rounds (medians over all).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+}
+
+/// Run `unpinned bench live`.
+pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
+    let s = crate::live_cmd::live_setup(&args.profile).map_err(|e| e.to_string())?;
+    let progress = |_: u64, _: u64| {};
+    let ctx = unpinned_experiments::RunContext { profile: s.profile.clone(), seed: s.seed, params: s.params.clone(), progress: &progress };
+    eprintln!(
+        "bench live: 2 ranks in one process over shm; engine: {} B blocks, {} B packets, {} outstanding; {} rounds",
+        s.profile.engine.block_bytes, s.profile.engine.packet_bytes, s.profile.engine.max_outstanding_blocks, args.repeat
+    );
+    let r = unpinned_livebench::bench::run(&ctx, args.repeat, |step| eprintln!("  {step} ...")).map_err(|e| e.to_string())?;
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    println!("8 B write latency (median)            {:>10.2} us      target <= 0.5 us   {}", r.write_8b_us, verdict(r.write_8b_us <= 0.5));
+    println!("4 MiB write bandwidth (median)        {:>10.3} GB/s    target >= 20 GB/s  {}", r.write_4mib_gbytes_s, verdict(r.write_4mib_gbytes_s >= 20.0));
+    println!("pin-per-transfer / PART, 4 MiB        {:>10.2} x       target >= 3x       {}", r.pin_over_part_4mib, verdict(r.pin_over_part_4mib >= 3.0));
+    for (size, ratio) in &r.part_over_transfer_only {
+        println!("PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}", size, ratio, verdict(*ratio <= 1.05));
+    }
+    println!("4 KiB write into a missing page       {:>10.1} us      target <= 10 us    {}", r.write_4k_missing_us, verdict(r.write_4k_missing_us <= 10.0));
+    println!("live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}", r.hol_part_over_nofault, verdict(r.hol_part_over_nofault <= 1.2));
+    println!("live-hol others, blocking / no-fault  {:>10.2} x       expected > 1.2x    {}", r.hol_blocking_over_nofault, verdict(r.hol_blocking_over_nofault > 1.2));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Arguments of `unpinned bench sim`.

@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod calibrate_cmd;
 mod error;
+mod live_cmd;
 mod profile_cmd;
 mod progress;
 mod run;
@@ -68,6 +69,9 @@ enum Command {
     /// Measure this machine's component costs (faults, page-in, mlock, wake-ups, ring) and
     /// write them as a simulator profile.
     Calibrate(calibrate_cmd::CalibrateArgs),
+    /// Run a live experiment: two ranks of the live runtime in this process, real memory and
+    /// faults (or list them with --list).
+    Live(live_cmd::LiveArgs),
 }
 
 #[derive(Args, Debug)]
@@ -101,6 +105,12 @@ struct ReproduceArgs {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// Also run the live experiments (`unpinned live`, a few seconds each) into OUT/live and
+    /// add them to the report as live/NAME. They use the live runtime's engine parameters
+    /// (forth-arm with the live defaults), not --profile / --set. Off by default: the report
+    /// is the simulator's.
+    #[arg(long)]
+    live: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -191,6 +201,12 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
             }
         }
     }
+    if a.live {
+        let p = args::ProfileArgs { profile: "forth-arm".into(), sets: Vec::new(), seed: a.profile.seed };
+        let (live_entries, live_failures) = live_cmd::run_all(&p, &a.out.join("live"), a.quiet)?;
+        entries.extend(live_entries);
+        failures.extend(live_failures);
+    }
     let info = ReportInfo {
         version: unpinned_report::VERSION.to_string(),
         profile_name: setup.profile.name.clone(),
@@ -207,7 +223,8 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
         Ok(())
     } else {
         let names: Vec<&str> = failures.iter().map(|f| f.0.as_str()).collect();
-        let msg = format!("{} of {} experiments failed: {}", failures.len(), chosen.len(), names.join(", "));
+        let ran = chosen.len() + if a.live { unpinned_livebench::exp::specs().len() } else { 0 };
+        let msg = format!("{} of {ran} experiments failed: {}", failures.len(), names.join(", "));
         Err(if usage_failures == failures.len() { CliError::Usage(msg) } else { CliError::Run(msg) })
     }
 }
@@ -222,6 +239,8 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a).map_err(CliError::Run),
         Command::Run(a) => run_cmd::run(a),
         Command::Calibrate(a) => calibrate_cmd::run(a),
+        Command::Live(a) => live_cmd::run(a),
+        Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

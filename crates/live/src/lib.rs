@@ -21,8 +21,9 @@
 //! # Measured costs (development VM: x86-64, 2 vCPUs, Linux 6.18, no swap)
 //!
 //! From `unpinned run -n 2 [--transport udp] -- unpinned-live-selftest bench` (release build,
-//! forth-arm engine geometry: 16 KiB blocks, 256 B packets, 2 outstanding blocks; medians of
-//! five runs, which vary by 2-3x on this shared VM):
+//! forth-arm engine geometry: 16 KiB blocks, 256 B packets, 2 outstanding blocks, i.e. before
+//! the live default became 4 KiB packets (see `api::LIVE_DEFAULTS`); medians of five runs,
+//! which vary by 2-3x on this shared VM):
 //!
 //! | what                                             | shm          | udp          |
 //! |--------------------------------------------------|--------------|--------------|
@@ -55,6 +56,7 @@ pub mod transport;
 pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub use api::{Config, LiveError, Region, Runtime, TransportKind};
+pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;
 pub use unpinned_core::api::{Completion, CompletionError, Op, Perms, RemoteKey, WrId};
 pub use unpinned_core::os::PageInPolicy;

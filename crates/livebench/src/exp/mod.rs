@@ -1,0 +1,234 @@
+//! The live experiments (issue 3, item 9): `unpinned live EXPERIMENT`.
+//!
+//! The PART experiments keep the simulator's names and CSV columns (crates/experiments/src/
+//! part/) so that live and simulated tables can be compared column for column; `live-hol`,
+//! `live-stale` and `live-peers` exist only live. Every experiment runs two ranks as two
+//! [`Runtime`]s in this process, connected by the shared-memory transport users get from
+//! `unpinned run` (a segment in /dev/shm, unlinked once both ranks opened it), so no launcher
+//! is needed. Rank 0 sends, rank 1 is the target.
+//!
+//! Measurements are medians of a few repetitions (`--set exp.reps=N`): the development VM has
+//! 2 vCPUs shared by two engine threads, two page-in threads and the caller, and single
+//! transfers vary by 2-3x.
+
+mod fault_all;
+mod fault_frequency;
+mod fault_small;
+pub mod hol;
+mod latency;
+pub mod peers;
+pub mod stale;
+mod timeout;
+mod vs_sim;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use unpinned_core::profile::Profile;
+use unpinned_experiments::{ExperimentError, ExperimentSpec};
+use unpinned_live::api::LIVE_DEFAULTS;
+use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::mapping::Mapping;
+use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
+use unpinned_live::{Config, MemoryMode, RemoteKey, Runtime, RuntimeStats};
+use unpinned_part::EngineConfig;
+
+pub use unpinned_experiments::{ExperimentOutput, RunContext};
+
+/// The live experiments, in report order.
+pub fn specs() -> Vec<&'static ExperimentSpec> {
+    vec![
+        &latency::SPEC,
+        &fault_small::SPEC,
+        &fault_all::SPEC,
+        &fault_frequency::SPEC,
+        &timeout::SPEC,
+        &hol::SPEC,
+        &stale::SPEC,
+        &peers::SPEC,
+        &vs_sim::SPEC,
+    ]
+}
+
+/// The live experiment called `name`.
+pub fn find(name: &str) -> Option<&'static ExperimentSpec> {
+    specs().into_iter().find(|s| s.name == name)
+}
+
+/// The profile the live experiments start from: `forth-arm` with the live runtime's defaults
+/// ([`LIVE_DEFAULTS`]); user overrides go on top.
+pub fn live_profile() -> Profile {
+    let mut p = Profile::forth_arm();
+    for s in LIVE_DEFAULTS {
+        p = p.with_override(s).expect("live defaults are valid");
+    }
+    p
+}
+
+/// A live failure as an experiment error.
+pub fn fail(what: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Sim(format!("live: {what}"))
+}
+
+/// Two ranks in this process over a shared-memory segment: rank 0 sends, rank 1 is the target.
+pub struct Pair {
+    /// The runtimes, by rank.
+    pub rts: Vec<Runtime>,
+}
+
+static SEGMENTS: AtomicU64 = AtomicU64::new(0);
+
+impl Pair {
+    /// Start both ranks with the engine parameters of `profile`, memory `mode` and page-in
+    /// `handler` configuration.
+    pub fn new(
+        profile: &Profile,
+        mode: MemoryMode,
+        handler: HandlerConfig,
+    ) -> Result<Pair, ExperimentError> {
+        let mut cfgs: Vec<Config> = (0..2)
+            .map(|r| {
+                let mut c = Config::new(r, 2);
+                let salt = c.engine.key_salt;
+                c.engine = EngineConfig::from_profile(&profile.engine);
+                c.engine.key_salt = salt;
+                c.memory_mode = mode;
+                c.handler = handler;
+                // The launcher's tuning variables apply here too (engine loop spin / yield).
+                let us = |v: &str| {
+                    std::env::var(v)
+                        .ok()
+                        .and_then(|s| s.trim().parse::<u64>().ok())
+                        .map(std::time::Duration::from_micros)
+                };
+                if let Some(d) = us(unpinned_live::api::ENV_SPIN_US) {
+                    c.loop_options.spin = d;
+                }
+                if let Some(d) = us(unpinned_live::api::ENV_YIELD_US) {
+                    c.loop_options.yield_for = d;
+                }
+                c
+            })
+            .collect();
+        let path = PathBuf::from(format!(
+            "/dev/shm/unpinned-livex-{}-{}",
+            std::process::id(),
+            SEGMENTS.fetch_add(1, Ordering::Relaxed)
+        ));
+        create_segment(&path, ShmGeometry::new(2, cfgs[0].max_packet(), 512)).map_err(fail)?;
+        let ts: Result<Vec<_>, _> = (0..2).map(|r| ShmTransport::open(&path, r)).collect();
+        // Both ranks have the segment mapped: the name is no longer needed.
+        let _ = std::fs::remove_file(&path);
+        let ts = ts.map_err(fail)?;
+        let mut rts = Vec::new();
+        for (t, c) in ts.into_iter().zip(cfgs.drain(..)) {
+            rts.push(Runtime::new(c, Box::new(t)).map_err(fail)?);
+        }
+        Ok(Pair { rts })
+    }
+
+    /// PART (residency checks), PIA with ERR.
+    pub fn part(profile: &Profile) -> Result<Pair, ExperimentError> {
+        Pair::new(profile, MemoryMode::Part, HandlerConfig::default())
+    }
+
+    /// Expose `[ptr, ptr+len)` at the target for writing and reading.
+    ///
+    /// # Safety
+    ///
+    /// As [`Runtime::expose`]: the range stays mapped until the key is revoked or the pair
+    /// dropped, and is not accessed through references while transfers may write it.
+    pub unsafe fn expose(&self, ptr: *const u8, len: usize) -> Result<RemoteKey, ExperimentError> {
+        // SAFETY: the caller's promise, forwarded.
+        unsafe { self.rts[1].expose(ptr, len, unpinned_live::Perms::RW) }.map_err(fail)
+    }
+
+    /// Withdraw an exposure at the target.
+    pub fn revoke(&self, key: RemoteKey) {
+        let _ = self.rts[1].revoke(key);
+    }
+
+    /// One write of `src` to `dst` at the target; post to completion, us.
+    pub fn write_us(&self, src: &[u8], dst: u64, key: RemoteKey) -> Result<f64, ExperimentError> {
+        let t = Instant::now();
+        // SAFETY: `src` is borrowed until the completion we wait for.
+        let id =
+            unsafe { self.rts[0].write(1, src.as_ptr(), dst, key, src.len()) }.map_err(fail)?;
+        loop {
+            match self.rts[0].wait(id) {
+                // `src` and the destination are still lent to the engine: keep waiting.
+                Err(unpinned_live::LiveError::Timeout(_)) => continue,
+                r => {
+                    r.map_err(fail)?;
+                    return Ok(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+        }
+    }
+
+    /// Counters of (sender, target).
+    pub fn stats(&self) -> Result<(RuntimeStats, RuntimeStats), ExperimentError> {
+        Ok((
+            self.rts[0].stats().map_err(fail)?,
+            self.rts[1].stats().map_err(fail)?,
+        ))
+    }
+}
+
+/// Median (upper median for even counts); NaN for none.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
+/// Deterministic bytes (xorshift of `seed`).
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Check that the first `src.len()` bytes of `dst` equal `src` (after the transfer completed).
+pub fn verify(dst: &Mapping, src: &[u8], what: &str) -> Result<(), ExperimentError> {
+    // SAFETY: callers verify after the completion; nothing writes `dst` meanwhile.
+    let got = unsafe { &dst.as_slice()[..src.len()] };
+    if got != src {
+        return Err(fail(format!(
+            "{what}: destination bytes differ from the source"
+        )));
+    }
+    Ok(())
+}
+
+/// Fresh anonymous memory of `len` bytes with every page made present.
+pub fn present(len: usize) -> Result<Mapping, ExperimentError> {
+    let m = Mapping::anon(len).map_err(fail)?;
+    // SAFETY: our fresh mapping; nothing else accesses it.
+    unsafe { crate::schemes::touch_pages(m.ptr(), m.len()) };
+    Ok(m)
+}
+
+/// A size list parameter (`--set exp.sizes=4096,65536`), or `default`.
+pub fn sizes_param(ctx: &RunContext, default: &[u64]) -> Result<Vec<u64>, ExperimentError> {
+    match ctx.params.get("sizes") {
+        None => Ok(default.to_vec()),
+        Some(v) => v
+            .split(',')
+            .map(|s| s.trim().parse::<u64>().ok().filter(|&n| n > 0))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ExperimentError::BadParam("sizes".into(), v.clone())),
+    }
+}
+
+/// The simulator's fault size sweep: 4, 16, 64, 256 KiB, 1 and 4 MiB.
+pub const FAULT_SIZES: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];

@@ -1,0 +1,184 @@
+//! Smoke tests of the live experiments with tiny parameters: columns, and the mechanism-level
+//! relations that hold on a noisy 2-vCPU machine (correct bytes, which engine is stale).
+
+use std::collections::BTreeMap;
+
+use unpinned_experiments::{ExperimentOutput, RunContext};
+use unpinned_livebench::exp;
+use unpinned_report::Table;
+
+fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
+    let params: BTreeMap<String, String> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let progress = |_: u64, _: u64| {};
+    let ctx = RunContext {
+        profile: exp::live_profile(),
+        seed: 1,
+        params,
+        progress: &progress,
+    };
+    let spec = exp::find(name).unwrap_or_else(|| panic!("{name} registered"));
+    let t = std::time::Instant::now();
+    let out = (spec.run)(&ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
+    eprintln!("{name}: {:?}", t.elapsed());
+    out
+}
+
+fn cols(t: &Table) -> Vec<&str> {
+    t.columns.iter().map(String::as_str).collect()
+}
+
+fn text(t: &Table, row: usize, col: &str) -> String {
+    t.rows[row][t.col(col).expect("column")].to_text()
+}
+
+fn num(t: &Table, row: usize, col: &str) -> f64 {
+    t.rows[row][t.col(col).expect("column")]
+        .as_f64()
+        .expect("number")
+}
+
+#[test]
+fn part_latency_columns_and_schemes() {
+    let o = run("part-latency", &[("sizes", "64,8192"), ("reps", "1")]);
+    assert_eq!(
+        cols(&o.table),
+        [
+            "scheme",
+            "size_bytes",
+            "latency_us",
+            "cpu_us",
+            "transfer_us"
+        ]
+    );
+    assert_eq!(o.table.rows.len(), 12);
+    for r in 0..o.table.rows.len() {
+        assert!(num(&o.table, r, "latency_us") > 0.0);
+    }
+}
+
+#[test]
+fn part_fault_all_columns_and_counters() {
+    let o = run("part-fault-all", &[("sizes", "16384"), ("reps", "1")]);
+    assert_eq!(
+        cols(&o.table),
+        [
+            "scheme",
+            "size_bytes",
+            "latency_us",
+            "fault_interrupts",
+            "errs",
+            "retransmitted_bytes"
+        ]
+    );
+    let schemes: Vec<String> = (0..o.table.rows.len())
+        .map(|r| text(&o.table, r, "scheme"))
+        .collect();
+    assert_eq!(
+        schemes,
+        [
+            "transfer-only",
+            "touch-nopres",
+            "pin-nopres",
+            "pio",
+            "pi4",
+            "pia"
+        ]
+    );
+    // Every PART row faulted and asked for retransmission.
+    for r in 3..6 {
+        assert!(
+            num(&o.table, r, "fault_interrupts") >= 1.0 && num(&o.table, r, "errs") >= 1.0,
+            "row {r}"
+        );
+    }
+}
+
+#[test]
+fn part_fault_small_timeout_frequency_columns() {
+    let o = run("part-fault-small", &[("sizes", "64"), ("reps", "1")]);
+    assert_eq!(
+        cols(&o.table),
+        ["size_bytes", "retransmit", "latency_us", "retransmissions"]
+    );
+    assert_eq!(o.table.rows.len(), 3);
+    let o = run("part-timeout", &[("sizes", "16384"), ("reps", "1")]);
+    assert_eq!(
+        cols(&o.table),
+        [
+            "timeout",
+            "size_bytes",
+            "latency_us",
+            "speedup_vs_nto",
+            "retransmits_timeout",
+            "retransmits_err"
+        ]
+    );
+    assert_eq!(o.table.rows.len(), 4);
+    let o = run(
+        "part-fault-frequency",
+        &[("sizes", "16384"), ("seeds", "1")],
+    );
+    assert_eq!(
+        cols(&o.table),
+        [
+            "policy",
+            "size_bytes",
+            "fault_pct",
+            "latency_us",
+            "slowdown",
+            "seeds"
+        ]
+    );
+    assert_eq!(o.table.rows.len(), 18);
+}
+
+#[test]
+fn live_stale_part_is_correct_and_the_cache_is_stale() {
+    let o = run("live-stale", &[("bytes", "16384")]);
+    assert_eq!(cols(&o.table), ["engine", "step", "correct"]);
+    for r in 0..o.table.rows.len() {
+        let (engine, step, ok) = (
+            text(&o.table, r, "engine"),
+            text(&o.table, r, "step"),
+            num(&o.table, r, "correct"),
+        );
+        let expect = !(engine == "pin-cache" && step == "remap");
+        assert_eq!(ok == 1.0, expect, "{engine} {step}");
+    }
+}
+
+#[test]
+fn live_hol_every_transfer_completes() {
+    let o = run(
+        "live-hol",
+        &[
+            ("others", "2"),
+            ("other_bytes", "16384"),
+            ("fault_bytes", "65536"),
+            ("reps", "1"),
+        ],
+    );
+    assert_eq!(cols(&o.table), ["engine", "transfer", "latency_us"]);
+    // part and blocking: 2 others + the faulting one; no-fault: 2 others.
+    assert_eq!(o.table.rows.len(), 8);
+    for r in 0..o.table.rows.len() {
+        assert!(num(&o.table, r, "latency_us") > 0.0);
+    }
+}
+
+#[test]
+fn live_peers_ours_without_the_peer() {
+    let o = run(
+        "live-peers",
+        &[("max_bytes", "64"), ("reps", "5"), ("peer", "false")],
+    );
+    assert_eq!(
+        cols(&o.table),
+        ["system", "op", "size_bytes", "latency_us", "bandwidth_gbps"]
+    );
+    assert_eq!(o.table.rows.len(), 8); // 8, 16, 32, 64 B x put, get
+    assert!((0..8).all(|r| text(&o.table, r, "system") == "unpinned"));
+}
