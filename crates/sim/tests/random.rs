@@ -39,11 +39,3 @@ fn same_seed_same_trace() {
     }
     assert_ne!(random_run(3, 0.01).unwrap().trace_hash, random_run(4, 0.01).unwrap().trace_hash);
 }
-
-#[test]
-#[ignore]
-fn debug_one() {
-    let seed: u64 = std::env::var("UNPINNED_SEED").unwrap().parse().unwrap();
-    let r = random_run(seed, 0.01);
-    println!("{r:?}");
-}
