@@ -22,6 +22,8 @@
 mod manager;
 mod msg;
 mod node;
+pub mod space;
+pub mod trace;
 
 pub use msg::Msg;
 pub use node::{Access, Event, FaultResult, Node};
