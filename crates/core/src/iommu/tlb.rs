@@ -45,6 +45,64 @@ impl std::str::FromStr for Replacement {
 /// scanning 128 is not.
 const INDEX_MIN_WAYS: usize = 16;
 
+/// End of a recency list.
+const NIL: u32 = u32::MAX;
+
+/// Recency order of the slots of every set, for wide LRU sets: a doubly linked list per set,
+/// least recently used at the head. Every touch (hit, refresh, insert) moves a slot to the
+/// tail and takes a new, larger stamp, so the head is always the valid slot with the smallest
+/// stamp: the victim the scan would pick, found without scanning 128 ways.
+#[derive(Clone, Debug)]
+struct Recency {
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    /// Valid slots per set (a full set evicts without looking for a free way).
+    valid: Vec<u32>,
+}
+
+impl Recency {
+    fn new(sets: usize, entries: usize) -> Recency {
+        Recency { prev: vec![NIL; entries], next: vec![NIL; entries], head: vec![NIL; sets], tail: vec![NIL; sets], valid: vec![0; sets] }
+    }
+
+    fn unlink(&mut self, set: usize, slot: usize) {
+        let (p, n) = (self.prev[slot], self.next[slot]);
+        if p == NIL {
+            self.head[set] = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tail[set] = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+        self.prev[slot] = NIL;
+        self.next[slot] = NIL;
+    }
+
+    fn push_tail(&mut self, set: usize, slot: usize) {
+        let t = self.tail[set];
+        self.prev[slot] = t;
+        self.next[slot] = NIL;
+        if t == NIL {
+            self.head[set] = slot as u32;
+        } else {
+            self.next[t as usize] = slot as u32;
+        }
+        self.tail[set] = slot as u32;
+    }
+
+    fn touch(&mut self, set: usize, slot: usize) {
+        if self.tail[set] != slot as u32 {
+            self.unlink(set, slot);
+            self.push_tail(set, slot);
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     vpn: u64,
@@ -73,6 +131,8 @@ pub struct Tlb {
     slots: Vec<Slot>,
     /// Key -> slot, only for wide sets (see [`INDEX_MIN_WAYS`]).
     index: Option<FxHashMap<(Pdid, u64), u32>>,
+    /// Recency lists, only for wide LRU sets (those with an index).
+    recency: Option<Recency>,
     clock: u64,
     len: usize,
     rng: SimRng,
@@ -94,12 +154,14 @@ impl Tlb {
             m.reserve(entries);
             m
         });
+        let recency = (index.is_some() && replacement == Replacement::Lru).then(|| Recency::new(entries / ways, entries));
         Tlb {
             sets: entries / ways,
             ways,
             replacement,
             slots: vec![EMPTY; entries],
             index,
+            recency,
             clock: 0,
             len: 0,
             rng: SimRng::seed_from_u64(seed),
@@ -169,6 +231,9 @@ impl Tlb {
             Some(slot) => {
                 let t = self.tick();
                 self.slots[slot].stamp = t;
+                if let Some(r) = &mut self.recency {
+                    r.touch(slot / self.ways, slot);
+                }
                 true
             }
             None => false,
@@ -186,13 +251,26 @@ impl Tlb {
         let t = self.tick();
         if let Some(slot) = self.find(pdid, vpn) {
             self.slots[slot].stamp = t;
+            if let Some(r) = &mut self.recency {
+                r.touch(slot / self.ways, slot);
+            }
             return None;
         }
-        let base = self.set_of(pdid, vpn) * self.ways;
+        let set_no = self.set_of(pdid, vpn);
+        let base = set_no * self.ways;
         let set = &self.slots[base..base + self.ways];
-        // A free way first: evicting while a way is free would model a smaller TLB.
-        let way = match set.iter().position(|s| !s.valid) {
+        // A free way first: evicting while a way is free would model a smaller TLB. A full set
+        // with a recency list evicts its head (the least recently used) without any scan.
+        let free = match &self.recency {
+            Some(r) if r.valid[set_no] as usize == self.ways => None,
+            _ => set.iter().position(|s| !s.valid),
+        };
+        let way = match free {
             Some(w) => w,
+            None if self.recency.is_some() => {
+                let r = self.recency.as_ref().expect("checked");
+                r.head[set_no] as usize - base
+            }
             None => match self.replacement {
                 Replacement::Lru => {
                     let mut best = 0;
@@ -212,11 +290,20 @@ impl Tlb {
             if let Some(ix) = &mut self.index {
                 ix.remove(&(old.pdid, old.vpn));
             }
+            if let Some(r) = &mut self.recency {
+                r.unlink(set_no, slot);
+            }
             Some((old.pdid, old.vpn))
         } else {
             self.len += 1;
+            if let Some(r) = &mut self.recency {
+                r.valid[set_no] += 1;
+            }
             None
         };
+        if let Some(r) = &mut self.recency {
+            r.push_tail(set_no, slot);
+        }
         self.slots[slot] = Slot {
             vpn,
             pdid,
@@ -237,6 +324,11 @@ impl Tlb {
                 if let Some(ix) = &mut self.index {
                     ix.remove(&(pdid, vpn));
                 }
+                if let Some(r) = &mut self.recency {
+                    let set = slot / self.ways;
+                    r.unlink(set, slot);
+                    r.valid[set] -= 1;
+                }
                 self.len -= 1;
                 true
             }
@@ -248,10 +340,15 @@ impl Tlb {
     /// teardown is rare, lookups are not, so no per-context index is kept.
     pub fn invalidate_context(&mut self, pdid: Pdid) -> usize {
         let mut n = 0;
-        for s in self.slots.iter_mut().filter(|s| s.valid && s.pdid == pdid) {
+        for (slot, s) in self.slots.iter_mut().enumerate().filter(|(_, s)| s.valid && s.pdid == pdid) {
             s.valid = false;
             if let Some(ix) = &mut self.index {
                 ix.remove(&(pdid, s.vpn));
+            }
+            if let Some(r) = &mut self.recency {
+                let set = slot / self.ways;
+                r.unlink(set, slot);
+                r.valid[set] -= 1;
             }
             n += 1;
         }
@@ -299,6 +396,65 @@ mod tests {
         }
         assert!(b.lookup(0, 0));
         assert_eq!(b.insert(0, 100), Some((0, 1)));
+    }
+
+    #[test]
+    fn recency_lists_evict_what_a_stamp_scan_would() {
+        // Reference: each set a list of (pdid, vpn, last touch); the victim is the oldest touch.
+        for (entries, ways) in [(64, 64), (128, 32)] {
+            let mut t = Tlb::new(entries, ways, Replacement::Lru, 1);
+            assert!(t.recency.is_some());
+            let mut sets: Vec<Vec<(Pdid, u64, u64)>> = vec![Vec::new(); entries / ways];
+            let mut x = 12345u64;
+            for clock in 0..30_000u64 {
+                x = crate::rng::splitmix64(x);
+                let (pdid, vpn) = ((x % 3) as Pdid, (x >> 8) % 200);
+                if (x >> 40) % 997 == 0 {
+                    let n: usize = sets.iter_mut().map(|r| {
+                        let before = r.len();
+                        r.retain(|e| e.0 != pdid);
+                        before - r.len()
+                    }).sum();
+                    assert_eq!(t.invalidate_context(pdid), n);
+                    continue;
+                }
+                let r = &mut sets[t.set_of(pdid, vpn)];
+                let pos = r.iter().position(|e| e.0 == pdid && e.1 == vpn);
+                match (x >> 40) % 8 {
+                    0..=3 => {
+                        let expect = match pos {
+                            Some(i) => {
+                                r[i].2 = clock;
+                                None
+                            }
+                            None => {
+                                let victim = (r.len() == ways).then(|| {
+                                    let i = (0..r.len()).min_by_key(|&i| r[i].2).expect("full set");
+                                    let e = r.remove(i);
+                                    (e.0, e.1)
+                                });
+                                r.push((pdid, vpn, clock));
+                                victim
+                            }
+                        };
+                        assert_eq!(t.insert(pdid, vpn), expect, "step {clock}");
+                    }
+                    4..=6 => {
+                        if let Some(i) = pos {
+                            r[i].2 = clock;
+                        }
+                        assert_eq!(t.lookup(pdid, vpn), pos.is_some(), "step {clock}");
+                    }
+                    _ => {
+                        if let Some(i) = pos {
+                            r.remove(i);
+                        }
+                        assert_eq!(t.invalidate(pdid, vpn), pos.is_some(), "step {clock}");
+                    }
+                }
+                assert_eq!(t.len(), sets.iter().map(Vec::len).sum::<usize>());
+            }
+        }
     }
 
     #[test]
