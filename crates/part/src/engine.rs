@@ -294,10 +294,17 @@ impl PartEngine {
     /// were set since the last call; otherwise the previous answer is returned, which may name
     /// a deadline that was cancelled meanwhile (the driver then calls `handle_timeout` for
     /// nothing, which is harmless).
+    #[inline]
     pub fn poll_timeout(&mut self) -> Option<Instant> {
+        // Called after every input: the common case (no new deadline) stays inline.
         if !self.timers.dirty {
             return self.timers.peek().map(|(at, _)| at);
         }
+        self.revalidate_timeout()
+    }
+
+    #[inline(never)]
+    fn revalidate_timeout(&mut self) -> Option<Instant> {
         self.timers.dirty = false;
         while let Some((at, kind)) = self.timers.peek() {
             if self.timer_is_current(at, kind) {

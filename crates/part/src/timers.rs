@@ -47,6 +47,7 @@ impl Timers {
         self.heap.push(Reverse((at, self.order, kind)));
     }
     /// The earliest entry, valid or not.
+    #[inline]
     pub fn peek(&self) -> Option<(Instant, TimerKind)> {
         self.heap.peek().map(|Reverse((at, _, k))| (*at, *k))
     }

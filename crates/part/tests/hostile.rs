@@ -104,7 +104,22 @@ proptest! {
         };
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(&mut buf).unwrap();
-        let _ = e.handle_packet(Instant(1), 0, &buf, &mut mem);
+        let checked = e.handle_packet(Instant(1), 0, &buf, &mut mem);
+        drain(&mut e, &mut mem, Instant(2));
+        prop_assert_eq!(mem.outside_writes, 0);
+        // The path that trusts the checksum (a driver's own intact link) decides exactly alike.
+        let (mut e2, _, mut mem2) = engine();
+        let trusted = e2.handle_packet_intact(Instant(1), 0, &buf, &mut mem2);
+        drain(&mut e2, &mut mem2, Instant(2));
+        prop_assert_eq!(checked, trusted);
+        prop_assert_eq!(e.stats(), e2.stats());
+        prop_assert!(mem.bytes == mem2.bytes);
+    }
+
+    #[test]
+    fn random_bytes_never_panic_when_the_checksum_is_trusted(bytes in proptest::collection::vec(any::<u8>(), 0..400), src in 0u32..4) {
+        let (mut e, _key, mut mem) = engine();
+        let _ = e.handle_packet_intact(Instant(1), src, &bytes, &mut mem);
         drain(&mut e, &mut mem, Instant(2));
         prop_assert_eq!(mem.outside_writes, 0);
     }

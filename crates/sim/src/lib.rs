@@ -6,6 +6,7 @@
 //! sub-seed, so the same seed gives the same trace, byte for byte ([`Sim::trace_hash`]).
 //!
 //! - [`memory`]: per-node address spaces with residency and real bytes, seen through the IOMMU.
+//! - [`pages`]: the page table behind the memory model (regions indexed by page number).
 //! - [`net`]: topology, links and ports.
 //! - [`faults`]: packet fault injection (loss, duplication, reordering, corruption, delay).
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
@@ -20,6 +21,7 @@ pub mod conformance;
 pub mod invariants;
 pub mod memory;
 pub mod net;
+pub mod pages;
 pub mod rc;
 pub mod scenario;
 pub mod world;

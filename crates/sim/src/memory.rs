@@ -7,7 +7,6 @@
 //! counts IOMMU fault interrupts, and never writes a byte unless every page of the access is
 //! present. The host CPU uses [`SimMemory::host_write`] / [`SimMemory::host_read`] (no IOMMU).
 
-use rustc_hash::FxHashMap;
 use unpinned_core::iommu::{Iommu, TranslationResult};
 use unpinned_core::memory::{page_of, MemError, Memory, Pdid, PAGE_BYTES};
 use unpinned_core::os::Residency;
@@ -25,16 +24,12 @@ pub enum Residence {
     MissingWithProbability(f64),
 }
 
-#[derive(Default)]
-struct Page {
-    present: bool,
-    data: Option<Box<[u8]>>,
-}
+use crate::pages::{Page, PageTable};
 
 /// One node's memory.
 pub struct SimMemory {
     vmas: Vec<(Pdid, u64, u64)>,
-    pages: FxHashMap<(Pdid, u64), Page>,
+    pages: PageTable,
     /// Ranges the NI may write (exposures and buffers of pending reads): `(pdid, start, end)`.
     /// A write outside them is an invariant violation.
     writable: Vec<(Pdid, u64, u64)>,
@@ -54,7 +49,7 @@ impl SimMemory {
     pub fn new() -> SimMemory {
         SimMemory {
             vmas: Vec::new(),
-            pages: FxHashMap::default(),
+            pages: PageTable::default(),
             writable: Vec::new(),
             violations: Vec::new(),
             pending_interrupts: 0,
@@ -67,6 +62,7 @@ impl SimMemory {
         let start = page_of(base);
         let end = page_of(base + len + PAGE_BYTES - 1);
         self.vmas.push((pdid, start, end));
+        self.pages.reserve(pdid, start / PAGE_BYTES, end / PAGE_BYTES);
         let mut p = start;
         while p < end {
             let present = match residence {
@@ -74,7 +70,7 @@ impl SimMemory {
                 Residence::Absent => false,
                 Residence::MissingWithProbability(f) => rng.gen::<f64>() >= f,
             };
-            self.pages.entry((pdid, p)).or_default().present = present;
+            self.pages.entry(pdid, p).present = present;
             p += PAGE_BYTES;
         }
     }
@@ -85,7 +81,7 @@ impl SimMemory {
         self.vmas.retain(|&(d, s, e)| !(d == pdid && s >= start && e <= end));
         let mut p = start;
         while p < end {
-            self.pages.remove(&(pdid, p));
+            self.pages.remove(pdid, p);
             iommu.invalidate(pdid, p / PAGE_BYTES);
             p += PAGE_BYTES;
         }
@@ -98,14 +94,14 @@ impl SimMemory {
     /// Make a page present (the page-in of `get_user_pages`).
     pub fn make_present(&mut self, pdid: Pdid, page_addr: u64) {
         if self.mapped(pdid, page_addr) {
-            self.pages.entry((pdid, page_of(page_addr))).or_default().present = true;
+            self.pages.entry(pdid, page_of(page_addr)).present = true;
         }
     }
 
     /// Evict a page (reclaim): not present any more, the IOMMU's entry invalidated. Its bytes
     /// are kept (as if swapped out).
     pub fn evict(&mut self, pdid: Pdid, page_addr: u64, iommu: &mut Iommu) {
-        if let Some(p) = self.pages.get_mut(&(pdid, page_of(page_addr))) {
+        if let Some(p) = self.pages.get_mut(pdid, page_of(page_addr)) {
             p.present = false;
         }
         iommu.invalidate(pdid, page_addr / PAGE_BYTES);
@@ -113,7 +109,7 @@ impl SimMemory {
 
     /// Whether a page is present.
     pub fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
-        self.pages.get(&(pdid, page_of(page_addr))).is_some_and(|p| p.present)
+        self.pages.get(pdid, page_of(page_addr)).is_some_and(|p| p.present)
     }
 
     /// Pages of `[base, base+len)` not present.
@@ -129,7 +125,7 @@ impl SimMemory {
             let a = addr + done as u64;
             let (page, off) = (page_of(a), (a - page_of(a)) as usize);
             let n = (PAGE_BYTES as usize - off).min(data.len() - done);
-            let p = self.pages.entry((pdid, page)).or_default();
+            let p = self.pages.entry(pdid, page);
             let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
             buf[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
@@ -143,7 +139,7 @@ impl SimMemory {
             let a = addr + done as u64;
             let (page, off) = (page_of(a), (a - page_of(a)) as usize);
             let n = (PAGE_BYTES as usize - off).min(out.len() - done);
-            match self.pages.get(&(pdid, page)).and_then(|p| p.data.as_ref()) {
+            match self.pages.get(pdid, page).and_then(|p| p.data.as_ref()) {
                 Some(buf) => out[done..done + n].copy_from_slice(&buf[off..off + n]),
                 None => out[done..done + n].fill(0),
             }
@@ -188,7 +184,7 @@ impl SimMemory {
         let end = addr + len.max(1) as u64;
         let mut page = page_of(addr);
         while page < end {
-            let Some(p) = self.pages.get(&(pdid, page)) else {
+            let Some(p) = self.pages.get(pdid, page) else {
                 return Err(MemError::Unmapped { addr: page.max(addr) });
             };
             let t = iommu.translate(pdid, page / PAGE_BYTES, p.present);
@@ -224,7 +220,7 @@ impl NiView<'_> {
         if page != page_of(addr + len.max(1) as u64 - 1) {
             return Ok(None);
         }
-        let Some(p) = self.mem.pages.get_mut(&(pdid, page)) else {
+        let Some(p) = self.mem.pages.get_mut(pdid, page) else {
             return Err(MemError::Unmapped { addr });
         };
         let t = self.iommu.translate(pdid, page / PAGE_BYTES, p.present);
