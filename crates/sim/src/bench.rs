@@ -25,6 +25,9 @@ pub struct LoadSpec {
     pub rounds: u32,
 }
 
+/// The speed target: simulated events per second on one core.
+pub const TARGET_EVENTS_PER_S: f64 = 10e6;
+
 /// What one run measured.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LoadReport {
@@ -38,6 +41,14 @@ pub struct LoadReport {
     pub wall_s: f64,
     /// Events per wall second.
     pub events_per_s: f64,
+    /// Packets the engines sent (data and control), the simulated work behind the events.
+    pub packets: u64,
+    /// Data packets among them.
+    pub data_packets: u64,
+    /// Packets per wall second.
+    pub packets_per_s: f64,
+    /// Packets per CPU second of the simulating thread.
+    pub packets_per_cpu_s: f64,
     /// CPU time of the simulating thread, s (the denominator that does not depend on what else
     /// the machine runs).
     pub cpu_s: f64,
@@ -99,12 +110,22 @@ pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, mut progress: imp
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = thread_cpu_s() - cpu_started;
     let (rss_last, peak) = rss_bytes();
+    let (mut packets, mut data_packets) = (0, 0);
+    for n in 0..spec.nodes {
+        let e = sim.stats(n).engine;
+        packets += e.data_packets_sent + e.ctrl_packets_sent;
+        data_packets += e.data_packets_sent;
+    }
     Ok(LoadReport {
         spec: spec.clone(),
         transfers: wr_id,
         events: sim.events(),
         wall_s,
         events_per_s: sim.events() as f64 / wall_s,
+        packets,
+        data_packets,
+        packets_per_s: packets as f64 / wall_s,
+        packets_per_cpu_s: packets as f64 / cpu_s,
         cpu_s,
         events_per_cpu_s: sim.events() as f64 / cpu_s,
         simulated_s: sim.now().as_ns() as f64 / 1e9,

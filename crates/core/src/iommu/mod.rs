@@ -112,7 +112,7 @@ impl Iommu {
         }
         if self.l2.lookup(pdid, vpn) {
             self.stats.l2_hits += 1;
-            self.l1.insert(pdid, vpn);
+            self.l1.insert_absent(pdid, vpn);
             return Translation {
                 result: TranslationResult::L2Hit,
                 latency: self.l2_hit,
@@ -120,8 +120,8 @@ impl Iommu {
         }
         self.stats.walks += 1;
         if present {
-            self.l2.insert(pdid, vpn);
-            self.l1.insert(pdid, vpn);
+            self.l2.insert_absent(pdid, vpn);
+            self.l1.insert_absent(pdid, vpn);
             Translation {
                 result: TranslationResult::Walk,
                 latency: self.walk,

@@ -206,6 +206,10 @@ impl Tlb {
         }
         let k = vpn ^ ((pdid as u64) << 52) ^ ((pdid as u64) >> 12);
         let h = crate::rng::splitmix64(k);
+        if self.sets.is_power_of_two() {
+            // The same value as the remainder, without a division on every lookup.
+            return (h & (self.sets as u64 - 1)) as usize;
+        }
         (h % self.sets as u64) as usize
     }
 
@@ -248,14 +252,22 @@ impl Tlb {
     /// Cache a key, evicting per the replacement policy if its set is full. Inserting a key that
     /// is already cached only refreshes it. Returns the evicted key, if any.
     pub fn insert(&mut self, pdid: Pdid, vpn: u64) -> Option<(Pdid, u64)> {
-        let t = self.tick();
         if let Some(slot) = self.find(pdid, vpn) {
+            let t = self.tick();
             self.slots[slot].stamp = t;
             if let Some(r) = &mut self.recency {
                 r.touch(slot / self.ways, slot);
             }
             return None;
         }
+        self.insert_absent(pdid, vpn)
+    }
+
+    /// [`Tlb::insert`] of a key the caller just failed to look up (a fill after a miss): the
+    /// same effect without searching for the key again.
+    pub fn insert_absent(&mut self, pdid: Pdid, vpn: u64) -> Option<(Pdid, u64)> {
+        debug_assert!(self.find(pdid, vpn).is_none(), "insert_absent of a cached key");
+        let t = self.tick();
         let set_no = self.set_of(pdid, vpn);
         let base = set_no * self.ways;
         let set = &self.slots[base..base + self.ways];
