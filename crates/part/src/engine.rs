@@ -108,7 +108,8 @@ pub struct PartEngine {
     pub(crate) ready: VecDeque<u32>,
     pub(crate) ctrl: VecDeque<(NodeId, Ctrl)>,
     /// Receive-side state per (transfer, block).
-    pub(crate) rx: FxHashMap<(TransferKey, u32), RxBlock>,
+    /// Keyed by [`rx_key`](crate::responder::rx_key).
+    pub(crate) rx: FxHashMap<u128, RxBlock>,
     pub(crate) rx_gc_at: Option<Instant>,
     pub(crate) bitmap_pool: Vec<Vec<u64>>,
     /// Reads we initiated, by id.
@@ -403,7 +404,8 @@ impl PartEngine {
             s += &format!("  tx {:?} len {} next_block {}/{} silent {} window {:?}\n", t.key, t.len, t.next_block, t.nblocks, t.silent_timeouts,
                 t.window.iter().map(|b| (b.id, b.seq, b.state, b.next_offset, b.deadline.map(|d| d.0))).collect::<Vec<_>>());
         }
-        for ((k, b), e) in &self.rx {
+        for (key, e) in &self.rx {
+            let (k, b) = crate::responder::rx_key_parts(*key, self.node);
             s += &format!("  rx {k:?} block {b} seq {} {}/{} failed {} done {}\n", e.seq, e.received, e.expected, e.failed, e.done);
         }
         s += &format!("  stats {:?}\n", self.stats);

@@ -33,6 +33,19 @@ pub struct RxBlock {
     pub last: Instant,
 }
 
+/// Key of a block's receive state: the transfer's data source, id and kind, and the block id,
+/// packed into one integer (the data destination is always this node). Hashing one `u128` is
+/// much cheaper than hashing the fields one by one, and this lookup happens on every packet.
+pub(crate) fn rx_key(transfer: TransferKey, block: u32) -> u128 {
+    ((transfer.data_src as u128) << 96) | ((transfer.id as u128) << 64) | ((block as u128) << 32) | transfer.read_response as u128
+}
+
+/// The (transfer, block) of an [`rx_key`] at node `node`.
+pub(crate) fn rx_key_parts(key: u128, node: NodeId) -> (TransferKey, u32) {
+    let transfer = TransferKey { data_src: (key >> 96) as u32, data_dst: node, id: (key >> 64) as u32, read_response: key & 1 != 0 };
+    (transfer, (key >> 32) as u32)
+}
+
 /// `a` is an older attempt than `b` (serial-number arithmetic over u16, RFC 1982).
 pub fn seq_older(a: u16, b: u16) -> bool {
     a != b && b.wrapping_sub(a) < 0x8000
@@ -139,7 +152,7 @@ impl PartEngine {
     #[allow(clippy::too_many_arguments)]
     fn nack_once(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, reason: NackReason, addr: u64, rec: Option<FaultRecord>) {
         // The packet count is irrelevant for a failed attempt: keep what the entry has.
-        let expected = self.rx.get(&(transfer, block)).map_or(1, |e| e.expected);
+        let expected = self.rx.get(&rx_key(transfer, block)).map_or(1, |e| e.expected);
         let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected) else { return };
         if entry.failed {
             return;
@@ -158,7 +171,8 @@ impl PartEngine {
             self.arm_rx_gc(now);
         }
         let pool = &mut self.bitmap_pool;
-        let entry = self.rx.entry((transfer, block)).or_insert_with(|| RxBlock {
+        debug_assert_eq!(transfer.data_dst, self.node, "receive state is for data arriving here");
+        let entry = self.rx.entry(rx_key(transfer, block)).or_insert_with(|| RxBlock {
             seq,
             bitmap: new_bitmap(pool, expected),
             received: 0,
@@ -186,7 +200,7 @@ impl PartEngine {
     /// A data packet failed its checksum: NACK its block so the source resends at once
     /// (mechanism 6). The named block is untrusted; the source ignores unknown blocks.
     pub(crate) fn on_corrupt_data(&mut self, _now: Instant, transfer: TransferKey, block: u32, seq: u16) {
-        if let Some(e) = self.rx.get(&(transfer, block)) {
+        if let Some(e) = self.rx.get(&rx_key(transfer, block)) {
             if e.done && e.seq == seq {
                 return;
             }
@@ -249,7 +263,7 @@ fn new_bitmap(pool: &mut Vec<Vec<u64>>, packets: u32) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::seq_older;
+    use super::*;
 
     #[test]
     fn sequence_numbers_wrap() {
@@ -258,5 +272,17 @@ mod tests {
         assert!(!seq_older(5, 5));
         assert!(seq_older(u16::MAX, 0), "wrap-around: 65535 is older than 0");
         assert!(!seq_older(0, u16::MAX));
+    }
+
+    #[test]
+    fn rx_keys_round_trip_and_differ_per_field() {
+        let t = TransferKey { data_src: 0xdead_beef, data_dst: 3, id: u32::MAX, read_response: true };
+        assert_eq!(rx_key_parts(rx_key(t, u32::MAX - 1), 3), (t, u32::MAX - 1));
+        let u = TransferKey { read_response: false, ..t };
+        assert_eq!(rx_key_parts(rx_key(u, 0), 3), (u, 0));
+        let keys = [rx_key(t, 1), rx_key(u, 1), rx_key(t, 2), rx_key(TransferKey { id: 1, ..t }, 1), rx_key(TransferKey { data_src: 1, ..t }, 1)];
+        for (i, a) in keys.iter().enumerate() {
+            assert!(keys[i + 1..].iter().all(|b| a != b));
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! Residency itself (which pages are present) is the page table's business and lives with the
 //! memory model; [`Iommu::translate`] is told whether the walked entry is present.
 
+mod index;
 mod tlb;
 pub use tlb::{Replacement, Tlb};
 

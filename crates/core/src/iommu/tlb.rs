@@ -5,11 +5,11 @@
 //! and no linked list. Wide sets (a fully associative L1 of 128 ways) additionally keep a hash
 //! index from key to slot, so a lookup costs one hash probe instead of a scan of every way.
 
-use rustc_hash::FxHashMap;
-
 use crate::memory::Pdid;
 use crate::rng::{Rng, SimRng};
 use rand::SeedableRng;
+
+use super::index::SlotIndex;
 
 /// How a full set chooses the entry to evict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -130,7 +130,7 @@ pub struct Tlb {
     replacement: Replacement,
     slots: Vec<Slot>,
     /// Key -> slot, only for wide sets (see [`INDEX_MIN_WAYS`]).
-    index: Option<FxHashMap<(Pdid, u64), u32>>,
+    index: Option<SlotIndex>,
     /// Recency lists, only for wide LRU sets (those with an index).
     recency: Option<Recency>,
     clock: u64,
@@ -149,11 +149,7 @@ impl Tlb {
             ways > 0 && entries > 0 && entries % ways == 0,
             "TLB entries ({entries}) must be a positive multiple of ways ({ways})"
         );
-        let index = (ways > INDEX_MIN_WAYS).then(|| {
-            let mut m = FxHashMap::default();
-            m.reserve(entries);
-            m
-        });
+        let index = (ways > INDEX_MIN_WAYS).then(|| SlotIndex::new(entries));
         let recency = (index.is_some() && replacement == Replacement::Lru).then(|| Recency::new(entries / ways, entries));
         Tlb {
             sets: entries / ways,
@@ -215,7 +211,8 @@ impl Tlb {
 
     fn find(&self, pdid: Pdid, vpn: u64) -> Option<usize> {
         if let Some(ix) = &self.index {
-            return ix.get(&(pdid, vpn)).map(|&s| s as usize);
+            let slots = &self.slots;
+            return ix.get(pdid, vpn, |s| key_of(slots, s)).map(|s| s as usize);
         }
         let base = self.set_of(pdid, vpn) * self.ways;
         self.slots[base..base + self.ways]
@@ -300,7 +297,8 @@ impl Tlb {
         let old = self.slots[slot];
         let evicted = if old.valid {
             if let Some(ix) = &mut self.index {
-                ix.remove(&(old.pdid, old.vpn));
+                let slots = &self.slots;
+                ix.remove(old.pdid, old.vpn, |s| key_of(slots, s));
             }
             if let Some(r) = &mut self.recency {
                 r.unlink(set_no, slot);
@@ -323,7 +321,7 @@ impl Tlb {
             stamp: t,
         };
         if let Some(ix) = &mut self.index {
-            ix.insert((pdid, vpn), slot as u32);
+            ix.insert(pdid, vpn, slot as u32);
         }
         evicted
     }
@@ -332,10 +330,11 @@ impl Tlb {
     pub fn invalidate(&mut self, pdid: Pdid, vpn: u64) -> bool {
         match self.find(pdid, vpn) {
             Some(slot) => {
-                self.slots[slot].valid = false;
                 if let Some(ix) = &mut self.index {
-                    ix.remove(&(pdid, vpn));
+                    let slots = &self.slots;
+                    ix.remove(pdid, vpn, |s| key_of(slots, s));
                 }
+                self.slots[slot].valid = false;
                 if let Some(r) = &mut self.recency {
                     let set = slot / self.ways;
                     r.unlink(set, slot);
@@ -352,11 +351,14 @@ impl Tlb {
     /// teardown is rare, lookups are not, so no per-context index is kept.
     pub fn invalidate_context(&mut self, pdid: Pdid) -> usize {
         let mut n = 0;
+        if let Some(ix) = &mut self.index {
+            let slots = &self.slots;
+            for s in slots.iter().filter(|s| s.valid && s.pdid == pdid) {
+                ix.remove(pdid, s.vpn, |i| key_of(slots, i));
+            }
+        }
         for (slot, s) in self.slots.iter_mut().enumerate().filter(|(_, s)| s.valid && s.pdid == pdid) {
             s.valid = false;
-            if let Some(ix) = &mut self.index {
-                ix.remove(&(pdid, s.vpn));
-            }
             if let Some(r) = &mut self.recency {
                 let set = slot / self.ways;
                 r.unlink(set, slot);
@@ -367,6 +369,13 @@ impl Tlb {
         self.len -= n;
         n
     }
+}
+
+/// The key a slot holds (valid or not: the index only names valid slots).
+#[inline(always)]
+fn key_of(slots: &[Slot], s: u32) -> (Pdid, u64) {
+    let slot = &slots[s as usize];
+    (slot.pdid, slot.vpn)
 }
 
 #[cfg(test)]
