@@ -65,9 +65,15 @@ pub struct Fate {
     pub corrupt_at: Option<u32>,
 }
 
+impl Fate {
+    /// Delivered once, on time, untouched: the fate of every packet when no fault is
+    /// configured.
+    pub const INTACT: Fate = Fate { copies: 1, extra: Duration::ZERO, corrupt_at: None };
+}
+
 /// Decide a packet's fate.
 pub fn fate(cfg: &FaultConfig, rng: &mut SimRng) -> Fate {
-    let mut f = Fate { copies: 1, extra: Duration::ZERO, corrupt_at: None };
+    let mut f = Fate::INTACT;
     if !cfg.any() {
         return f;
     }

@@ -10,6 +10,7 @@
 //! - [`net`]: topology, links and ports.
 //! - [`faults`]: packet fault injection (loss, duplication, reordering, corruption, delay).
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
+//! - [`queue`]: the event queue ((time, seq) order, a 4-ary heap).
 //! - [`world`]: the event loop.
 
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod invariants;
 pub mod memory;
 pub mod net;
 pub mod pages;
+pub mod queue;
 pub mod rc;
 pub mod scenario;
 pub mod world;

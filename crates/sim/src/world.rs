@@ -1,9 +1,6 @@
 //! The event loop: a heap of events ordered by (time, insertion sequence) over per-node
 //! components (PART engine, IOMMU, memory, fault handler) and the links between them.
 
-use std::cmp::{Ordering, Reverse};
-
-use dary_heap::QuaternaryHeap;
 
 use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
@@ -17,10 +14,11 @@ use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
 use unpinned_wire::part::DATA_HEADER_LEN;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::faults::{fate, FaultConfig};
+use crate::faults::{fate, Fate, FaultConfig};
 use crate::invariants::Checker;
 use crate::memory::{Residence, SimMemory};
 use crate::net::Topology;
+use crate::queue::EventQueue;
 
 /// Everything that shapes a simulation run.
 #[derive(Clone, Debug)]
@@ -152,47 +150,12 @@ struct LinkBuf {
     intact: bool,
 }
 
-/// A queued event, ordered by (time, insertion sequence): the total order that makes runs
-/// deterministic.
-struct Entry {
-    at: u64,
-    seq: u64,
-    ev: Ev,
-}
-impl Entry {
-    fn at(&self) -> Instant {
-        Instant(self.at)
-    }
-    /// (time, seq) as one integer: one wide compare instead of two branches.
-    #[inline(always)]
-    fn key(&self) -> u128 {
-        ((self.at as u128) << 64) | self.seq as u128
-    }
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    #[inline(always)]
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.key().cmp(&o.key())
-    }
-}
-
 /// The simulator.
 pub struct Sim {
     cfg: SimConfig,
     now: Instant,
     seq: u64,
-    queue: QuaternaryHeap<Reverse<Entry>>,
+    queue: EventQueue<Ev>,
     nodes: Vec<Node>,
     bufs: Vec<LinkBuf>,
     free_bufs: Vec<u32>,
@@ -215,6 +178,10 @@ pub struct Sim {
     hop: Duration,
     link_gbps: f64,
     header_bytes: usize,
+    /// (link bytes, serialization time) of the last packet sent.
+    last_ser: (usize, Duration),
+    /// Whether the fault injector can do anything (`cfg.faults.any()`).
+    faults_any: bool,
 }
 
 impl Sim {
@@ -245,7 +212,7 @@ impl Sim {
         Sim {
             now: Instant::ZERO,
             seq: 0,
-            queue: QuaternaryHeap::new(),
+            queue: EventQueue::new(),
             nodes,
             bufs: Vec::new(),
             free_bufs: Vec::new(),
@@ -266,6 +233,8 @@ impl Sim {
             hop: Duration(p.net.hop_latency_ns),
             link_gbps: p.net.link_gbps,
             header_bytes: p.net.header_bytes as usize,
+            last_ser: (usize::MAX, Duration::ZERO),
+            faults_any: cfg.faults.any(),
             cfg,
         }
     }
@@ -372,8 +341,8 @@ impl Sim {
     /// Run until no event is left (or `limit` simulated time passes: an error).
     pub fn run_until_idle(&mut self, limit: Duration) -> Result<(), SimError> {
         let deadline = self.now + limit;
-        while let Some(Reverse(e)) = self.queue.peek() {
-            if e.at() > deadline {
+        while let Some(at) = self.queue.peek_at() {
+            if at > deadline {
                 let what = format!("not idle after {:.0} us of simulated time\n{}", limit.as_us_f64(), self.debug_summary());
                 return Err(self.error(what));
             }
@@ -384,8 +353,8 @@ impl Sim {
 
     /// Run every event up to and including time `t`.
     pub fn run_until(&mut self, t: Instant) -> Result<(), SimError> {
-        while let Some(Reverse(e)) = self.queue.peek() {
-            if e.at() > t {
+        while let Some(at) = self.queue.peek_at() {
+            if at > t {
                 break;
             }
             self.step()?;
@@ -396,8 +365,7 @@ impl Sim {
 
     /// Process one event. Invariants are checked after it.
     pub fn step(&mut self) -> Result<bool, SimError> {
-        let Some(Reverse(entry)) = self.queue.pop() else { return Ok(false) };
-        let (at, ev) = (entry.at(), entry.ev);
+        let Some((at, ev)) = self.queue.pop() else { return Ok(false) };
         debug_assert!(at >= self.now, "time never goes back");
         self.now = at;
         self.events += 1;
@@ -442,7 +410,7 @@ impl Sim {
 
     fn schedule(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Entry { at: at.0, seq: self.seq, ev }));
+        self.queue.push(at, self.seq, ev);
     }
 
     fn trace_event(&mut self, kind: u8, node: NodeId, bytes: &[u8]) {
@@ -498,13 +466,21 @@ impl Sim {
             Some(tx) => {
                 let lat = node.mem.take_latency();
                 let link_bytes = if tx.is_data { tx.len - DATA_HEADER_LEN + self.header_bytes } else { self.header_bytes };
-                let ser = serialization(link_bytes, self.link_gbps);
+                // Packets mostly have one of two sizes: reuse the last serialization time
+                // rather than redo the floating-point division and rounding for each.
+                let ser = if link_bytes == self.last_ser.0 {
+                    self.last_ser.1
+                } else {
+                    let ser = serialization(link_bytes, self.link_gbps);
+                    self.last_ser = (link_bytes, ser);
+                    ser
+                };
                 let start = (now + lat + self.ni_packet).max(node.tx_free_at);
                 node.tx_free_at = start + ser;
                 node.tx_prep_at = start;
                 let hops = self.cfg.topology.hops(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
-                let f = fate(&self.cfg.faults, &mut self.fault_rng);
+                let f = if self.faults_any { fate(&self.cfg.faults, &mut self.fault_rng) } else { Fate::INTACT };
                 if self.cfg.trace {
                     trace_into(&mut self.trace, now, 2, n, &self.bufs[b as usize].bytes[..tx.len]);
                 }
