@@ -21,6 +21,12 @@ use unpinned_core::api::NodeId;
 /// Wakes a transport's [`Transport::wait`] from another thread of the same process.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
+/// Sleeps like [`Transport::wait`] without borrowing the transport: the runtime's progress
+/// thread sleeps through it while API threads may drive the transport themselves (caller-driven
+/// progress, see [`crate::runtime`]). Woken by a packet, the [`Waker`], or the timeout;
+/// spurious returns are allowed.
+pub type Sleeper = Box<dyn FnMut(Duration) + Send>;
+
 /// Why a packet was not sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
@@ -53,4 +59,9 @@ pub trait Transport: Send {
     fn wait(&mut self, timeout: Duration);
     /// A handle that makes a concurrent [`Transport::wait`] return.
     fn waker(&self) -> Waker;
+    /// A [`Sleeper`] for this rank. The default cannot see packets arrive: it sleeps at most
+    /// 100 us, so a transport without its own sleeper costs at most that in wake-up latency.
+    fn sleeper(&self) -> Sleeper {
+        Box::new(|timeout: Duration| std::thread::sleep(timeout.min(Duration::from_micros(100))))
+    }
 }

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use unpinned_core::api::NodeId;
 
-use super::{SendError, Transport, Waker};
+use super::{SendError, Sleeper, Transport, Waker};
 
 const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
 const VERSION: u32 = 1;
@@ -315,14 +315,28 @@ impl ShmTransport {
         self.geo
     }
 
-    fn rings_have_data(&self) -> bool {
-        (0..self.geo.ranks).any(|src| {
-            let off = self.geo.ring_offset(src, self.rank);
-            src != self.rank
-                && self.map.u64_at(off).load(Ordering::Acquire)
-                    != self.map.u64_at(off + LINE).load(Ordering::Relaxed)
-        })
+}
+
+fn rings_have_data(map: &Mapping, geo: &ShmGeometry, rank: u32) -> bool {
+    (0..geo.ranks).any(|src| {
+        let off = geo.ring_offset(src, rank);
+        src != rank
+            && map.u64_at(off).load(Ordering::Acquire)
+                != map.u64_at(off + LINE).load(Ordering::Relaxed)
+    })
+}
+
+/// Announce that `rank` sleeps, re-check its rings, and sleep on its doorbell.
+fn sleep_on_doorbell(map: &Mapping, geo: &ShmGeometry, rank: u32, timeout: Duration) {
+    let bell = map.doorbell(rank);
+    let seen = bell.load(Ordering::Acquire);
+    let sleeping = map.sleeping(rank);
+    sleeping.store(1, Ordering::Relaxed);
+    fence(Ordering::SeqCst);
+    if !rings_have_data(map, geo, rank) {
+        futex_wait(bell, seen, timeout);
     }
+    sleeping.store(0, Ordering::Relaxed);
 }
 
 impl Transport for ShmTransport {
@@ -410,15 +424,12 @@ impl Transport for ShmTransport {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        let bell = self.map.doorbell(self.rank);
-        let seen = bell.load(Ordering::Acquire);
-        let sleeping = self.map.sleeping(self.rank);
-        sleeping.store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        if !self.rings_have_data() {
-            futex_wait(bell, seen, timeout);
-        }
-        sleeping.store(0, Ordering::Relaxed);
+        sleep_on_doorbell(&self.map, &self.geo, self.rank, timeout);
+    }
+
+    fn sleeper(&self) -> Sleeper {
+        let (map, geo, rank) = (self.map.clone(), self.geo, self.rank);
+        Box::new(move |timeout| sleep_on_doorbell(&map, &geo, rank, timeout))
     }
 
     fn waker(&self) -> Waker {
