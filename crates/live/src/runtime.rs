@@ -13,8 +13,9 @@
 //! 5. `poll_event`: completions to the completion queue, fault records to the handler.
 //!
 //! This is the same routing as the simulator's `World::service` (crates/sim/src/world.rs),
-//! with real threads, memory and packets instead of modelled ones. The pagemap window of
-//! [`LiveMemory`] is valid for one turn only.
+//! with real threads, memory and packets instead of modelled ones. The pagemap windows of
+//! [`LiveMemory`] are valid for the turn that read them and the turns beginning within
+//! [`LoopOptions::residency_ttl`].
 //!
 //! # Who drives (progress engine, as in MPI / UCX)
 //!
@@ -107,6 +108,9 @@ pub struct LoopOptions {
     pub wait_yield: StdDuration,
     /// While a caller drives, the progress thread checks back this often.
     pub driven_sleep: StdDuration,
+    /// How long a residency verdict (pagemap window) stays trusted across turns
+    /// ([`crate::memory::RESIDENCY_TTL`]; zero: one turn only).
+    pub residency_ttl: StdDuration,
 }
 
 impl Default for LoopOptions {
@@ -118,9 +122,10 @@ impl Default for LoopOptions {
             max_sleep: StdDuration::from_millis(5),
             drop_after: StdDuration::from_millis(2),
             linger: StdDuration::from_millis(20),
-            wait_spin: StdDuration::from_micros(20),
+            wait_spin: StdDuration::ZERO,
             wait_yield: StdDuration::from_millis(2),
             driven_sleep: StdDuration::from_micros(200),
+            residency_ttl: crate::memory::RESIDENCY_TTL,
         }
     }
 }
@@ -226,6 +231,8 @@ impl Core {
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
+        let mut mem = mem;
+        mem.set_ttl(opts.residency_ttl);
         Core {
             engine,
             mem,
@@ -294,6 +301,10 @@ impl Core {
 
         // 1. Fault handler outputs.
         while let Ok(out) = self.handler_out.try_recv() {
+            if !work {
+                // Pages were brought in: cached "missing" verdicts are stale.
+                self.mem.forget();
+            }
             work = true;
             match out {
                 HandlerOutput::SendErr {

@@ -1,5 +1,6 @@
 //! Distribution of 8 B and 4 MiB write latencies (diagnostics for `bench live`).
 use unpinned_livebench::exp::{live_profile, pattern, present, Pair};
+// Run with MODE=to for Transfer-Only.
 
 fn pct(mut v: Vec<f64>) -> String {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -9,7 +10,11 @@ fn pct(mut v: Vec<f64>) -> String {
 
 fn main() {
     let prof = live_profile();
-    let pair = Pair::part(&prof).unwrap();
+    let mode = match std::env::var("MODE").as_deref() {
+        Ok("to") => unpinned_live::MemoryMode::TransferOnly,
+        _ => unpinned_live::MemoryMode::Part,
+    };
+    let pair = Pair::new(&prof, mode, Default::default()).unwrap();
     let big = 4 << 20;
     let dst = present(big).unwrap();
     // SAFETY: dst outlives the pair's use.
