@@ -41,7 +41,7 @@ use unpinned_part::EngineConfig;
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fault_handler::{self, HandlerConfig, HandlerStats};
-use crate::memory::{check_mapped, LiveMemory, MapsError, MemoryError, MemoryMode, LOCAL_PDID};
+use crate::memory::{check_mapped_kind, LiveMemory, MapsError, MemoryError, MemoryMode, LOCAL_PDID};
 use crate::runtime::{Clock, Core, LoopOptions, RuntimeStats, Shared};
 use crate::transport::shm::{ShmError, ShmTransport};
 use crate::transport::udp::UdpTransport;
@@ -443,6 +443,7 @@ impl Runtime {
             clock,
             cfg.loop_options,
             handler_stats,
+            cfg.handler,
         )));
         let engine_thread = {
             let (core, shared) = (core.clone(), shared.clone());
@@ -527,13 +528,15 @@ impl Runtime {
         perms: Perms,
     ) -> Result<RemoteKey, LiveError> {
         let (addr, len) = (ptr as u64, len as u64);
-        check_mapped(addr, len, perms.read, perms.write).map_err(|source| LiveError::Expose {
-            addr,
-            len,
-            source,
+        let anonymous = check_mapped_kind(addr, len, perms.read, perms.write).map_err(|source| {
+            LiveError::Expose {
+                addr,
+                len,
+                source,
+            }
         })?;
         self.core()?
-            .expose(addr, len, perms)
+            .expose(addr, len, perms, anonymous)
             .ok_or_else(|| LiveError::Expose {
             addr,
             len,

@@ -86,7 +86,7 @@ impl Default for HandlerConfig {
 /// Counters of the handler, shared with the runtime (relaxed atomics).
 #[derive(Debug, Default)]
 pub struct HandlerStats {
-    /// Fault records received.
+    /// Fault records received (including those the engine handled inline).
     pub records: AtomicU64,
     /// Batches processed (wake-ups of the page-in task).
     pub batches: AtomicU64,
@@ -102,6 +102,10 @@ pub struct HandlerStats {
     pub resumes: AtomicU64,
     /// Ranges that could not be paged in.
     pub bad_ranges: AtomicU64,
+    /// Destination faults the engine paged in itself (small, anonymous; see
+    /// `LoopOptions::inline_page_in_max_pages`); their records, pages, time and ERRs are
+    /// counted above too (not as batches: the thread never saw them).
+    pub inline_page_ins: AtomicU64,
 }
 
 /// A plain copy of [`HandlerStats`].
@@ -123,6 +127,8 @@ pub struct HandlerSnapshot {
     pub resumes: u64,
     /// Ranges that could not be paged in.
     pub bad_ranges: u64,
+    /// Destination faults the engine paged in itself.
+    pub inline_page_ins: u64,
 }
 
 impl HandlerStats {
@@ -138,6 +144,7 @@ impl HandlerStats {
             errs: l(&self.errs),
             resumes: l(&self.resumes),
             bad_ranges: l(&self.bad_ranges),
+            inline_page_ins: l(&self.inline_page_ins),
         }
     }
 }

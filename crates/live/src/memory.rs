@@ -486,9 +486,21 @@ pub enum MapsError {
 /// Check from `/proc/self/maps` that `[addr, addr+len)` is mapped with the permissions asked
 /// (called once per exposure; costs tens of microseconds, not per access).
 pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), MapsError> {
+    check_mapped_kind(addr, len, read, write).map(|_| ())
+}
+
+/// [`check_mapped`], also telling whether every mapping of the range is private anonymous
+/// memory (no file behind it, so a missing page is a zero-fill minor fault, never a disk read).
+pub fn check_mapped_kind(
+    addr: u64,
+    len: u64,
+    read: bool,
+    write: bool,
+) -> Result<bool, MapsError> {
     if len == 0 {
-        return Ok(());
+        return Ok(false);
     }
+    let mut anon = true;
     let maps =
         std::fs::read_to_string("/proc/self/maps").map_err(|e| MapsError::Io(e.to_string()))?;
     let end = addr.saturating_add(len);
@@ -523,9 +535,16 @@ pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), 
                 need: "writable",
             });
         }
+        // Fields after perms: offset, device, inode, then the path (if any).
+        let inode = it.nth(2);
+        let path = it.next().unwrap_or("");
+        let private = p.get(3) == Some(&b'p');
+        anon &= private
+            && inode == Some("0")
+            && (path.is_empty() || path == "[heap]" || path.starts_with("[anon:"));
         cur = e;
         if cur >= end {
-            return Ok(());
+            return Ok(anon);
         }
     }
     Err(MapsError::Unmapped(cur))
@@ -710,6 +729,7 @@ mod tests {
             Err(MemError::Unmapped { addr: base + 4096 })
         );
         assert!(check_mapped(base, 4096, true, true).is_ok());
+        assert_eq!(check_mapped_kind(base, 4096, true, true), Ok(true));
         assert_eq!(
             check_mapped(base, 8192, true, true),
             Err(MapsError::Unmapped(base + 4096))
@@ -721,6 +741,29 @@ mod tests {
         );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
+    }
+
+    #[test]
+    fn file_mapping_is_not_anonymous() {
+        let path = std::env::temp_dir().join(format!("unpinned-kind-{}", std::process::id()));
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        // SAFETY: a private mapping of our own temporary file, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(check_mapped_kind(p as u64, 4096, true, true), Ok(false));
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(p, 4096) };
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

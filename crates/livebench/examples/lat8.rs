@@ -25,6 +25,16 @@ fn main() {
     let sb = pattern(2, big);
     let v: Vec<f64> = (0..15).map(|_| pair.write_us(&sb, dst.addr(), k).unwrap()).collect();
     println!("4 MiB us: {}", pct(v));
+    let s4 = pattern(3, 4096);
+    let mut miss = Vec::new();
+    for _ in 0..200 {
+        let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+        // SAFETY: fresh outlives the exposure (revoked below).
+        let k = unsafe { pair.expose(fresh.ptr(), 4096).unwrap() };
+        miss.push(pair.write_us(&s4, fresh.addr(), k).unwrap());
+        pair.revoke(k);
+    }
+    println!("4 KiB missing us: {}", pct(miss));
     let (a, b) = pair.stats().unwrap();
     println!("sender {:?}\ntarget {:?}", a, b);
 }
