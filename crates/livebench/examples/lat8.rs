@@ -9,7 +9,11 @@ fn pct(mut v: Vec<f64>) -> String {
 }
 
 fn main() {
-    let prof = live_profile();
+    let mut prof = live_profile();
+    // Extra overrides, as `UNPINNED_SET` (`engine.max_outstanding_blocks=8;...`).
+    for o in std::env::var("UNPINNED_SET").unwrap_or_default().split(';').filter(|o| !o.is_empty()) {
+        prof = prof.with_override(o).unwrap();
+    }
     let mode = match std::env::var("MODE").as_deref() {
         Ok("to") => unpinned_live::MemoryMode::TransferOnly,
         _ => unpinned_live::MemoryMode::Part,

@@ -45,6 +45,8 @@ pub struct LiveBench {
     pub write_8b_us: f64,
     /// 4 MiB write into present memory, median, GB/s (target >= 20).
     pub write_4mib_gbytes_s: f64,
+    /// This machine's bound: one `memcpy` of 4 MiB between present buffers, median, GB/s.
+    pub memcpy_4mib_gbytes_s: f64,
     /// Pin per transfer (mlock + Transfer-Only transfer + munlock) over PART, 4 MiB present
     /// (target >= 3).
     pub pin_over_part_4mib: f64,
@@ -58,6 +60,23 @@ pub struct LiveBench {
     pub hol_blocking_over_nofault: f64,
     /// Repetitions used for the large transfers.
     pub reps: usize,
+}
+
+/// Median bandwidth of copying `len` bytes between two present buffers, GB/s (the memory
+/// copy bound of this machine; the live path copies every byte at least twice).
+pub fn memcpy_gbytes_s(len: usize, reps: usize) -> Result<f64, ExperimentError> {
+    let src = present(len)?;
+    let dst = present(len)?;
+    let v = (0..reps.max(3))
+        .map(|_| {
+            let t = Instant::now();
+            // SAFETY: two distinct fresh mappings of `len` bytes each, owned here.
+            unsafe { std::ptr::copy_nonoverlapping(src.ptr(), dst.ptr(), len) };
+            std::hint::black_box(dst.ptr());
+            len as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    Ok(median(v))
 }
 
 fn writes(
@@ -80,6 +99,8 @@ pub fn run(
 ) -> Result<LiveBench, ExperimentError> {
     let reps = reps.max(1);
     let big = 4usize << 20;
+    progress("memcpy bound");
+    let memcpy_4mib_gbytes_s = memcpy_gbytes_s(big, 20 * reps)?;
     // Declared before the pairs so that it outlives them on every path.
     let dst = present(big)?;
     let part = Pair::part(&ctx.profile)?;
@@ -170,6 +191,7 @@ pub fn run(
     Ok(LiveBench {
         write_8b_us,
         write_4mib_gbytes_s,
+        memcpy_4mib_gbytes_s,
         pin_over_part_4mib,
         part_over_transfer_only,
         write_4k_missing_us,
