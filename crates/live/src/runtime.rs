@@ -62,7 +62,7 @@ use unpinned_part::{EngineStats, Event, PartEngine};
 
 use crate::fault_handler::{HandlerConfig, HandlerOutput};
 use crate::memory::{LiveMemory, MemStats};
-use crate::transport::{SendError, Sleeper, Transport};
+use crate::transport::{InPlace, SendError, Sleeper, Transport};
 
 /// Maps the monotonic clock onto the engine's time.
 #[derive(Clone, Copy, Debug)]
@@ -224,6 +224,8 @@ pub(crate) struct Core {
     tx: Vec<u8>,
     /// A packet `poll_transmit` produced that the transport could not take yet.
     pending: Option<(u32, usize)>,
+    /// Destination of the last packet sent: the guess for writing the next one in place.
+    last_dst: u32,
     full_since: Vec<Option<StdInstant>>,
     stats: RuntimeStats,
 }
@@ -265,6 +267,7 @@ impl Core {
             rx: vec![0u8; bufsz],
             tx: vec![0u8; bufsz],
             pending: None,
+            last_dst: 0,
             full_since: vec![None; n],
             stats: RuntimeStats::default(),
         }
@@ -383,18 +386,26 @@ impl Core {
             }
         }
 
-        // 2. Receive.
-        for _ in 0..self.opts.batch {
-            let Some((src, len)) = self.transport.recv(&mut self.rx) else {
-                break;
-            };
-            work = true;
-            if self
-                .engine
-                .handle_packet(now, src, &self.rx[..len], &mut self.mem)
-                .is_err()
-            {
-                self.stats.rx_rejected += 1;
+        // 2. Receive, in place where the transport allows (the shm ring slot).
+        {
+            let Core {
+                engine,
+                mem,
+                transport,
+                rx,
+                stats,
+                ..
+            } = self;
+            for _ in 0..self.opts.batch {
+                let got = transport.recv_with(rx, &mut |src, bytes| {
+                    if engine.handle_packet(now, src, bytes, mem).is_err() {
+                        stats.rx_rejected += 1;
+                    }
+                });
+                if !got {
+                    break;
+                }
+                work = true;
             }
         }
 
@@ -405,14 +416,44 @@ impl Core {
             self.engine.handle_timeout(now);
         }
 
-        // 4. Transmit.
+        // 4. Transmit, written in place into the transport where it allows (the shm ring slot
+        // towards the last destination), else through `tx`.
         for _ in 0..self.opts.batch {
             let (dst, len) = match self.pending.take() {
                 Some(p) => p,
-                None => match self.engine.poll_transmit(now, &mut self.tx, &mut self.mem) {
-                    Some(t) => (t.dst, t.len),
-                    None => break,
-                },
+                None => {
+                    let Core {
+                        engine,
+                        mem,
+                        transport,
+                        tx,
+                        ..
+                    } = self;
+                    let mut fill = |buf: &mut [u8]| {
+                        engine.poll_transmit(now, buf, mem).map(|t| (t.dst, t.len))
+                    };
+                    match transport.send_in_place(self.last_dst, tx, &mut fill) {
+                        InPlace::Sent(dst) => {
+                            work = true;
+                            if let Some(f) = self.full_since.get_mut(dst as usize) {
+                                *f = None;
+                            }
+                            continue;
+                        }
+                        InPlace::Empty => break,
+                        InPlace::Misdirected(dst, len) => {
+                            self.last_dst = dst;
+                            (dst, len)
+                        }
+                        InPlace::Unavailable => match fill(tx) {
+                            Some(t) => {
+                                self.last_dst = t.0;
+                                t
+                            }
+                            None => break,
+                        },
+                    }
+                }
             };
             work = true;
             match self.transport.send(dst, &self.tx[..len]) {
