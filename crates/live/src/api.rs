@@ -69,6 +69,9 @@ pub const ENV_SET: &str = "UNPINNED_SET";
 pub const ENV_SPIN_US: &str = "UNPINNED_SPIN_US";
 /// Environment variable (optional): engine loop yield time before sleeping, us.
 pub const ENV_YIELD_US: &str = "UNPINNED_YIELD_US";
+/// Environment variable (optional): how long a residency verdict stays trusted, us
+/// ([`LoopOptions::residency_ttl`]).
+pub const ENV_RESIDENCY_TTL_US: &str = "UNPINNED_RESIDENCY_TTL_US";
 /// Environment variable (optional): how long a waiting caller drives the engine busily, us
 /// ([`LoopOptions::wait_spin`]).
 pub const ENV_WAIT_SPIN_US: &str = "UNPINNED_WAIT_SPIN_US";
@@ -345,6 +348,9 @@ impl Runtime {
         }
         if let Some(d) = us(ENV_YIELD_US)? {
             cfg.loop_options.yield_for = d;
+        }
+        if let Some(d) = us(ENV_RESIDENCY_TTL_US)? {
+            cfg.loop_options.residency_ttl = d;
         }
         if let Some(d) = us(ENV_WAIT_SPIN_US)? {
             cfg.loop_options.wait_spin = d;

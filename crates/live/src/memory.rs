@@ -32,8 +32,8 @@
 //!   when the page-in thread reports) and bad-page marks drop every window at once. Before
 //!   caller-driven progress a window lived for exactly one turn of the engine thread, a few
 //!   dozen packets, i.e. tens of microseconds; turns are now much shorter (a waiting caller
-//!   runs one per poll), so the bound is a time rather than a turn: 100 us, the time to
-//!   stream through one window. It is the same kind of window as the unavoidable
+//!   runs one per poll), so the bound is a time of that order rather than a turn: 20 us.
+//!   It is the same kind of window as the unavoidable
 //!   check-then-copy race below, only longer: a page that leaves within it (munmap,
 //!   `MADV_DONTNEED`, reclaim of a file page, migration) is touched by the engine, which
 //!   then takes the CPU fault the check tries to avoid (or `SIGSEGV` for a broken `expose`
@@ -86,19 +86,19 @@ pub const LOCAL_PDID: Pdid = 1;
 /// 256 B needs 2-3 pages, so 64 entries wasted ~2 us per turn (PART took 1.2-1.9x the time of
 /// Transfer-Only on present memory in `unpinned bench live`; with 16, 0.9-1.3x).
 ///
-/// Now 64 (256 KiB): windows outlive the turn (see [`RESIDENCY_TTL`]) and with 4 KiB packets
-/// a turn covers up to 32 pages, so a longer read is used; and on the loaded 2-vCPU VM the
-/// syscall, not the entries, is the cost (`bench_residency`: a 1-entry `pread` 4.2 us, a
-/// 32-entry one 3.7 us, 114 ns per page). A 4 MiB transfer then reads pagemap 16 times per
-/// side instead of 64-128.
-pub const WINDOW_PAGES: usize = 64;
+/// Now 32: one turn moves at most 32 packets (`LoopOptions::batch`), and with 4 KiB packets
+/// that is 32 pages, so one read covers a turn. On the loaded 2-vCPU VM the syscall, not the
+/// entries, is the cost (`bench_residency`: a 1-entry `pread` 4.2 us, a 32-entry one 3.7 us,
+/// i.e. 114 ns per page). 64 entries trusted for 100 us halved the reads of a 4 MiB write
+/// (16-20 per side instead of 32), but made no difference measurable above this VM's noise
+/// (interleaved `bench live` runs of both configurations ranged 0.7-5.3 GB/s), so the
+/// shorter staleness bound was kept.
+pub const WINDOW_PAGES: usize = 32;
 
 /// How long a pagemap window stays trusted (see the module doc): windows read longer ago are
-/// dropped when a turn begins. 100 us: the time to stream through one window
-/// ([`WINDOW_PAGES`] pages, 256 KiB) at the 2-3 GB/s measured here, so that a window is not
-/// re-read in the middle of a transfer (with 20 us and 32-page windows the sender read
-/// pagemap 64 times per 4 MiB instead of 32).
-pub const RESIDENCY_TTL: std::time::Duration = std::time::Duration::from_micros(100);
+/// dropped when a turn begins. 20 us: the order of one engine turn before caller-driven
+/// progress (`UNPINNED_RESIDENCY_TTL_US` overrides it).
+pub const RESIDENCY_TTL: std::time::Duration = std::time::Duration::from_micros(20);
 
 const PM_PRESENT: u64 = 1 << 63;
 const PM_SWAPPED: u64 = 1 << 62;

@@ -108,6 +108,9 @@ impl Pair {
                 if let Some(d) = us(unpinned_live::api::ENV_YIELD_US) {
                     c.loop_options.yield_for = d;
                 }
+                if let Some(d) = us(unpinned_live::api::ENV_RESIDENCY_TTL_US) {
+                    c.loop_options.residency_ttl = d;
+                }
                 if let Some(d) = us(unpinned_live::api::ENV_WAIT_SPIN_US) {
                     c.loop_options.wait_spin = d;
                 }
