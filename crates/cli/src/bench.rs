@@ -51,6 +51,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     println!("8 B write latency (median)            {:>10.2} us      target <= 0.5 us   {}", r.write_8b_us, verdict(r.write_8b_us <= 0.5));
     println!("4 MiB write bandwidth (median)        {:>10.3} GB/s    target >= 20 GB/s  {}", r.write_4mib_gbytes_s, verdict(r.write_4mib_gbytes_s >= 20.0));
+    println!("  bound: 4 MiB memcpy on this machine {:>10.3} GB/s    (live = {:.0}% of it)", r.memcpy_4mib_gbytes_s, 100.0 * r.write_4mib_gbytes_s / r.memcpy_4mib_gbytes_s);
     println!("pin-per-transfer / PART, 4 MiB        {:>10.2} x       target >= 3x       {}", r.pin_over_part_4mib, verdict(r.pin_over_part_4mib >= 3.0));
     for (size, ratio) in &r.part_over_transfer_only {
         println!("PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}", size, ratio, verdict(*ratio <= 1.05));

@@ -1,8 +1,9 @@
 //! The live runtime of unpinned: PART between real processes, on real memory, with real page
 //! faults (issue 3).
 //!
-//! The same sans-IO [`unpinned_part::PartEngine`] the simulator drives runs here on an engine
-//! thread per process (rank); nothing of the protocol is re-implemented. What changes is what
+//! The same sans-IO [`unpinned_part::PartEngine`] the simulator drives runs here, driven by
+//! the application's own threads when they post or wait, and by a progress thread per process
+//! (rank) otherwise; nothing of the protocol is re-implemented. What changes is what
 //! surrounds it:
 //!
 //! | simulator (`crates/sim`)         | live runtime (this crate)                                   |
@@ -10,7 +11,7 @@
 //! | modelled memory + IOMMU          | [`memory::LiveMemory`]: the process's own pages, residency from `/proc/self/pagemap` |
 //! | fault handler model              | [`fault_handler`]: a thread, `madvise(MADV_POPULATE_*)`     |
 //! | links with latency and loss      | [`transport`]: shared-memory rings, UDP, in-process queues  |
-//! | event queue                      | [`runtime`]: the engine loop, real monotonic time           |
+//! | event queue                      | [`runtime`]: engine turns (caller-driven), real monotonic time |
 //! | `Sim::post`                      | [`Runtime`] (`expose`, `write`, `read`, `wait`, `flush`)    |
 //! | experiment harness               | [`launch`]: `unpinned run -n N -- PROGRAM`                  |
 //!

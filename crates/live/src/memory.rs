@@ -6,7 +6,7 @@
 //! page fault, and otherwise answer [`MemError::NotPresent`] so the engine sends a page-fault
 //! NACK and the [fault handler](crate::fault_handler) brings the page in.
 //!
-//! # Mechanism: `/proc/self/pagemap`, read in windows, valid for one engine turn
+//! # Mechanism: `/proc/self/pagemap`, read in windows, valid for a bounded time
 //!
 //! Candidates considered:
 //!
@@ -25,13 +25,21 @@
 //!   fork) or a file / shared page. Chosen.
 //! - A software translation cache validated by pagemap: a cache that outlives the check cannot
 //!   see `munmap`, `madvise(DONTNEED)` or reclaim, which is exactly the stale registration-cache
-//!   bug class PART exists to avoid. We keep a cache only for the duration of one *engine turn*
-//!   (see [`LiveMemory::begin_turn`]): a `pread` fetches [`WINDOW_PAGES`] entries at once, and
-//!   lookups within the window in the same turn are free. The runtime bounds a turn to a few
-//!   dozen packets (tens of microseconds), the same order as the unavoidable check-then-copy
-//!   window below.
+//!   bug class PART exists to avoid. We keep a window only for a bounded time: a `pread`
+//!   fetches [`WINDOW_PAGES`] entries at once, and lookups within the window are free during
+//!   the engine turn that read it and the turns that *begin* within [`RESIDENCY_TTL`] of the
+//!   read (see [`LiveMemory::begin_turn`]); page-ins (the runtime calls [`LiveMemory::forget`]
+//!   when the page-in thread reports) and bad-page marks drop every window at once. Before
+//!   caller-driven progress a window lived for exactly one turn of the engine thread, a few
+//!   dozen packets, i.e. tens of microseconds; turns are now much shorter (a waiting caller
+//!   runs one per poll), so the bound is a time of that order rather than a turn: 20 us.
+//!   It is the same kind of window as the unavoidable
+//!   check-then-copy race below, only longer: a page that leaves within it (munmap,
+//!   `MADV_DONTNEED`, reclaim of a file page, migration) is touched by the engine, which
+//!   then takes the CPU fault the check tries to avoid (or `SIGSEGV` for a broken `expose`
+//!   promise, as below).
 //!
-//! Measured on the development machine (x86-64 VM, 2 vCPUs, Linux 6.18, [`bench_residency`]
+//! Measured on the development machine (before the time bound; windows of 16 entries then) (x86-64 VM, 2 vCPUs, Linux 6.18, [`bench_residency`]
 //! over 4096 present pages): a one-entry `pread` of pagemap costs about **1.0 us per page**; a
 //! 64-entry window read costs about **50 ns per page** (one ~3 us syscall per 64 pages; the
 //! window is now [`WINDOW_PAGES`] = 16 entries, eight windows per turn); a
@@ -77,7 +85,20 @@ pub const LOCAL_PDID: Pdid = 1;
 /// Was 64: a `pread` costs about 1 us plus ~35 ns per entry, and a turn of 32 packets of
 /// 256 B needs 2-3 pages, so 64 entries wasted ~2 us per turn (PART took 1.2-1.9x the time of
 /// Transfer-Only on present memory in `unpinned bench live`; with 16, 0.9-1.3x).
-pub const WINDOW_PAGES: usize = 16;
+///
+/// Now 32: one turn moves at most 32 packets (`LoopOptions::batch`), and with 4 KiB packets
+/// that is 32 pages, so one read covers a turn. On the loaded 2-vCPU VM the syscall, not the
+/// entries, is the cost (`bench_residency`: a 1-entry `pread` 4.2 us, a 32-entry one 3.7 us,
+/// i.e. 114 ns per page). 64 entries trusted for 100 us halved the reads of a 4 MiB write
+/// (16-20 per side instead of 32), but made no difference measurable above this VM's noise
+/// (interleaved `bench live` runs of both configurations ranged 0.7-5.3 GB/s), so the
+/// shorter staleness bound was kept.
+pub const WINDOW_PAGES: usize = 32;
+
+/// How long a pagemap window stays trusted (see the module doc): windows read longer ago are
+/// dropped when a turn begins. 20 us: the order of one engine turn before caller-driven
+/// progress (`UNPINNED_RESIDENCY_TTL_US` overrides it).
+pub const RESIDENCY_TTL: std::time::Duration = std::time::Duration::from_micros(20);
 
 const PM_PRESENT: u64 = 1 << 63;
 const PM_SWAPPED: u64 = 1 << 62;
@@ -160,6 +181,8 @@ const WINDOWS: usize = 8;
 struct Window {
     base: u64,
     len: usize,
+    /// When it was read (`None`: empty).
+    at: Option<StdInstant>,
     e: [u64; WINDOW_PAGES],
 }
 
@@ -167,6 +190,7 @@ impl Window {
     const EMPTY: Window = Window {
         base: 0,
         len: 0,
+        at: None,
         e: [0; WINDOW_PAGES],
     };
 }
@@ -192,6 +216,7 @@ pub struct LiveMemory {
     bad: Vec<(u64, u64, StdInstant)>,
     stats: MemStats,
     mode: MemoryMode,
+    ttl: std::time::Duration,
 }
 
 /// How long a page stays marked bad after a failed page-in (the application may fix the
@@ -210,6 +235,8 @@ impl LiveMemory {
             bad: Vec::new(),
             stats: MemStats::default(),
             mode: MemoryMode::Part,
+            // One turn, as before caller-driven progress; the runtime sets its own bound.
+            ttl: std::time::Duration::ZERO,
         })
     }
 
@@ -218,6 +245,12 @@ impl LiveMemory {
         let mut m = LiveMemory::new(pdid)?;
         m.mode = mode;
         Ok(m)
+    }
+
+    /// Trust pagemap windows for `ttl` after their read (the default, `Duration::ZERO`: for
+    /// the turn that read them only; the runtime uses [`RESIDENCY_TTL`]).
+    pub fn set_ttl(&mut self, ttl: std::time::Duration) {
+        self.ttl = ttl;
     }
 
     /// How this memory is reached.
@@ -250,14 +283,29 @@ impl LiveMemory {
         self.stats
     }
 
-    /// Start a new engine turn: forget every cached pagemap entry.
+    /// Start a new engine turn: forget every pagemap window read more than the TTL ago
+    /// (all of them with a zero TTL).
     pub fn begin_turn(&mut self) {
+        if self.windows.iter().all(|w| w.at.is_none()) {
+            return;
+        }
+        let now = StdInstant::now();
+        for w in &mut self.windows {
+            if w.at.is_some_and(|at| now.duration_since(at) >= self.ttl) {
+                *w = Window::EMPTY;
+            }
+        }
+    }
+
+    /// Forget every pagemap window now (pages were just brought in or marked bad).
+    pub fn forget(&mut self) {
         self.forget_windows();
     }
 
     fn forget_windows(&mut self) {
         for w in &mut self.windows {
             w.len = 0;
+            w.at = None;
         }
     }
 
@@ -299,6 +347,7 @@ impl LiveMemory {
         }
         w.base = page;
         w.len = n;
+        w.at = Some(StdInstant::now());
         if n == 0 {
             0
         } else {
@@ -446,9 +495,21 @@ pub enum MapsError {
 /// Check from `/proc/self/maps` that `[addr, addr+len)` is mapped with the permissions asked
 /// (called once per exposure; costs tens of microseconds, not per access).
 pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), MapsError> {
+    check_mapped_kind(addr, len, read, write).map(|_| ())
+}
+
+/// [`check_mapped`], also telling whether every mapping of the range is private anonymous
+/// memory (no file behind it, so a missing page is a zero-fill minor fault, never a disk read).
+pub fn check_mapped_kind(
+    addr: u64,
+    len: u64,
+    read: bool,
+    write: bool,
+) -> Result<bool, MapsError> {
     if len == 0 {
-        return Ok(());
+        return Ok(false);
     }
+    let mut anon = true;
     let maps =
         std::fs::read_to_string("/proc/self/maps").map_err(|e| MapsError::Io(e.to_string()))?;
     let end = addr.saturating_add(len);
@@ -483,9 +544,16 @@ pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), 
                 need: "writable",
             });
         }
+        // Fields after perms: offset, device, inode, then the path (if any).
+        let inode = it.nth(2);
+        let path = it.next().unwrap_or("");
+        let private = p.get(3) == Some(&b'p');
+        anon &= private
+            && inode == Some("0")
+            && (path.is_empty() || path == "[heap]" || path.starts_with("[anon:"));
         cur = e;
         if cur >= end {
-            return Ok(());
+            return Ok(anon);
         }
     }
     Err(MapsError::Unmapped(cur))
@@ -615,6 +683,33 @@ mod tests {
     }
 
     #[test]
+    fn windows_live_for_the_ttl_and_die_on_forget() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(1);
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        m.set_ttl(std::time::Duration::from_secs(3600));
+        let missing = Err(MemError::NotPresent { page_addr: base });
+        assert_eq!(m.check(base, 8, Access::Write), missing);
+        // SAFETY: base is a live writable mapping of one page.
+        unsafe { *(base as *mut u8) = 7 };
+        // Within the TTL the window read before the touch is still trusted...
+        m.begin_turn();
+        assert_eq!(m.check(base, 8, Access::Write), missing);
+        let reads = m.stats().pagemap_reads;
+        // ...until the runtime says pages came in.
+        m.forget();
+        assert_eq!(m.check(base, 8, Access::Write), Ok(()));
+        assert_eq!(m.stats().pagemap_reads, reads + 1);
+        // With a zero TTL every turn reads again.
+        m.set_ttl(std::time::Duration::ZERO);
+        m.begin_turn();
+        assert_eq!(m.check(base, 8, Access::Write), Ok(()));
+        assert_eq!(m.stats().pagemap_reads, reads + 2);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
+    }
+
+    #[test]
     fn zero_page_is_readable_not_writable() {
         let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let base = anon(1);
@@ -643,6 +738,7 @@ mod tests {
             Err(MemError::Unmapped { addr: base + 4096 })
         );
         assert!(check_mapped(base, 4096, true, true).is_ok());
+        assert_eq!(check_mapped_kind(base, 4096, true, true), Ok(true));
         assert_eq!(
             check_mapped(base, 8192, true, true),
             Err(MapsError::Unmapped(base + 4096))
@@ -654,6 +750,29 @@ mod tests {
         );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
+    }
+
+    #[test]
+    fn file_mapping_is_not_anonymous() {
+        let path = std::env::temp_dir().join(format!("unpinned-kind-{}", std::process::id()));
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        // SAFETY: a private mapping of our own temporary file, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(check_mapped_kind(p as u64, 4096, true, true), Ok(false));
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(p, 4096) };
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

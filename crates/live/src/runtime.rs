@@ -1,47 +1,68 @@
-//! The engine loop: one thread per rank drives the unchanged sans-IO [`PartEngine`].
+//! The engine of a rank: the unchanged sans-IO [`PartEngine`] with its memory, transport and
+//! page-in thread, driven by whichever thread holds it (caller-driven progress).
 //!
-//! Each turn, in order:
+//! A [`Core`] sits behind a mutex. Each [`Core::turn`], in order:
 //!
-//! 1. user commands (posts, exposures) from the API threads;
-//! 2. outputs of the [fault handler](crate::fault_handler) thread: `post_err` for resolved
+//! 1. outputs of the [fault handler](crate::fault_handler) thread: `post_err` for resolved
 //!    destination faults, `handle_source_resolved` for source faults, bad ranges into memory;
-//! 3. up to [`LoopOptions::batch`] packets from the transport into `handle_packet`;
-//! 4. `handle_timeout` if the engine's deadline has passed;
-//! 5. up to `batch` packets from `poll_transmit` into the transport (a packet the transport
+//! 2. up to [`LoopOptions::batch`] packets from the transport into `handle_packet`;
+//! 3. `handle_timeout` if the engine's deadline has passed;
+//! 4. up to `batch` packets from `poll_transmit` into the transport (a packet the transport
 //!    cannot take yet stays pending; one towards a destination that stays full longer than
 //!    [`LoopOptions::drop_after`] is dropped, as a lossy link would: the engine recovers);
-//! 6. `poll_event`: completions to the completion queue, fault records to the handler.
+//! 5. `poll_event`: completions to the completion queue, fault records to the handler.
 //!
 //! This is the same routing as the simulator's `World::service` (crates/sim/src/world.rs),
-//! with real threads, memory and packets instead of modelled ones. The pagemap window of
-//! [`LiveMemory`] is valid for one turn only.
+//! with real threads, memory and packets instead of modelled ones. The pagemap windows of
+//! [`LiveMemory`] are valid for the turn that read them and the turns beginning within
+//! [`LoopOptions::residency_ttl`].
+//!
+//! # Who drives (progress engine, as in MPI / UCX)
+//!
+//! - The thread that posts runs `post` and one turn inline (the first packets leave at once,
+//!   no hand-off to another thread).
+//! - A thread in [`crate::Runtime::wait`] / `flush` drives turns itself while it spins
+//!   ([`LoopOptions::wait_spin`], then [`LoopOptions::wait_yield`] yielding between turns),
+//!   and only then sleeps on the completion queue.
+//! - The progress thread ([`progress`]) is the asynchronous fallback: it answers peers when no
+//!   caller is inside the runtime (a target rank whose application computes), finishes
+//!   transfers that nobody waits for, and serves the page-in thread's outputs. While a caller
+//!   drives, it stays out of the way (sleeps [`LoopOptions::driven_sleep`] without ringing
+//!   peers' doorbells), so the two do not compete for the two cores of a small machine.
+//!
+//! Everyone takes the core with `try_lock` while polling, so a turn is never waited for by a
+//! spinning thread; posts and configuration calls (`expose`, `revoke`, `stats`) take it with a
+//! blocking lock (a turn is bounded by `batch` packets).
 //!
 //! Time: `std::time::Instant` (monotonic) mapped to the engine's nanosecond [`Instant`] since
 //! the runtime started.
 //!
-//! Idle policy: loop without pause while there is work; after [`LoopOptions::spin`] without
-//! work (default 0), yield for [`LoopOptions::yield_for`] (default 1 ms), then sleep in
-//! [`Transport::wait`] (a futex on the shm doorbell, `ppoll` on the UDP socket, a condition
-//! variable in memory) until a packet, a local wake-up (post, handler output) or the engine's
-//! next deadline. On the 2-vCPU development VM busy-polling with `pause` was the worst choice
-//! (an 8 B write took 78 us median with 20 us of spinning, 13 us with none): there are more
-//! busy threads than cores (two engines and a waiting caller), and a spinning thread holds a
-//! core the others need, while waking a sleeping vCPU costs tens of microseconds. Yielding
-//! keeps every thread runnable without hogging a core.
+//! Idle policy of the progress thread: loop without pause while there is work; after
+//! [`LoopOptions::spin`] without work (default 0), yield for [`LoopOptions::yield_for`]
+//! (default 1 ms), then sleep in the transport's [`Sleeper`] (a futex on the shm doorbell,
+//! `ppoll` on the UDP socket, a condition variable in memory) until a packet, a local
+//! wake-up (handler output) or the engine's next deadline. On the 2-vCPU development VM
+//! busy-polling with `pause` in the progress thread was the worst choice (an 8 B write took
+//! 78 us median with 20 us of spinning, 13 us with none): there are more busy threads than
+//! cores, and a spinning thread holds a core the others need. Yielding keeps every thread
+//! runnable without hogging a core.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, TryLockError};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
-use unpinned_core::api::{Completion, CompletionError, FaultRecord, Perms, RemoteKey, WorkRequest};
+use unpinned_core::api::{
+    Completion, CompletionError, FaultRecord, FaultSide, Perms, RemoteKey, WorkRequest,
+};
+use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::time::Instant;
 use unpinned_part::{EngineStats, Event, PartEngine};
 
-use crate::fault_handler::HandlerOutput;
+use crate::fault_handler::{HandlerConfig, HandlerOutput};
 use crate::memory::{LiveMemory, MemStats};
-use crate::transport::{SendError, Transport};
+use crate::transport::{InPlace, SendError, Sleeper, Transport};
 
 /// Maps the monotonic clock onto the engine's time.
 #[derive(Clone, Copy, Debug)]
@@ -83,6 +104,29 @@ pub struct LoopOptions {
     pub drop_after: StdDuration,
     /// After shutdown was asked, keep answering peers until idle this long.
     pub linger: StdDuration,
+    /// A waiting caller drives the engine in a busy loop this long (`UNPINNED_WAIT_SPIN_US`).
+    /// Default 0: on the shared 2-vCPU VM the caller and the peer's engine often share one
+    /// core (other jobs hold the other), and each microsecond of spinning added a microsecond
+    /// to an 8 B write (median 5.2-5.6 us with 0, 8-10 us with 3, 25-30 us with 20); polling
+    /// with `sched_yield` costs little when the core is free and hands it over when not.
+    pub wait_spin: StdDuration,
+    /// Then drives it yielding the core between turns this long, before sleeping on the
+    /// completion queue (`UNPINNED_WAIT_YIELD_US`).
+    pub wait_yield: StdDuration,
+    /// While a caller drives, the progress thread checks back this often.
+    pub driven_sleep: StdDuration,
+    /// How long a residency verdict (pagemap window) stays trusted across turns
+    /// ([`crate::memory::RESIDENCY_TTL`]; zero: one turn only).
+    pub residency_ttl: StdDuration,
+    /// Destination faults whose page-in (per the handler's policy) covers at most this many
+    /// pages of *private anonymous* exposed memory are paged in by the engine itself, inline,
+    /// and the ERR is queued in the same turn (0: always hand them to the page-in thread).
+    /// Such a page-in is a zero-fill minor fault (~1-2 us per page measured here), cheaper
+    /// than waking the page-in thread; a file-backed page could be a disk read and always goes
+    /// to the thread, so other transfers never wait for I/O. Anonymity is read from
+    /// `/proc/self/maps` at `expose`: memory remapped as a file afterwards would be paged in
+    /// inline (correct, only blocking).
+    pub inline_page_in_max_pages: u64,
 }
 
 impl Default for LoopOptions {
@@ -94,6 +138,11 @@ impl Default for LoopOptions {
             max_sleep: StdDuration::from_millis(5),
             drop_after: StdDuration::from_millis(2),
             linger: StdDuration::from_millis(20),
+            wait_spin: StdDuration::ZERO,
+            wait_yield: StdDuration::from_millis(2),
+            driven_sleep: StdDuration::from_micros(200),
+            residency_ttl: crate::memory::RESIDENCY_TTL,
+            inline_page_in_max_pages: 4,
         }
     }
 }
@@ -117,34 +166,21 @@ pub struct RuntimeStats {
     pub rx_rejected: u64,
 }
 
-/// What the API threads ask of the engine loop.
-pub(crate) enum Command {
-    Post(WorkRequest),
-    Expose {
-        base: u64,
-        len: u64,
-        perms: Perms,
-        reply: Sender<Option<RemoteKey>>,
-    },
-    Revoke {
-        key: RemoteKey,
-        reply: Sender<bool>,
-    },
-    Stats {
-        reply: Sender<RuntimeStats>,
-    },
-    Shutdown,
-}
-
-/// State shared between the engine loop and the API.
+/// State shared between the engine and the API without the core's lock.
 pub(crate) struct Shared {
     pub completions: Mutex<VecDeque<Completion>>,
     pub cv: Condvar,
     pub waiters: AtomicUsize,
     /// Completions delivered so far (lets waiters spin without the lock).
     pub delivered: AtomicU64,
-    /// The engine loop has exited (no more completions will come).
+    /// The progress thread has exited (no more completions will come).
     pub stopped: AtomicBool,
+    /// Shutdown was asked (the runtime is being dropped).
+    pub shutdown: AtomicBool,
+    /// Callers currently driving the engine (the progress thread then stays out of the way).
+    pub drivers: AtomicUsize,
+    /// Times the progress thread slept in the transport.
+    pub sleeps: AtomicU64,
 }
 
 impl Shared {
@@ -155,10 +191,13 @@ impl Shared {
             waiters: AtomicUsize::new(0),
             delivered: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
+            drivers: AtomicUsize::new(0),
+            sleeps: AtomicU64::new(0),
         }
     }
 
-    fn push(&self, c: Completion) {
+    pub fn push(&self, c: Completion) {
         self.completions
             .lock()
             .expect("completion queue")
@@ -170,223 +209,377 @@ impl Shared {
     }
 }
 
-/// Everything the engine loop owns.
-pub(crate) struct EngineLoop {
+/// Everything the engine of a rank owns; whoever holds the lock drives it.
+pub(crate) struct Core {
     pub engine: PartEngine,
     pub mem: LiveMemory,
     pub transport: Box<dyn Transport>,
-    pub commands: Receiver<Command>,
     pub handler_out: Receiver<HandlerOutput>,
+    /// Fault records to the page-in thread; `None` once the runtime stops (ends that thread).
     pub faults: Option<Sender<FaultRecord>>,
     pub shared: Arc<Shared>,
     pub clock: Clock,
     pub opts: LoopOptions,
     pub handler_stats: Arc<crate::fault_handler::HandlerStats>,
+    handler: HandlerConfig,
+    /// Exposures over private anonymous memory (candidates for inline page-in).
+    anon_exposures: Vec<(u64, u64, RemoteKey)>,
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    /// A packet `poll_transmit` produced that the transport could not take yet.
+    pending: Option<(u32, usize)>,
+    /// Destination of the last packet sent: the guess for writing the next one in place.
+    last_dst: u32,
+    full_since: Vec<Option<StdInstant>>,
+    stats: RuntimeStats,
 }
 
-impl EngineLoop {
-    /// Run until shutdown is asked and the engine has been idle for `linger`, or the command
-    /// channel closes.
-    pub fn run(mut self) {
-        let bufsz = self
-            .transport
+impl Core {
+    /// Assemble a core; buffers are sized for the larger of the transport's and the engine's
+    /// packets.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        engine: PartEngine,
+        mem: LiveMemory,
+        transport: Box<dyn Transport>,
+        handler_out: Receiver<HandlerOutput>,
+        faults: Sender<FaultRecord>,
+        shared: Arc<Shared>,
+        clock: Clock,
+        opts: LoopOptions,
+        handler_stats: Arc<crate::fault_handler::HandlerStats>,
+        handler: HandlerConfig,
+    ) -> Core {
+        let bufsz = transport
             .max_packet()
-            .max(self.engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
-        let mut rx = vec![0u8; bufsz];
-        let mut tx = vec![0u8; bufsz];
-        let mut pending: Option<(u32, usize)> = None;
-        let n = self.transport.size() as usize;
-        let mut full_since: Vec<Option<StdInstant>> = vec![None; n];
-        let mut idle_since: Option<StdInstant> = None;
-        let mut shutdown_at: Option<StdInstant> = None;
-        let mut stats = RuntimeStats::default();
-        'outer: loop {
-            stats.turns += 1;
-            let now = self.clock.now();
-            self.mem.begin_turn();
-            let mut work = false;
+            .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
+        let n = transport.size() as usize;
+        let mut mem = mem;
+        mem.set_ttl(opts.residency_ttl);
+        Core {
+            engine,
+            mem,
+            transport,
+            handler_out,
+            faults: Some(faults),
+            shared,
+            clock,
+            opts,
+            handler_stats,
+            handler,
+            anon_exposures: Vec::new(),
+            rx: vec![0u8; bufsz],
+            tx: vec![0u8; bufsz],
+            pending: None,
+            last_dst: 0,
+            full_since: vec![None; n],
+            stats: RuntimeStats::default(),
+        }
+    }
 
-            // 1. Commands.
-            loop {
-                match self.commands.try_recv() {
-                    Ok(cmd) => {
-                        work = true;
-                        match cmd {
-                            Command::Post(wr) => {
-                                if self.engine.post(now, wr).is_err() {
-                                    self.shared.push(Completion {
-                                        wr_id: wr.wr_id,
-                                        op: wr.op,
-                                        status: Err(CompletionError::Invalid),
-                                        len: 0,
-                                        at: now,
-                                    });
-                                }
-                            }
-                            Command::Expose {
-                                base,
-                                len,
-                                perms,
-                                reply,
-                            } => {
-                                self.mem.clear_bad(base, base.saturating_add(len));
-                                let _ = reply.send(self.engine.expose(
-                                    self.mem.pdid(),
-                                    base,
-                                    len,
-                                    perms,
-                                ));
-                            }
-                            Command::Revoke { key, reply } => {
-                                let _ = reply.send(self.engine.revoke(key));
-                            }
-                            Command::Stats { reply } => {
-                                stats.engine = self.engine.stats();
-                                stats.memory = self.mem.stats();
-                                stats.handler = self.handler_stats.snapshot();
-                                let _ = reply.send(stats);
-                            }
-                            Command::Shutdown => {
-                                shutdown_at.get_or_insert(StdInstant::now());
-                            }
-                        }
+    /// Post a work request; one the engine refuses completes at once with `Invalid`.
+    pub fn post(&mut self, wr: WorkRequest) {
+        let now = self.clock.now();
+        if self.engine.post(now, wr).is_err() {
+            self.shared.push(Completion {
+                wr_id: wr.wr_id,
+                op: wr.op,
+                status: Err(CompletionError::Invalid),
+                len: 0,
+                at: now,
+            });
+        }
+    }
+
+    /// Expose a range (bad-page marks over it are forgotten: the application may have
+    /// remapped it). `anonymous`: all of it is private anonymous memory.
+    pub fn expose(
+        &mut self,
+        base: u64,
+        len: u64,
+        perms: Perms,
+        anonymous: bool,
+    ) -> Option<RemoteKey> {
+        let end = base.saturating_add(len);
+        self.mem.clear_bad(base, end);
+        let key = self.engine.expose(self.mem.pdid(), base, len, perms)?;
+        if anonymous {
+            self.anon_exposures.push((base, end, key));
+        }
+        Some(key)
+    }
+
+    /// Withdraw an exposure.
+    pub fn revoke(&mut self, key: RemoteKey) -> bool {
+        self.anon_exposures.retain(|e| e.2 != key);
+        self.engine.revoke(key)
+    }
+
+    /// Page in a destination fault here and now if it is small and over anonymous memory
+    /// (see [`LoopOptions::inline_page_in_max_pages`]); false: hand it to the page-in thread.
+    fn page_in_inline(&mut self, rec: &FaultRecord) -> bool {
+        if rec.side != FaultSide::Destination || !self.handler.send_err {
+            return false;
+        }
+        let (s, e) = self.handler.policy.pages(rec);
+        if (e - s) / PAGE_BYTES > self.opts.inline_page_in_max_pages
+            || !self.anon_exposures.iter().any(|&(b, x, _)| s >= b && e <= x.next_multiple_of(PAGE_BYTES))
+        {
+            return false;
+        }
+        let t = StdInstant::now();
+        // A failure (a range made inaccessible since) goes to the thread, which finds the bad
+        // pages and reports them.
+        if crate::fault_handler::page_in(s, e, true).is_err() {
+            return false;
+        }
+        let st = &self.handler_stats;
+        st.inline_page_ins.fetch_add(1, Ordering::Relaxed);
+        st.records.fetch_add(1, Ordering::Relaxed);
+        st.pages.fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
+        st.page_in_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        st.errs.fetch_add(1, Ordering::Relaxed);
+        self.mem.forget();
+        self.engine.post_err(rec.transfer, rec.block, rec.block_seq);
+        true
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> RuntimeStats {
+        let mut s = self.stats;
+        s.engine = self.engine.stats();
+        s.memory = self.mem.stats();
+        s.handler = self.handler_stats.snapshot();
+        s.sleeps = self.shared.sleeps.load(Ordering::Relaxed);
+        s
+    }
+
+    /// Whether the engine or the transmit path still holds work.
+    pub fn busy(&self) -> bool {
+        self.engine.is_busy() || self.pending.is_some()
+    }
+
+    /// One turn of the engine (see the module doc). Returns whether anything happened.
+    pub fn turn(&mut self) -> bool {
+        self.stats.turns += 1;
+        let now = self.clock.now();
+        self.mem.begin_turn();
+        let mut work = false;
+
+        // 1. Fault handler outputs.
+        while let Ok(out) = self.handler_out.try_recv() {
+            if !work {
+                // Pages were brought in: cached "missing" verdicts are stale.
+                self.mem.forget();
+            }
+            work = true;
+            match out {
+                HandlerOutput::SendErr {
+                    transfer,
+                    block,
+                    block_seq,
+                } => self.engine.post_err(transfer, block, block_seq),
+                HandlerOutput::ResumeSource {
+                    transfer,
+                    block,
+                    block_seq,
+                } => self
+                    .engine
+                    .handle_source_resolved(now, transfer, block, block_seq),
+                HandlerOutput::Bad { start, end } => self.mem.mark_bad(start, end),
+            }
+        }
+
+        // 2. Receive, in place where the transport allows (the shm ring slot).
+        {
+            let Core {
+                engine,
+                mem,
+                transport,
+                rx,
+                stats,
+                ..
+            } = self;
+            for _ in 0..self.opts.batch {
+                let got = transport.recv_with(rx, &mut |src, bytes| {
+                    if engine.handle_packet(now, src, bytes, mem).is_err() {
+                        stats.rx_rejected += 1;
                     }
-                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
-                    Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                        shutdown_at.get_or_insert(StdInstant::now());
+                });
+                if !got {
+                    break;
+                }
+                work = true;
+            }
+        }
+
+        // 3. Deadlines.
+        let deadline = self.engine.poll_timeout();
+        if deadline.is_some_and(|t| t <= now) {
+            work = true;
+            self.engine.handle_timeout(now);
+        }
+
+        // 4. Transmit, written in place into the transport where it allows (the shm ring slot
+        // towards the last destination), else through `tx`.
+        for _ in 0..self.opts.batch {
+            let (dst, len) = match self.pending.take() {
+                Some(p) => p,
+                None => {
+                    let Core {
+                        engine,
+                        mem,
+                        transport,
+                        tx,
+                        ..
+                    } = self;
+                    let mut fill = |buf: &mut [u8]| {
+                        engine.poll_transmit(now, buf, mem).map(|t| (t.dst, t.len))
+                    };
+                    match transport.send_in_place(self.last_dst, tx, &mut fill) {
+                        InPlace::Sent(dst) => {
+                            work = true;
+                            if let Some(f) = self.full_since.get_mut(dst as usize) {
+                                *f = None;
+                            }
+                            continue;
+                        }
+                        InPlace::Empty => break,
+                        InPlace::Misdirected(dst, len) => {
+                            self.last_dst = dst;
+                            (dst, len)
+                        }
+                        InPlace::Unavailable => match fill(tx) {
+                            Some(t) => {
+                                self.last_dst = t.0;
+                                t
+                            }
+                            None => break,
+                        },
+                    }
+                }
+            };
+            work = true;
+            match self.transport.send(dst, &self.tx[..len]) {
+                Ok(()) => {
+                    if let Some(f) = self.full_since.get_mut(dst as usize) {
+                        *f = None;
+                    }
+                }
+                Err(SendError::Full) => {
+                    let t0 = *self.full_since[dst as usize].get_or_insert_with(StdInstant::now);
+                    if t0.elapsed() >= self.opts.drop_after {
+                        self.stats.tx_dropped += 1;
+                    } else {
+                        self.pending = Some((dst, len));
                         break;
                     }
                 }
+                Err(SendError::Unreachable) => self.stats.tx_dropped += 1,
             }
+        }
 
-            // 2. Fault handler outputs.
-            while let Ok(out) = self.handler_out.try_recv() {
-                work = true;
-                match out {
-                    HandlerOutput::SendErr {
-                        transfer,
-                        block,
-                        block_seq,
-                    } => self.engine.post_err(transfer, block, block_seq),
-                    HandlerOutput::ResumeSource {
-                        transfer,
-                        block,
-                        block_seq,
-                    } => self
-                        .engine
-                        .handle_source_resolved(now, transfer, block, block_seq),
-                    HandlerOutput::Bad { start, end } => self.mem.mark_bad(start, end),
-                }
-            }
-
-            // 3. Receive.
-            for _ in 0..self.opts.batch {
-                let Some((src, len)) = self.transport.recv(&mut rx) else {
-                    break;
-                };
-                work = true;
-                if self
-                    .engine
-                    .handle_packet(now, src, &rx[..len], &mut self.mem)
-                    .is_err()
-                {
-                    stats.rx_rejected += 1;
-                }
-            }
-
-            // 4. Deadlines.
-            let deadline = self.engine.poll_timeout();
-            if deadline.is_some_and(|t| t <= now) {
-                work = true;
-                self.engine.handle_timeout(now);
-            }
-
-            // 5. Transmit.
-            for _ in 0..self.opts.batch {
-                let (dst, len) = match pending.take() {
-                    Some(p) => p,
-                    None => match self.engine.poll_transmit(now, &mut tx, &mut self.mem) {
-                        Some(t) => (t.dst, t.len),
-                        None => break,
-                    },
-                };
-                work = true;
-                match self.transport.send(dst, &tx[..len]) {
-                    Ok(()) => {
-                        if let Some(f) = full_since.get_mut(dst as usize) {
-                            *f = None;
-                        }
+        // 5. Events.
+        while let Some(ev) = self.engine.poll_event() {
+            work = true;
+            match ev {
+                Event::Completion(c) => self.shared.push(c),
+                Event::Fault(rec) => {
+                    if self.page_in_inline(&rec) {
+                        continue;
                     }
-                    Err(SendError::Full) => {
-                        let t0 = *full_since[dst as usize].get_or_insert_with(StdInstant::now);
-                        if t0.elapsed() >= self.opts.drop_after {
-                            stats.tx_dropped += 1;
-                        } else {
-                            pending = Some((dst, len));
-                            break;
-                        }
+                    if let Some(f) = &self.faults {
+                        let _ = f.send(rec);
                     }
-                    Err(SendError::Unreachable) => stats.tx_dropped += 1,
-                }
-            }
-
-            // 6. Events.
-            while let Some(ev) = self.engine.poll_event() {
-                work = true;
-                match ev {
-                    Event::Completion(c) => self.shared.push(c),
-                    Event::Fault(rec) => {
-                        if let Some(f) = &self.faults {
-                            let _ = f.send(rec);
-                        }
-                    }
-                }
-            }
-
-            if let Some(t0) = shutdown_at {
-                let quiet = !self.engine.is_busy()
-                    && pending.is_none()
-                    && idle_since.is_some_and(|i| i.elapsed() >= self.opts.linger);
-                if quiet || t0.elapsed() >= StdDuration::from_secs(5) {
-                    break 'outer;
-                }
-            }
-
-            // Idle policy.
-            if work {
-                idle_since = None;
-                continue;
-            }
-            let since = *idle_since.get_or_insert_with(StdInstant::now);
-            let idle = since.elapsed();
-            if idle < self.opts.spin {
-                std::hint::spin_loop();
-            } else if pending.is_some() || idle < self.opts.spin + self.opts.yield_for {
-                // A full ring means the peer's engine is behind: yield so that it (or another
-                // thread it waits for) gets the core. Spinning here starved the receiver on the
-                // 2-vCPU VM until `drop_after` dropped packets and block timeouts (10 ms) had to
-                // recover them (live-hol: 351 drops, 12 timeouts, 25 ms for 768 KiB).
-                std::thread::yield_now();
-            } else {
-                let now = self.clock.now();
-                let mut sleep = self.opts.max_sleep;
-                if let Some(t) = self.engine.poll_timeout() {
-                    sleep = sleep.min(StdDuration::from_nanos(
-                        t.as_ns().saturating_sub(now.as_ns()),
-                    ));
-                }
-                if shutdown_at.is_some() {
-                    sleep = sleep.min(self.opts.linger);
-                }
-                if !sleep.is_zero() {
-                    stats.sleeps += 1;
-                    self.transport.wait(sleep);
                 }
             }
         }
-        // Closing the fault channel stops the handler thread.
-        self.faults = None;
-        self.shared.stopped.store(true, Ordering::SeqCst);
-        self.shared.cv.notify_all();
+        work
     }
+}
+
+/// The progress thread's body: drive `core` whenever no caller does, until shutdown is asked
+/// and the engine has been idle for `linger` (or 5 s passed since the shutdown request).
+pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper: Sleeper) {
+    let (opts, clock) = match core.lock() {
+        Ok(c) => (c.opts, c.clock),
+        Err(_) => return finish(&core, &shared),
+    };
+    let mut idle_since: Option<StdInstant> = None;
+    let mut shutdown_at: Option<StdInstant> = None;
+    loop {
+        let (work, busy, deadline, pending) = match core.try_lock() {
+            Ok(mut c) => {
+                let w = c.turn();
+                let d = c.engine.poll_timeout();
+                (w, c.busy(), d, c.pending.is_some())
+            }
+            // A caller is driving right now.
+            Err(TryLockError::WouldBlock) => (false, true, None, false),
+            Err(TryLockError::Poisoned(_)) => break,
+        };
+
+        if shutdown_at.is_none() && shared.shutdown.load(Ordering::SeqCst) {
+            shutdown_at = Some(StdInstant::now());
+        }
+        if let Some(t0) = shutdown_at {
+            let quiet = !busy && idle_since.is_some_and(|i| i.elapsed() >= opts.linger);
+            if quiet || t0.elapsed() >= StdDuration::from_secs(5) {
+                break;
+            }
+        }
+
+        if work {
+            idle_since = None;
+            continue;
+        }
+        if shared.drivers.load(Ordering::SeqCst) > 0 && shutdown_at.is_none() {
+            // A caller drives the engine and handles arriving packets: keep off the core, and
+            // do not announce a sleep on the doorbell (peers would pay a futex wake per packet).
+            // The engine counts as active: when the caller stops driving (a long wait), this
+            // thread takes over hot, spinning first, not asleep.
+            std::thread::sleep(opts.driven_sleep);
+            idle_since = None;
+            continue;
+        }
+        let since = *idle_since.get_or_insert_with(StdInstant::now);
+        let idle = since.elapsed();
+        if idle < opts.spin {
+            std::hint::spin_loop();
+        } else if pending || idle < opts.spin + opts.yield_for {
+            // A full ring means the peer's engine is behind: yield so that it (or another
+            // thread it waits for) gets the core. Spinning here starved the receiver on the
+            // 2-vCPU VM until `drop_after` dropped packets and block timeouts (10 ms) had to
+            // recover them (live-hol: 351 drops, 12 timeouts, 25 ms for 768 KiB).
+            std::thread::yield_now();
+        } else {
+            let now = clock.now();
+            let mut sleep = opts.max_sleep;
+            if let Some(t) = deadline {
+                sleep = sleep.min(StdDuration::from_nanos(
+                    t.as_ns().saturating_sub(now.as_ns()),
+                ));
+            }
+            if shutdown_at.is_some() {
+                sleep = sleep.min(opts.linger);
+            }
+            if !sleep.is_zero() {
+                shared.sleeps.fetch_add(1, Ordering::Relaxed);
+                sleeper(sleep);
+            }
+        }
+    }
+    finish(&core, &shared);
+}
+
+/// The progress thread ends: close the fault channel (stops the page-in thread) and tell
+/// waiters that no more completions will come.
+fn finish(core: &Mutex<Core>, shared: &Shared) {
+    match core.lock() {
+        Ok(mut c) => c.faults = None,
+        Err(p) => p.into_inner().faults = None,
+    }
+    shared.stopped.store(true, Ordering::SeqCst);
+    let _q = shared.completions.lock();
+    shared.cv.notify_all();
 }

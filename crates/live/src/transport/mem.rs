@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use unpinned_core::api::NodeId;
 
-use super::{SendError, Transport, Waker};
+use super::{SendError, Sleeper, Transport, Waker};
 
 #[derive(Default)]
 struct InboxState {
@@ -23,6 +23,14 @@ struct InboxState {
 struct Inbox {
     state: Mutex<InboxState>,
     cv: Condvar,
+}
+
+fn wait_inbox(inbox: &Inbox, timeout: Duration) {
+    let mut s = inbox.state.lock().expect("inbox lock");
+    if s.queue.is_empty() && !s.woken {
+        s = inbox.cv.wait_timeout(s, timeout).expect("inbox lock").0;
+    }
+    s.woken = false;
 }
 
 /// One rank's end of an in-memory network.
@@ -97,12 +105,12 @@ impl Transport for MemTransport {
         }
     }
     fn wait(&mut self, timeout: Duration) {
-        let inbox = &self.inboxes[self.rank as usize];
-        let mut s = inbox.state.lock().expect("inbox lock");
-        if s.queue.is_empty() && !s.woken {
-            s = inbox.cv.wait_timeout(s, timeout).expect("inbox lock").0;
-        }
-        s.woken = false;
+        wait_inbox(&self.inboxes[self.rank as usize], timeout);
+    }
+    fn sleeper(&self) -> Sleeper {
+        let inboxes = self.inboxes.clone();
+        let rank = self.rank as usize;
+        Box::new(move |timeout| wait_inbox(&inboxes[rank], timeout))
     }
     fn waker(&self) -> Waker {
         let inboxes = self.inboxes.clone();

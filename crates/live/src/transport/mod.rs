@@ -21,6 +21,12 @@ use unpinned_core::api::NodeId;
 /// Wakes a transport's [`Transport::wait`] from another thread of the same process.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
+/// Sleeps like [`Transport::wait`] without borrowing the transport: the runtime's progress
+/// thread sleeps through it while API threads may drive the transport themselves (caller-driven
+/// progress, see [`crate::runtime`]). Woken by a packet, the [`Waker`], or the timeout;
+/// spurious returns are allowed.
+pub type Sleeper = Box<dyn FnMut(Duration) + Send>;
+
 /// Why a packet was not sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
@@ -32,6 +38,25 @@ pub enum SendError {
     #[error("destination unreachable")]
     Unreachable,
 }
+
+/// Outcome of [`Transport::send_in_place`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InPlace {
+    /// The packet was written in place and sent to this destination.
+    Sent(NodeId),
+    /// The producer had nothing to send.
+    Empty,
+    /// No in-place buffer now (unsupported, or no room towards the hint): nothing was asked
+    /// of the producer; use [`Transport::send`].
+    Unavailable,
+    /// The producer wrote a packet for another destination than the hint: its `len` bytes
+    /// were copied into the spill buffer and must be sent with [`Transport::send`].
+    Misdirected(NodeId, usize),
+}
+
+/// Writes one packet into the buffer it is given: `Some((dst, len))`, or `None` if there is
+/// nothing to send.
+pub type Fill<'a> = dyn FnMut(&mut [u8]) -> Option<(NodeId, usize)> + 'a;
 
 /// A datagram transport between the ranks of one job.
 pub trait Transport: Send {
@@ -53,4 +78,28 @@ pub trait Transport: Send {
     fn wait(&mut self, timeout: Duration);
     /// A handle that makes a concurrent [`Transport::wait`] return.
     fn waker(&self) -> Waker;
+    /// Receive one packet, if one is waiting, and hand it to `f` where it lies when the
+    /// transport can (the shm ring slot itself), else after a copy into `buf`. Returns whether
+    /// a packet was handled. Same dropping rules as [`Transport::recv`].
+    fn recv_with(&mut self, buf: &mut [u8], f: &mut dyn FnMut(NodeId, &[u8])) -> bool {
+        match self.recv(buf) {
+            Some((src, len)) => {
+                f(src, &buf[..len]);
+                true
+            }
+            None => false,
+        }
+    }
+    /// Let `fill` write the next packet straight into the transport's buffer towards `hint`
+    /// (the destination the caller expects), saving the copy of [`Transport::send`]. The
+    /// default never does ([`InPlace::Unavailable`]).
+    fn send_in_place(&mut self, hint: NodeId, spill: &mut [u8], fill: &mut Fill<'_>) -> InPlace {
+        let _ = (hint, spill, fill);
+        InPlace::Unavailable
+    }
+    /// A [`Sleeper`] for this rank. The default cannot see packets arrive: it sleeps at most
+    /// 100 us, so a transport without its own sleeper costs at most that in wake-up latency.
+    fn sleeper(&self) -> Sleeper {
+        Box::new(|timeout: Duration| std::thread::sleep(timeout.min(Duration::from_micros(100))))
+    }
 }

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use unpinned_core::api::NodeId;
 
-use super::{SendError, Transport, Waker};
+use super::{Fill, InPlace, SendError, Sleeper, Transport, Waker};
 
 const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
 const VERSION: u32 = 1;
@@ -310,19 +310,43 @@ impl ShmTransport {
         })
     }
 
+    /// After publishing towards `dst`: bump its doorbell, and wake it if it sleeps.
+    fn ring_doorbell(&self, dst: NodeId) {
+        let bell = self.map.doorbell(dst);
+        bell.fetch_add(1, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.map.sleeping(dst).load(Ordering::Relaxed) != 0 {
+            futex_wake(bell);
+        }
+    }
+
     /// The segment's geometry.
     pub fn geometry(&self) -> ShmGeometry {
         self.geo
     }
 
-    fn rings_have_data(&self) -> bool {
-        (0..self.geo.ranks).any(|src| {
-            let off = self.geo.ring_offset(src, self.rank);
-            src != self.rank
-                && self.map.u64_at(off).load(Ordering::Acquire)
-                    != self.map.u64_at(off + LINE).load(Ordering::Relaxed)
-        })
+}
+
+fn rings_have_data(map: &Mapping, geo: &ShmGeometry, rank: u32) -> bool {
+    (0..geo.ranks).any(|src| {
+        let off = geo.ring_offset(src, rank);
+        src != rank
+            && map.u64_at(off).load(Ordering::Acquire)
+                != map.u64_at(off + LINE).load(Ordering::Relaxed)
+    })
+}
+
+/// Announce that `rank` sleeps, re-check its rings, and sleep on its doorbell.
+fn sleep_on_doorbell(map: &Mapping, geo: &ShmGeometry, rank: u32, timeout: Duration) {
+    let bell = map.doorbell(rank);
+    let seen = bell.load(Ordering::Acquire);
+    let sleeping = map.sleeping(rank);
+    sleeping.store(1, Ordering::Relaxed);
+    fence(Ordering::SeqCst);
+    if !rings_have_data(map, geo, rank) {
+        futex_wait(bell, seen, timeout);
     }
+    sleeping.store(0, Ordering::Relaxed);
 }
 
 impl Transport for ShmTransport {
@@ -334,6 +358,84 @@ impl Transport for ShmTransport {
     }
     fn max_packet(&self) -> usize {
         self.geo.max_packet()
+    }
+
+    fn send_in_place(&mut self, hint: NodeId, spill: &mut [u8], fill: &mut Fill<'_>) -> InPlace {
+        if hint >= self.geo.ranks || hint == self.rank {
+            return InPlace::Unavailable;
+        }
+        let off = self.geo.ring_offset(self.rank, hint);
+        let head_w = self.map.u64_at(off);
+        let head = head_w.load(Ordering::Relaxed);
+        let tail = self.map.u64_at(off + LINE).load(Ordering::Acquire);
+        if head.wrapping_sub(tail) >= self.geo.slots as u64 {
+            return InPlace::Unavailable;
+        }
+        let max = self.geo.max_packet();
+        let slot =
+            off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
+        // SAFETY: as in `send`: the slot is in bounds and owned by us (the consumer released it,
+        // tail acquired above) until our release store of head, which happens only below. Only
+        // this thread (it holds `&mut self`) writes the producer side of the ring.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.map.base.add(slot + 4), max) };
+        let Some((dst, len)) = fill(buf) else {
+            return InPlace::Empty;
+        };
+        let len = len.min(max);
+        if dst != hint {
+            // Not published: the slot stays ours and is simply reused.
+            let n = len.min(spill.len());
+            spill[..n].copy_from_slice(&buf[..n]);
+            return InPlace::Misdirected(dst, n);
+        }
+        // SAFETY: the 4-byte length prefix of the same owned slot (4-aligned).
+        unsafe { (self.map.base.add(slot) as *mut u32).write(len as u32) };
+        head_w.store(head + 1, Ordering::Release);
+        self.ring_doorbell(dst);
+        InPlace::Sent(dst)
+    }
+
+    fn recv_with(&mut self, buf: &mut [u8], f: &mut dyn FnMut(NodeId, &[u8])) -> bool {
+        let _ = buf;
+        let n = self.geo.ranks;
+        for k in 0..n {
+            let src = (self.next_src + k) % n;
+            if src == self.rank {
+                continue;
+            }
+            let off = self.geo.ring_offset(src, self.rank);
+            let head = self.map.u64_at(off).load(Ordering::Acquire);
+            let tail_w = self.map.u64_at(off + LINE);
+            let tail = tail_w.load(Ordering::Relaxed);
+            if head == tail {
+                continue;
+            }
+            let slot = off
+                + RING_HDR
+                + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
+            // SAFETY: head (acquired) > tail: the producer published this slot and, keeping to
+            // the ring protocol, does not write it before our release store of tail below, so
+            // the bytes are stable while `f` reads them in place. A length past the slot (only
+            // a corrupt segment has one) is dropped without reading. A producer that broke the
+            // protocol could change bytes under `f`: the engine parses and checksums what it
+            // reads, so the worst is a packet with garbled payload, as a peer could send anyway.
+            let handled = unsafe {
+                let p = self.map.base.add(slot);
+                let len = (p as *const u32).read() as usize;
+                if len <= self.geo.max_packet() {
+                    f(src, std::slice::from_raw_parts(p.add(4), len));
+                    true
+                } else {
+                    false
+                }
+            };
+            tail_w.store(tail + 1, Ordering::Release);
+            self.next_src = (src + 1) % n;
+            if handled {
+                return true;
+            }
+        }
+        false
     }
 
     fn send(&mut self, dst: NodeId, bytes: &[u8]) -> Result<(), SendError> {
@@ -360,12 +462,7 @@ impl Transport for ShmTransport {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(4), bytes.len());
         }
         head_w.store(head + 1, Ordering::Release);
-        let bell = self.map.doorbell(dst);
-        bell.fetch_add(1, Ordering::Release);
-        fence(Ordering::SeqCst);
-        if self.map.sleeping(dst).load(Ordering::Relaxed) != 0 {
-            futex_wake(bell);
-        }
+        self.ring_doorbell(dst);
         Ok(())
     }
 
@@ -410,15 +507,12 @@ impl Transport for ShmTransport {
     }
 
     fn wait(&mut self, timeout: Duration) {
-        let bell = self.map.doorbell(self.rank);
-        let seen = bell.load(Ordering::Acquire);
-        let sleeping = self.map.sleeping(self.rank);
-        sleeping.store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        if !self.rings_have_data() {
-            futex_wait(bell, seen, timeout);
-        }
-        sleeping.store(0, Ordering::Relaxed);
+        sleep_on_doorbell(&self.map, &self.geo, self.rank, timeout);
+    }
+
+    fn sleeper(&self) -> Sleeper {
+        let (map, geo, rank) = (self.map.clone(), self.geo, self.rank);
+        Box::new(move |timeout| sleep_on_doorbell(&map, &geo, rank, timeout))
     }
 
     fn waker(&self) -> Waker {
@@ -461,6 +555,28 @@ mod tests {
         a.send(2, &[7; 3]).unwrap();
         b.wait(Duration::from_millis(100));
         assert_eq!(b.recv(&mut buf), Some((0, 3)));
+        // In place: written into the slot, read from the slot.
+        let mut spill = [0u8; 200];
+        let sent = a.send_in_place(2, &mut spill, &mut |s: &mut [u8]| {
+            s[..5].copy_from_slice(&[5; 5]);
+            Some((2, 5))
+        });
+        assert_eq!(sent, InPlace::Sent(2));
+        // A packet for another destination than the hint is spilled, not published.
+        let mis = a.send_in_place(2, &mut spill, &mut |s: &mut [u8]| {
+            s[..4].copy_from_slice(&[4; 4]);
+            Some((1, 4))
+        });
+        assert_eq!(mis, InPlace::Misdirected(1, 4));
+        assert_eq!(spill[..4], [4; 4]);
+        assert_eq!(
+            a.send_in_place(2, &mut spill, &mut |_: &mut [u8]| None),
+            InPlace::Empty
+        );
+        let mut got = Vec::new();
+        assert!(b.recv_with(&mut buf, &mut |src, p| got.push((src, p.to_vec()))));
+        assert!(!b.recv_with(&mut buf, &mut |src, p| got.push((src, p.to_vec()))));
+        assert_eq!(got, vec![(0, vec![5; 5])]);
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use unpinned_core::api::NodeId;
 
-use super::{SendError, Transport, Waker};
+use super::{SendError, Sleeper, Transport, Waker};
 
 /// One rank's UDP endpoint.
 pub struct UdpTransport {
@@ -103,17 +103,17 @@ impl Transport for UdpTransport {
         }
     }
     fn wait(&mut self, timeout: Duration) {
-        let mut pfd = libc::pollfd {
-            fd: self.sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: one valid pollfd for our own open socket, a valid timespec, no signal mask.
-        unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        poll_readable(&self.sock, timeout);
+    }
+    fn sleeper(&self) -> Sleeper {
+        // A duplicate descriptor of the same socket: readiness is the socket's, and the
+        // sleeper owns its descriptor, so it stays valid whatever happens to the transport.
+        match self.sock.try_clone() {
+            Ok(sock) => Box::new(move |timeout| poll_readable(&sock, timeout)),
+            Err(_) => Box::new(|timeout: Duration| {
+                std::thread::sleep(timeout.min(Duration::from_micros(100)))
+            }),
+        }
     }
     fn waker(&self) -> Waker {
         let sock = self.sock.try_clone().expect("clone UDP socket");
@@ -122,6 +122,20 @@ impl Transport for UdpTransport {
             let _ = sock.send_to(&[], me);
         })
     }
+}
+
+fn poll_readable(sock: &UdpSocket, timeout: Duration) {
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd for an open socket we own, a valid timespec, no signal mask.
+    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
 }
 
 /// Find `n` free UDP ports on 127.0.0.1 (bind port 0, note the port, release it). Another

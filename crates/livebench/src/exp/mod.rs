@@ -95,7 +95,7 @@ impl Pair {
                 c.engine.key_salt = salt;
                 c.memory_mode = mode;
                 c.handler = handler;
-                // The launcher's tuning variables apply here too (engine loop spin / yield).
+                // The launcher's tuning variables apply here too (engine loop and wait spin / yield).
                 let us = |v: &str| {
                     std::env::var(v)
                         .ok()
@@ -107,6 +107,15 @@ impl Pair {
                 }
                 if let Some(d) = us(unpinned_live::api::ENV_YIELD_US) {
                     c.loop_options.yield_for = d;
+                }
+                if let Some(d) = us(unpinned_live::api::ENV_RESIDENCY_TTL_US) {
+                    c.loop_options.residency_ttl = d;
+                }
+                if let Some(d) = us(unpinned_live::api::ENV_WAIT_SPIN_US) {
+                    c.loop_options.wait_spin = d;
+                }
+                if let Some(d) = us(unpinned_live::api::ENV_WAIT_YIELD_US) {
+                    c.loop_options.wait_yield = d;
                 }
                 c
             })
