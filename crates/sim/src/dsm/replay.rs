@@ -87,6 +87,8 @@ pub struct ReplayStats {
     pub unlocks: u64,
     /// Messages between nodes (local calls excluded).
     pub messages: u64,
+    /// Of the messages, those carrying page data (RDMA write plus notice).
+    pub data_messages: u64,
     /// Page data moved between nodes, bytes.
     pub data_bytes: u64,
     /// Sum over workers: computing, ns.
@@ -439,6 +441,7 @@ impl Sim<'_> {
         *last = arrival;
         self.s.messages += 1;
         self.s.data_bytes += data.unwrap_or(0);
+        self.s.data_messages += u64::from(data.is_some());
         self.push(arrival, Ev::Arrive { to, from, wire, local: false });
     }
 

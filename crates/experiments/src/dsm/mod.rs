@@ -1,0 +1,21 @@
+//! The DSM experiments of spec dsm.md ("Experiments"): `dsm-apps` and `dsm-load`, on the
+//! simulator's trace replay (`unpinned_sim::dsm`) with the reference cluster's calibration
+//! (`profiles/dsm-ib1.toml`, built in; `--set exp.dsm_profile=PATH` loads another file,
+//! `--set exp.cpu_scale=X` overrides its CPU factor).
+//!
+//! Traces come from running the applications (`unpinned_dsm_apps`) on its tracing space: real
+//! runs of the apps in this process, checked against their sequential references, with the
+//! coherence state emulated in software per (rank, minipage). Each (app, nodes, threads per
+//! node) is one traced run; each trace is replayed in every handler context. Computation in a
+//! trace is measured with thread CPU clocks, so times vary by a few percent between runs (the
+//! rest of the pipeline is deterministic); the trace of a live run can be replayed the same
+//! way.
+
+mod apps;
+
+use crate::ExperimentSpec;
+
+/// The DSM experiments, in report order.
+pub fn specs() -> Vec<&'static ExperimentSpec> {
+    vec![&apps::SPEC_APPS, &apps::SPEC_LOAD]
+}
