@@ -47,7 +47,7 @@ fn app_traces_replay_with_the_same_totals_deterministically() {
 
 #[test]
 fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
-    let params = [("apps", "sor,is,tsp"), ("nodes", "1,2,4"), ("threads", "1,2")];
+    let params = [("apps", "sor,is,tsp"), ("nodes", "1,2,4"), ("threads", "1,2"), ("input", "small")];
     let o = run("dsm-apps", &params);
     let t = &o.table;
     for c in ["app", "context", "nodes", "threads_per_node", "time_s", "speedup", "faults_per_s", "barriers_per_s", "locks_per_s", "correct", "driver"] {
@@ -77,7 +77,7 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
         unpinned_report::render_svg(t, p).unwrap();
     }
 
-    let l = run("dsm-load", &[("apps", "sor"), ("nodes", "1,2"), ("threads", "2"), ("contexts", "interrupt")]);
+    let l = run("dsm-load", &[("apps", "sor"), ("nodes", "1,2"), ("threads", "2"), ("contexts", "interrupt"), ("input", "small")]);
     assert_eq!(l.table.rows.len(), 2);
     assert!(l.table.rows.iter().all(|r| r[col(&l.table, "correct")].to_text() == "1"));
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use serde_json::json;
-use unpinned_dsm_apps::{create, names, run_traced, Input};
+use unpinned_dsm_apps::{create, names, run_traced, Input, Trace};
 use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
@@ -61,25 +61,38 @@ struct Point {
     replays: Vec<(Context, ReplayStats)>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn trace_and_replay(
     app: &str,
     input: Input,
+    repeats: u32,
     nodes: u32,
     threads: u32,
     prof: &DsmProfile,
     contexts: &[Context],
     load: u32,
 ) -> Result<Point, ExperimentError> {
-    let mut a = create(app, input).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
-    let (trace, verdict) = run_traced(a.as_mut(), nodes as usize, threads as usize)
-        .map_err(|e| ExperimentError::Sim(format!("{app} on {nodes}x{threads}: {e}")))?;
+    // Measured computation is noisy on a shared machine: of `repeats` traced runs keep the
+    // one that computed least (the least disturbed); every run's answer must be right.
+    let mut best: Option<Trace> = None;
+    let mut correct = true;
+    for _ in 0..repeats.max(1) {
+        let mut a = create(app, input).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
+        let (trace, verdict) = run_traced(a.as_mut(), nodes as usize, threads as usize)
+            .map_err(|e| ExperimentError::Sim(format!("{app} on {nodes}x{threads}: {e}")))?;
+        correct &= verdict.is_ok();
+        if best.as_ref().is_none_or(|b| trace.totals().compute_ns < b.totals().compute_ns) {
+            best = Some(trace);
+        }
+    }
+    let trace = best.expect("at least one run");
     let mut replays = Vec::new();
     for &c in contexts {
         let s = replay(prof, &trace, &ReplayConfig { context: c, load_procs_per_node: load })
             .map_err(|e| ExperimentError::Sim(format!("{app} on {nodes}x{threads}, {}: {e}", c.name())))?;
         replays.push((c, s));
     }
-    Ok(Point { app: app.to_string(), nodes, threads, correct: verdict.is_ok(), replays })
+    Ok(Point { app: app.to_string(), nodes, threads, correct, replays })
 }
 
 fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError> {
@@ -88,7 +101,8 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4,8,12")?;
     let threads: Vec<u32> = list(ctx, "threads", "1,2")?;
     let contexts: Vec<Context> = list(ctx, "contexts", "polling,interrupt,deferred,signal")?;
-    let input: Input = ctx.param("input", Input::Small)?;
+    let input: Input = ctx.param("input", Input::Medium)?;
+    let repeats: u32 = ctx.param("repeats", 2)?;
     if nodes.iter().any(|&n| n == 0 || n > 64) || threads.iter().any(|&t| t == 0 || t > 8) {
         return Err(ExperimentError::BadParam("nodes/threads".into(), format!("{nodes:?} x {threads:?} (nodes 1..=64, threads 1..=8)")));
     }
@@ -99,13 +113,21 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     let mut done = 0;
     for app in &apps {
         // The speedup baseline: the same app on one node with one thread, same context.
-        let base = trace_and_replay(app, input, 1, 1, &prof, &contexts, load)?;
+        let base = trace_and_replay(app, input, repeats, 1, 1, &prof, &contexts, load)?;
         done += 1;
         (ctx.progress)(done, total);
         let base_ns: HashMap<Context, u64> = base.replays.iter().map(|(c, s)| (*c, s.time_ns)).collect();
+        let mut base = Some(base);
         for &n in &nodes {
             for &t in &threads {
-                let p = trace_and_replay(app, input, n, t, &prof, &contexts, load)?;
+                // 1 x 1 is the baseline run itself (speedup exactly 1).
+                let p = match (n, t, base.take()) {
+                    (1, 1, Some(b)) => b,
+                    (_, _, b) => {
+                        base = b;
+                        trace_and_replay(app, input, repeats, n, t, &prof, &contexts, load)?
+                    }
+                };
                 done += 1;
                 (ctx.progress)(done, total);
                 if !p.correct {
@@ -207,8 +229,10 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
             "cpu_scale_source": scale_source,
             "load_procs_per_node": load,
             "input": format!("{input:?}").to_lowercase(),
+            "repeats": repeats,
+            "dsm_profile": serde_json::to_value(&prof).unwrap_or_default(),
             "apps": apps,
-            "traces": "apps run on unpinned_dsm_apps::TracingSpace: software coherence per (rank, 4 KiB minipage), compute from thread CPU clocks (varies a few % between runs)",
+            "traces": "apps run on unpinned_dsm_apps::TracingSpace: software coherence per (rank, 4 KiB minipage), compute from thread CPU clocks; of `repeats` traced runs per point the one with the least computation is replayed (on a busy shared machine single runs vary by tens of %)",
             "speedup": "time on 1 node x 1 thread / time, same app, context and load",
             "shares": "per-worker time fractions summed over workers / (workers x time); they need not add to 1 (posting, wake-ups)",
             "sends_per_s": "messages that carry no page data, per second",
