@@ -28,14 +28,16 @@ struct MpState {
 }
 
 struct Coherence {
-    /// (start address, bytes, first minipage) per allocation, in address order of creation.
+    /// (start address, bytes, first minipage) per allocation, sorted by address.
     allocs: Vec<(usize, usize, u32)>,
     mps: Vec<MpState>,
 }
 
 struct WorkerLog {
     ops: Vec<TraceOp>,
-    /// CPU clock at the end of the last traced operation (None: not started).
+    /// CPU clock at the end of the last traced operation (None: no record yet; the apps'
+    /// first shared access or synchronisation comes right at the start of `work`, so the
+    /// computation before it is a few local initialisations, not recorded).
     last_ns: Option<u64>,
 }
 
@@ -126,7 +128,8 @@ impl SharedSpace for TracingSpace {
             let m = (mp % ranks) as u8;
             c.mps.push(MpState { owner: Some(m), copies: 1 << m });
         }
-        c.allocs.push((ptr as usize, bytes, first));
+        let at = c.allocs.partition_point(|a| a.0 < ptr as usize);
+        c.allocs.insert(at, (ptr as usize, bytes, first));
         Ok(ptr)
     }
     fn barrier(&self, worker: Worker) {
@@ -155,8 +158,10 @@ impl SharedSpace for TracingSpace {
         {
             let mut c = self.coherence.lock().expect("coherence lock");
             let addr = ptr as usize;
-            // The allocation holding `addr` (allocations do not overlap).
-            let found = c.allocs.iter().find(|(a, b, _)| addr >= *a && addr < a + b).copied();
+            // The allocation holding `addr`: the last one starting at or below it (allocations
+            // do not overlap).
+            let k = c.allocs.partition_point(|a| a.0 <= addr);
+            let found = k.checked_sub(1).map(|k| c.allocs[k]).filter(|(a, b, _)| addr < a + b);
             let Some((base, bytes, first)) = found else {
                 // Not shared memory: nothing to emulate (the live DSM would not fault either).
                 return;
@@ -186,5 +191,41 @@ impl SharedSpace for TracingSpace {
         log.flush_compute(now);
         log.ops.extend(faults);
         log.last_ns = Some(thread_cpu_ns());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn faults(t: &Trace, w: usize) -> Vec<(u32, bool)> {
+        t.threads[w]
+            .iter()
+            .filter_map(|o| match o {
+                TraceOp::Fault { mp, write } => Some((*mp, *write)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn emulated_coherence_follows_the_protocol() {
+        // 2 ranks x 1 thread. Allocation a: minipages 0, 1 (5000 bytes); b: minipage 2.
+        let s = TracingSpace::new("t", 2, 1).unwrap();
+        let a = s.alloc(5000, 8).unwrap();
+        let b = s.alloc(8, 8).unwrap();
+        let (w0, w1) = (Worker { id: 0, count: 2 }, Worker { id: 1, count: 2 });
+        // Managers: mp 0 -> rank 0, mp 1 -> rank 1, mp 2 -> rank 0.
+        s.access(w1, a, 5000, false); // reads mp 0 (fault), mp 1 (its own: none)
+        s.access(w1, a, 10, false); // valid copy now
+        s.access(w0, a, 10, true); // rank 0 shares mp 0 with rank 1: upgrade fault
+        s.access(w1, a.wrapping_add(4096), 4, true); // mp 1, writable at rank 1 already
+        s.access(w1, b, 8, true); // mp 2 from rank 0
+        s.access(w0, b, 8, false); // back to rank 0 for reading
+        s.access(w0, std::ptr::null(), 8, true); // not shared memory: ignored
+        let t = s.finish();
+        assert_eq!(t.header.minipages, 3);
+        assert_eq!(faults(&t, 1), vec![(0, false), (2, true)]);
+        assert_eq!(faults(&t, 0), vec![(0, true), (2, false)]);
     }
 }

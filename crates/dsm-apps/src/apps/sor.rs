@@ -1,7 +1,9 @@
 //! SOR: red-black successive over-relaxation on an n x n grid with fixed boundary, `iters`
-//! iterations (TreadMarks / SPLASH style). Rows are split into contiguous bands, one per
-//! worker, each band its own allocation: only the rows at band edges are shared (read by the
-//! neighbour band in each half-iteration).
+//! iterations (TreadMarks style). The red and the black cells are two arrays, so a
+//! half-iteration writes one colour and reads only the other; rows are split into contiguous
+//! bands, one per worker, each band of each colour its own allocation. Only the rows at band
+//! edges are shared: read by the neighbour band in each half-iteration, with no false sharing
+//! (a minipage is written by its owner in one phase and read by others in the next).
 //!
 //! Check: exact. A red-black update reads only the other colour, so every cell's value is the
 //! same arithmetic, in the same order, whatever the partition; the parallel grid must equal the
@@ -18,8 +20,8 @@ const OMEGA: f64 = 1.25;
 pub struct Sor {
     n: usize,
     iters: usize,
-    /// bands[0] = top boundary row, bands[1..=W] = worker bands, last = bottom boundary row.
-    bands: Vec<Shared<f64>>,
+    /// Per colour: bands[c][0] = top boundary row, [1..=W] = worker bands, last = bottom row.
+    bands: [Vec<Shared<f64>>; 2],
     /// Per row: (band index, first row of that band).
     row_at: Vec<(usize, usize)>,
 }
@@ -27,7 +29,7 @@ pub struct Sor {
 impl Sor {
     /// An `n x n` grid (boundary included), `iters` iterations.
     pub fn new(n: usize, iters: usize) -> Sor {
-        Sor { n, iters, bands: Vec::new(), row_at: Vec::new() }
+        Sor { n, iters, bands: [Vec::new(), Vec::new()], row_at: Vec::new() }
     }
 
     fn initial(n: usize, i: usize, j: usize) -> f64 {
@@ -40,10 +42,34 @@ impl Sor {
         }
     }
 
+    /// Cells of one colour in a row.
+    fn half(&self) -> usize {
+        self.n.div_ceil(2)
+    }
+
+    /// (colour array, index) of cell (i, j).
+    fn slot(&self, i: usize, j: usize) -> (Shared<f64>, usize) {
+        let (b, lo) = self.row_at[i];
+        (self.bands[(i + j) % 2][b], (i - lo) * self.half() + j / 2)
+    }
+
     /// Value at (i, j).
     fn at(&self, i: usize, j: usize) -> f64 {
+        let (s, k) = self.slot(i, j);
+        s.get(k)
+    }
+
+    /// Sets (i, j).
+    fn set(&self, i: usize, j: usize, v: f64) {
+        let (s, k) = self.slot(i, j);
+        s.set(k, v);
+    }
+
+    /// Announces row `i` of colour `c`.
+    fn touch_row(&self, space: &dyn SharedSpace, worker: Worker, c: usize, i: usize, write: bool) {
         let (b, lo) = self.row_at[i];
-        self.bands[b].get((i - lo) * self.n + j)
+        let h = self.half();
+        self.bands[c][b].touch(space, worker, (i - lo) * h..(i - lo + 1) * h, write);
     }
 
     /// The sequential reference.
@@ -83,19 +109,20 @@ impl App for Sor {
             r.start + 1..r.end + 1
         }));
         ranges.push(n - 1..n);
-        self.bands.clear();
+        self.bands = [Vec::new(), Vec::new()];
         self.row_at = vec![(0, 0); n];
         for (b, r) in ranges.iter().enumerate() {
-            self.bands.push(Shared::alloc(space, r.len() * n)?);
+            for c in 0..2 {
+                self.bands[c].push(Shared::alloc(space, r.len() * self.half())?);
+            }
             for i in r.clone() {
                 self.row_at[i] = (b, r.start);
             }
         }
         if space.rank() == 0 {
             for i in 0..n {
-                let (b, lo) = self.row_at[i];
                 for j in 0..n {
-                    self.bands[b].set((i - lo) * n + j, Sor::initial(n, i, j));
+                    self.set(i, j, Sor::initial(n, i, j));
                 }
             }
         }
@@ -106,21 +133,20 @@ impl App for Sor {
         let n = self.n;
         let r = block(n - 2, worker.count, worker.id);
         let (lo, hi) = (r.start + 1, r.end + 1);
-        let me = self.bands[worker.id + 1];
         for _ in 0..self.iters {
             for c in 0..2 {
-                // The neighbours' edge rows (read), then our band (read and written).
-                let (ab, alo) = self.row_at[lo - 1];
-                self.bands[ab].touch(space, worker, (lo - 1 - alo) * n..(lo - alo) * n, false);
-                let (bb, blo) = self.row_at[hi];
-                self.bands[bb].touch(space, worker, (hi - blo) * n..(hi + 1 - blo) * n, false);
-                me.touch_all(space, worker, true);
+                // Colour c is written from the other colour: the neighbours' edge rows and our
+                // own band of it (read), our band of colour c (written).
+                let other = 1 - c;
+                self.touch_row(space, worker, other, lo - 1, false);
+                self.touch_row(space, worker, other, hi, false);
+                self.bands[other][worker.id + 1].touch_all(space, worker, false);
+                self.bands[c][worker.id + 1].touch_all(space, worker, true);
                 for i in lo..hi {
                     for j in 1..n - 1 {
                         if (i + j) % 2 == c {
                             let avg = (self.at(i - 1, j) + self.at(i + 1, j) + self.at(i, j - 1) + self.at(i, j + 1)) / 4.0;
-                            let k = (i - lo) * n + j;
-                            me.set(k, (1.0 - OMEGA) * me.get(k) + OMEGA * avg);
+                            self.set(i, j, (1.0 - OMEGA) * self.at(i, j) + OMEGA * avg);
                         }
                     }
                 }
@@ -154,8 +180,7 @@ mod tests {
         let space = LocalSpace::new(1, 2).unwrap();
         let mut app = Sor::new(16, 2);
         run_app(&mut app, &space).unwrap();
-        let (b, lo) = app.row_at[5];
-        app.bands[b].set((5 - lo) * 16 + 5, 0.5);
+        app.set(5, 5, 0.5);
         assert!(app.check(&space).is_err());
     }
 }
