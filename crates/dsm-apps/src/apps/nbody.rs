@@ -202,8 +202,8 @@ impl App for NBody {
             };
             pos.touch_all(space, worker, true);
             vel.touch_all(space, worker, true);
-            for k in 0..3 * mine.len() {
-                vel.set(k, vel.get(k) + acc[k] * DT);
+            for (k, a) in acc.iter().enumerate() {
+                vel.set(k, vel.get(k) + a * DT);
                 pos.set(k, pos.get(k) + vel.get(k) * DT);
             }
             space.barrier(worker);

@@ -103,12 +103,11 @@ impl App for Sor {
         if n < 3 || w > n - 2 {
             return Err(AppError::BadInput { app: "sor", why: format!("{n}x{n} grid cannot be split into {w} bands of rows") });
         }
-        let mut ranges = vec![0..1];
-        ranges.extend((0..w).map(|k| {
+        let bands = (0..w).map(|k| {
             let r = block(n - 2, w, k);
             r.start + 1..r.end + 1
-        }));
-        ranges.push(n - 1..n);
+        });
+        let ranges: Vec<_> = std::iter::once(0..1).chain(bands).chain(std::iter::once(n - 1..n)).collect();
         self.bands = [Vec::new(), Vec::new()];
         self.row_at = vec![(0, 0); n];
         for (b, r) in ranges.iter().enumerate() {
