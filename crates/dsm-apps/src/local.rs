@@ -4,7 +4,7 @@
 
 use std::alloc::Layout;
 use std::collections::HashMap;
-use std::sync::{Barrier, Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use unpinned_dsm::space::{SharedSpace, SpaceError, Worker};
 
@@ -16,9 +16,17 @@ pub struct LocalSpace {
     ranks: usize,
     threads_per_rank: usize,
     allocs: Mutex<Vec<(usize, Layout)>>,
-    barrier: Barrier,
-    locks: Mutex<HashMap<u32, bool>>,
-    released: Condvar,
+    sync: Mutex<SyncState>,
+    changed: Condvar,
+}
+
+/// Barrier and lock state, under one mutex so that poisoning wakes every waiter.
+#[derive(Default)]
+struct SyncState {
+    arrived: usize,
+    generation: u64,
+    held: HashMap<u32, bool>,
+    poisoned: bool,
 }
 
 impl LocalSpace {
@@ -31,10 +39,30 @@ impl LocalSpace {
             ranks,
             threads_per_rank,
             allocs: Mutex::new(Vec::new()),
-            barrier: Barrier::new(ranks * threads_per_rank),
-            locks: Mutex::new(HashMap::new()),
-            released: Condvar::new(),
+            sync: Mutex::new(SyncState::default()),
+            changed: Condvar::new(),
         })
+    }
+
+    /// A worker failed: every barrier and lock wait, now and later, panics instead of waiting
+    /// for it forever (the runner reports the failure instead of hanging).
+    pub fn poison(&self) {
+        self.state().poisoned = true;
+        self.changed.notify_all();
+    }
+
+    fn state(&self) -> MutexGuard<'_, SyncState> {
+        // The state stays consistent even if a holder panicked (plain counters and flags).
+        self.sync.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, g: MutexGuard<'a, SyncState>) -> MutexGuard<'a, SyncState> {
+        let g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        if g.poisoned {
+            drop(g);
+            panic!("shared space poisoned: another worker failed");
+        }
+        g
     }
 
     /// (address, length) of every allocation so far, in allocation order.
@@ -69,19 +97,31 @@ impl SharedSpace for LocalSpace {
         Ok(ptr)
     }
     fn barrier(&self, _worker: Worker) {
-        self.barrier.wait();
+        let mut g = self.state();
+        assert!(!g.poisoned, "shared space poisoned: another worker failed");
+        g.arrived += 1;
+        if g.arrived == self.ranks * self.threads_per_rank {
+            g.arrived = 0;
+            g.generation += 1;
+            self.changed.notify_all();
+            return;
+        }
+        let gen = g.generation;
+        while g.generation == gen {
+            g = self.wait(g);
+        }
     }
     fn lock(&self, _worker: Worker, id: u32) {
-        let mut held = self.locks.lock().expect("lock table");
-        while held.get(&id).copied().unwrap_or(false) {
-            held = self.released.wait(held).expect("lock table");
+        let mut g = self.state();
+        assert!(!g.poisoned, "shared space poisoned: another worker failed");
+        while g.held.get(&id).copied().unwrap_or(false) {
+            g = self.wait(g);
         }
-        held.insert(id, true);
+        g.held.insert(id, true);
     }
     fn unlock(&self, _worker: Worker, id: u32) {
-        let mut held = self.locks.lock().expect("lock table");
-        held.insert(id, false);
-        self.released.notify_all();
+        self.state().held.insert(id, false);
+        self.changed.notify_all();
     }
 }
 

@@ -74,6 +74,11 @@ impl TracingSpace {
         Ok(TracingSpace { app: app.to_string(), local, coherence: Mutex::new(Coherence { allocs: Vec::new(), mps: Vec::new() }), logs })
     }
 
+    /// See [`LocalSpace::poison`].
+    pub fn poison(&self) {
+        self.local.poison();
+    }
+
     fn rank_of(&self, worker: Worker) -> usize {
         worker.id / self.local.threads_per_rank()
     }

@@ -70,3 +70,34 @@ fn bad_inputs_are_typed_errors() {
     assert!(e.contains("bodies"), "{e}");
     assert!(unpinned_dsm_apps::LocalSpace::new(0, 1).is_err());
 }
+
+/// An app whose worker 1 fails before a barrier the others wait in.
+struct Failing;
+
+impl unpinned_dsm_apps::App for Failing {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+    fn setup(&mut self, _space: &dyn unpinned_dsm_apps::SharedSpace) -> Result<(), unpinned_dsm_apps::AppError> {
+        Ok(())
+    }
+    fn work(&self, space: &dyn unpinned_dsm_apps::SharedSpace, worker: unpinned_dsm_apps::Worker) {
+        if worker.id == 1 {
+            panic!("worker 1 fails (on purpose)");
+        }
+        space.lock(worker, 0);
+        space.unlock(worker, 0);
+        space.barrier(worker);
+    }
+    fn check(&self, _space: &dyn unpinned_dsm_apps::SharedSpace) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_worker_is_an_error_not_a_hang() {
+    let e = run_local(&mut Failing, 2, 2).unwrap_err();
+    assert!(e.contains("panicked"), "{e}");
+    let (_, verdict) = run_traced(&mut Failing, 1, 3).unwrap();
+    assert!(verdict.unwrap_err().contains("panicked"));
+}

@@ -54,6 +54,10 @@ pub struct DsmNet {
     pub rdma_write_one_way_us: f64,
     /// SEND one way, us.
     pub send_one_way_us: f64,
+    /// RDMA read, completion by polling memory, us (not used by the replay).
+    pub rdma_read_poll_us: f64,
+    /// RDMA read plus completion-queue update, us (not used by the replay).
+    pub rdma_read_cq_us: f64,
     /// Polling an empty completion queue, us.
     pub cq_poll_empty_us: f64,
     /// Bandwidth at `bw_small_bytes`, MB/s.
@@ -123,6 +127,8 @@ impl DsmProfile {
             ("net.post_us", self.net.post_us),
             ("net.rdma_write_one_way_us", self.net.rdma_write_one_way_us),
             ("net.send_one_way_us", self.net.send_one_way_us),
+            ("net.rdma_read_poll_us", self.net.rdma_read_poll_us),
+            ("net.rdma_read_cq_us", self.net.rdma_read_cq_us),
             ("net.cq_poll_empty_us", self.net.cq_poll_empty_us),
             ("user.extra_syscall_us", self.user.extra_syscall_us),
         ];
