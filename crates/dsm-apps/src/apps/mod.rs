@@ -1,5 +1,6 @@
 //! The applications and their registry.
 
+mod barnes;
 mod is;
 mod lu;
 mod nbody;
@@ -18,10 +19,10 @@ pub enum Input {
     /// per run on a current machine, so the replayed cluster computes long enough for speedup
     /// to mean something while `unpinned reproduce` stays fast (SOR 512x512 x 10, LU 256x256,
     /// IS 2^18 keys below 2^11 x 10, TSP 12 cities, Water 512 molecules x 3 steps, N-Body 1024
-    /// bodies x 3 steps).
+    /// bodies x 3 steps, Barnes-Hut 2048 bodies x 2 steps).
     Medium,
     /// The spec's inputs (Water 512 molecules, LU 1024x1024, IS 2^24 keys x 10, SOR 4096x4096
-    /// x 10 iterations, TSP 19 cities, N-Body 8K bodies).
+    /// x 10 iterations, TSP 19 cities, N-Body 8K bodies, Barnes-Hut 16K bodies).
     Spec,
 }
 
@@ -39,7 +40,7 @@ impl std::str::FromStr for Input {
 
 /// Registry names, in report order.
 pub fn names() -> &'static [&'static str] {
-    &["sor", "lu", "is", "tsp", "water", "nbody", "nbody-write"]
+    &["sor", "lu", "is", "tsp", "water", "nbody", "nbody-write", "barnes"]
 }
 
 /// A fresh app by name with the given input.
@@ -61,6 +62,7 @@ pub fn create(name: &str, input: Input) -> Result<Box<dyn App>, AppError> {
             Medium => nbody::NBody::new(1024, 3, true),
             Spec => nbody::NBody::new(8192, 3, true),
         }),
+        "barnes" => Box::new(match input { Small => barnes::Barnes::new(128, 2), Medium => barnes::Barnes::new(2048, 2), Spec => barnes::Barnes::new(16384, 3) }),
         _ => return Err(AppError::Unknown(name.to_string(), names().join(", "))),
     })
 }

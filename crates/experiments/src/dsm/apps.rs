@@ -15,7 +15,7 @@ use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
     name: "dsm-apps",
     system: "dsm",
-    description: "DSM apps (SOR, LU, IS, TSP, Water, N-Body, N-Body-Write): time and speedup per handler context, 1..12 nodes x 1|2 threads (trace replay)",
+    description: "DSM apps (SOR, LU, IS, TSP, Water, N-Body, N-Body-Write, Barnes-Hut): time and speedup per handler context, 1..12 nodes x 1|2 threads (trace replay)",
     run: run_apps,
 };
 
