@@ -115,8 +115,8 @@ impl DsmProfile {
         if self.cpu.cpus_per_node == 0 || self.cpu.cpus_per_node > 64 {
             return bad(format!("cpu.cpus_per_node = {} (1..=64)", self.cpu.cpus_per_node));
         }
-        if !(self.cpu.cpu_scale.is_finite() && self.cpu.cpu_scale > 0.0 && self.cpu.cpu_scale < 1e6) {
-            return bad(format!("cpu.cpu_scale = {} (positive, finite)", self.cpu.cpu_scale));
+        if !(self.cpu.cpu_scale.is_finite() && self.cpu.cpu_scale > 0.0 && self.cpu.cpu_scale <= 1e3) {
+            return bad(format!("cpu.cpu_scale = {} (0 < x <= 1000)", self.cpu.cpu_scale));
         }
         let costs = [
             ("os.interrupt_us", self.os.interrupt_us),

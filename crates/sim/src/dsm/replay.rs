@@ -37,6 +37,9 @@ use super::profile::DsmProfile;
 
 /// Largest minipage a trace may declare (each data message carries a copy).
 const MINIPAGE_BYTES_MAX: u64 = 1 << 20;
+/// Most computation one worker's records may add up to, ns (1000 s; with `cpu_scale` <= 1000
+/// and a CPU share >= 1/4100 simulated time stays far from u64 overflow).
+const COMPUTE_NS_MAX: u64 = 1_000_000_000_000;
 /// Events after which a replay is declared runaway (a protocol bug, not a workload).
 const EVENTS_MAX: u64 = 500_000_000;
 
@@ -196,8 +199,15 @@ fn validate(trace: &Trace) -> Result<(), ReplayError> {
     for (w, ops) in trace.threads.iter().enumerate() {
         let mut held: Vec<u32> = Vec::new();
         let mut b = 0;
+        let mut compute_ns = 0u64;
         for op in ops {
             match *op {
+                TraceOp::Compute { ns } => {
+                    compute_ns = compute_ns.saturating_add(ns);
+                    if compute_ns > COMPUTE_NS_MAX {
+                        return bad(format!("worker {w}: computation beyond {COMPUTE_NS_MAX} ns"));
+                    }
+                }
                 TraceOp::Fault { mp, .. } if mp >= h.minipages => return bad(format!("worker {w}: minipage {mp} >= {}", h.minipages)),
                 TraceOp::Lock { id } if held.contains(&id) => return bad(format!("worker {w}: lock {id} taken twice")),
                 TraceOp::Lock { id } => held.push(id),

@@ -129,6 +129,8 @@ fn bad_traces_are_typed_errors() {
     assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
     t.threads[0] = vec![TraceOp::Lock { id: 1 }];
     assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
+    t.threads[0] = vec![TraceOp::Compute { ns: u64::MAX / 2 }, TraceOp::Compute { ns: u64::MAX / 2 }];
+    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
     t.threads.pop();
     assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
     let mut bad = DsmProfile::dsm_ib1();
