@@ -12,6 +12,7 @@
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
 //! - [`queue`]: the event queue ((time, seq) order, a 4-ary heap).
 //! - [`world`]: the event loop.
+//! - [`dsm`]: replay of DSM traces on the reference cluster's calibration.
 
 #![warn(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod aa;
 pub mod faults;
 pub mod bench;
 pub mod conformance;
+pub mod dsm;
 pub mod invariants;
 pub mod memory;
 pub mod net;
