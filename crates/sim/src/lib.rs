@@ -10,10 +10,12 @@
 //! - [`faults`]: packet fault injection (loss, duplication, reordering, corruption, delay).
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
 //! - [`world`]: the event loop.
+//! - [`apps`]: applications (per-rank programs over the message layer) on the simulator.
 
 #![warn(missing_docs)]
 
 pub mod aa;
+pub mod apps;
 pub mod faults;
 pub mod bench;
 pub mod conformance;

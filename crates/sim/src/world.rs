@@ -194,6 +194,8 @@ pub struct Sim {
     hop: Duration,
     link_gbps: f64,
     header_bytes: usize,
+    /// Node that received the last packet (for drivers that watch memory, `take_arrival`).
+    arrived: Option<NodeId>,
 }
 
 impl Sim {
@@ -245,6 +247,7 @@ impl Sim {
             hop: Duration(p.net.hop_latency_ns),
             link_gbps: p.net.link_gbps,
             header_bytes: p.net.header_bytes as usize,
+            arrived: None,
             cfg,
         }
     }
@@ -267,6 +270,17 @@ impl Sim {
     /// Superseded timer entries popped (not counted as events), and the largest queue length.
     pub fn queue_stats(&self) -> (u64, usize) {
         (self.stale_events, self.max_queue)
+    }
+
+    /// Time of the next queued event, if any.
+    pub fn next_event_at(&self) -> Option<Instant> {
+        self.queue.peek().map(|Reverse(e)| e.at())
+    }
+
+    /// The node a packet arrived at since the last call, if any (a driver polls that node's
+    /// memory: the NI may have written into it).
+    pub fn take_arrival(&mut self) -> Option<NodeId> {
+        self.arrived.take()
     }
 
     /// Hash of every event so far (only with `trace` on): equal seeds give equal hashes.
@@ -522,6 +536,7 @@ impl Sim {
         let now = self.now;
         let buf = std::mem::take(&mut self.bufs[b as usize]);
         self.trace_event(3, dst, &buf[..len as usize]);
+        self.arrived = Some(dst);
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself.

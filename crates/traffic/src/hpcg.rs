@@ -160,6 +160,11 @@ impl AppModel for Hpcg {
         allreduce(&group, rank as usize, 8, LEVELS, LEVELS + 1, 52, out);
         out.push(Op::Compute { ns: self.rates.stream_ns(rows * 24.0) });
     }
+    fn peers(&self, rank: u32) -> Vec<u32> {
+        let mut ops = Vec::new();
+        self.iteration(rank, 0, &mut ops);
+        crate::model::peers_of(&ops)
+    }
     fn params(&self) -> serde_json::Value {
         json!({ "grid": self.grid, "local_n": self.n, "levels": LEVELS, "iterations": self.iterations, "spmv_bytes_per_row": SPMV_BYTES_PER_ROW })
     }

@@ -105,6 +105,13 @@ impl AppModel for Hpl {
             out.push(Op::Compute { ns: self.rates.dgemm_ns(2.0 * m_loc as f64 * n_loc as f64 * nb as f64) });
         }
     }
+    fn peers(&self, rank: u32) -> Vec<u32> {
+        let (row, col) = self.rc(rank);
+        let mut v: Vec<u32> = self.row_group(row).into_iter().chain(self.col_group(col)).filter(|&r| r != rank).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
     fn params(&self) -> serde_json::Value {
         json!({ "p": self.p, "q": self.q, "n": self.n, "nb": self.nb, "panels": self.iterations(),
             "flops": 2.0 / 3.0 * (self.n as f64).powi(3) })

@@ -149,6 +149,11 @@ impl AppModel for Lammps {
             allreduce(&group, rank as usize, 48, 25, 26, 500, out);
         }
     }
+    fn peers(&self, rank: u32) -> Vec<u32> {
+        let mut ops = Vec::new();
+        self.iteration(rank, 0, &mut ops);
+        crate::model::peers_of(&ops)
+    }
     fn params(&self) -> serde_json::Value {
         json!({ "grid": self.grid, "atoms_per_rank": self.atoms_per_rank, "steps": self.steps, "reneigh_every": self.reneigh_every,
             "thermo_every": self.thermo_every, "density": DENSITY, "ghost_cut_sigma": GHOST_CUT, "force_ns_per_step": self.force_ns() })

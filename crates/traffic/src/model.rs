@@ -18,6 +18,37 @@ pub trait AppModel: Send + Sync {
     fn iteration(&self, rank: u32, it: u64, out: &mut Vec<Op>);
     /// Model parameters, for the metadata.
     fn params(&self) -> serde_json::Value;
+    /// Every rank `rank` sends to or receives from during the run (the message layer sets up
+    /// slots for them). The default generates the whole run; models answer from their
+    /// decomposition.
+    fn peers(&self, rank: u32) -> Vec<u32> {
+        let mut ops = Vec::new();
+        let mut v = Vec::new();
+        for it in 0..self.iterations() {
+            ops.clear();
+            self.iteration(rank, it, &mut ops);
+            v.extend(ops.iter().filter_map(op_peer));
+            v.sort_unstable();
+            v.dedup();
+        }
+        v
+    }
+}
+
+/// The peer of a message operation.
+pub fn op_peer(op: &Op) -> Option<u32> {
+    match *op {
+        Op::Send { peer, .. } | Op::Recv { peer, .. } => Some(peer),
+        _ => None,
+    }
+}
+
+/// Peers of the operations in `ops`, sorted, without duplicates.
+pub fn peers_of(ops: &[Op]) -> Vec<u32> {
+    let mut v: Vec<u32> = ops.iter().filter_map(op_peer).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The program of `rank` for iterations `iters`.

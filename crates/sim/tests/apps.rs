@@ -1,0 +1,59 @@
+//! Applications on the simulator: the calibrated models run to completion over the message
+//! layer, PART pays only first-use faults, pre-touch none.
+
+use unpinned_core::os::PageInPolicy;
+use unpinned_core::profile::Profile;
+use unpinned_core::time::Duration;
+use unpinned_msg::MsgConfig;
+use unpinned_sim::apps::{run_app, AppSimConfig, BufferMode};
+use unpinned_sim::{FaultConfig, SimConfig, Topology};
+use unpinned_traffic::{model, totals, NodeRates};
+
+fn cfg(nodes: u32, mode: BufferMode, seed: u64) -> AppSimConfig {
+    let mut profile = Profile::forth_arm();
+    profile.engine.packet_bytes = 4096;
+    AppSimConfig {
+        sim: SimConfig {
+            profile,
+            policy: PageInPolicy::Pia,
+            send_err: true,
+            seed,
+            nodes,
+            topology: Topology::Uniform { hops: 1 },
+            faults: FaultConfig::NONE,
+            check_invariants: false,
+            trace: false,
+        },
+        mode,
+        msg: MsgConfig::default(),
+        copy_gbps: 2.0,
+        copy_bytes: true,
+        evict_every: 0,
+        time_limit: Duration::from_us(100_000_000),
+    }
+}
+
+#[test]
+fn every_app_runs_in_both_modes() {
+    for app in ["lammps", "hpl", "hpcg"] {
+        for nodes in [1, 2, 4] {
+            let m = model(app, nodes, NodeRates::default()).unwrap();
+            let iters = 0..3;
+            let want = totals(m.as_ref(), iters.clone());
+            let part = run_app(&cfg(nodes, BufferMode::Part, 1), m.as_ref(), iters.clone()).unwrap();
+            let pre = run_app(&cfg(nodes, BufferMode::PreTouch, 1), m.as_ref(), iters.clone()).unwrap();
+            println!("{app} {nodes}: part {:.6} s ({} irq, {} errs, {} minor), pretouch {:.6} s, {} sends {} bytes, {} events",
+                part.time_s, part.fault_interrupts, part.errs, part.minor_faults, pre.time_s, part.sends, part.bytes, part.events);
+            for r in [&part, &pre] {
+                assert_eq!((r.sends, r.bytes), (want.sends, want.bytes), "{app} {nodes}: every send call made");
+                assert_eq!(r.recvs, r.sends, "{app} {nodes}: every message received");
+                assert_eq!(r.msg_errors, 0);
+            }
+            assert_eq!(pre.fault_interrupts + pre.minor_faults, 0, "pre-touch: no faults");
+            if nodes > 1 {
+                assert!(part.fault_interrupts > 0, "{app} {nodes}: first use faults under PART");
+                assert!(part.time_s >= pre.time_s, "{app} {nodes}: faults cost time");
+            }
+        }
+    }
+}
