@@ -296,7 +296,7 @@ impl Endpoint {
             st.header_busy[slot as usize] = true;
             let info = self.infos[p as usize];
             let rl = Layout::new(&self.cfg, info.region_base, info.peer_peers);
-            let remote_slot = rl.recv_slot(info.index_at_peer, slot);
+            let remote_payload = rl.recv_payload(info.index_at_peer, slot);
             if req.len <= self.cfg.eager_max_bytes as u64 {
                 self.stats.eager_sent += 1;
                 let hdr = Header { seq, kind: Kind::Eager, tag: req.tag, len: req.len, src_addr: 0, rkey: 0, pdid: 0 };
@@ -312,7 +312,7 @@ impl Endpoint {
                         local_pdid: self.pdid,
                         local_addr: req.addr,
                         remote_pdid: info.pdid,
-                        remote_addr: remote_slot + HEADER_BYTES as u64,
+                        remote_addr: remote_payload,
                         rkey: info.msg_rkey,
                         len: req.len,
                     });
@@ -388,7 +388,7 @@ impl Endpoint {
                 (Some(e), Kind::Eager) => self.events.push_back(MsgEvent::Recv(RecvDone { id: r.id, peer, seq: h.seq, result: Err(e) })),
                 (None, Kind::Eager) => {
                     if h.len > 0 {
-                        host.copy(addr + HEADER_BYTES as u64, r.addr, h.len);
+                        host.copy(self.layout.recv_payload(p, slot), r.addr, h.len);
                     }
                     self.events.push_back(MsgEvent::Recv(RecvDone { id: r.id, peer, seq: h.seq, result: Ok(h.len) }));
                 }

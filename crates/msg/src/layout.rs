@@ -1,12 +1,14 @@
 //! Where the message layer's words live in a node's message region.
 //!
 //! The region of a node with `m` peers and `K` slots per peer is, in order:
-//! - receive slots: `m * K` slots of `HEADER_BYTES + eager_max_bytes` (header first; the
-//!   payload follows it),
+//! - receive slot headers: `m * K` headers,
 //! - incoming control words: per peer 16 bytes (credit word, FIN word), written by that peer,
 //! - outgoing staging: per peer `K` headers and one 16-byte control pair, the sources of the
-//!   header, credit and FIN writes this node sends.
+//!   header, credit and FIN writes this node sends,
+//! - receive slot payloads: `m * K` payloads of `eager_max_bytes`.
 //!
+//! Everything before the payloads is the control part ([`Layout::control_bytes`]): small,
+//! and the only part whose contents the layer itself reads.
 //! The peers' own `peer index` orders the slots: a peer writes into slot range `index * K`.
 
 use crate::config::MsgConfig;
@@ -21,28 +23,38 @@ pub struct Layout {
     pub peers: u32,
     /// Slots per peer.
     pub slots: u32,
-    /// Slot size, header included.
+    /// Payload bytes of a slot.
     pub slot_bytes: u64,
 }
 
 impl Layout {
     /// The layout for `peers` peers at `base`.
     pub fn new(cfg: &MsgConfig, base: u64, peers: u32) -> Layout {
-        Layout { base, peers, slots: cfg.slots_per_peer, slot_bytes: HEADER_BYTES as u64 + cfg.eager_max_bytes as u64 }
+        Layout { base, peers, slots: cfg.slots_per_peer, slot_bytes: cfg.eager_max_bytes as u64 }
+    }
+
+    /// Bytes of the control part (headers, counter words, staging), from `base`.
+    pub fn control_bytes(&self) -> u64 {
+        self.staging_base() + self.peers as u64 * (self.slots as u64 * HEADER_BYTES as u64 + 16) - self.base
     }
 
     /// Total bytes of the region.
     pub fn region_bytes(&self) -> u64 {
-        self.staging_base() + self.peers as u64 * (self.slots as u64 * HEADER_BYTES as u64 + 16) - self.base
+        self.control_bytes() + self.peers as u64 * self.slots as u64 * self.slot_bytes
     }
 
-    /// Slot `slot` of the messages coming from peer index `peer` (header address).
+    /// Header of slot `slot` of the messages coming from peer index `peer`.
     pub fn recv_slot(&self, peer: u32, slot: u32) -> u64 {
-        self.base + (peer as u64 * self.slots as u64 + slot as u64) * self.slot_bytes
+        self.base + (peer as u64 * self.slots as u64 + slot as u64) * HEADER_BYTES as u64
+    }
+
+    /// Payload of slot `slot` of the messages coming from peer index `peer`.
+    pub fn recv_payload(&self, peer: u32, slot: u32) -> u64 {
+        self.base + self.control_bytes() + (peer as u64 * self.slots as u64 + slot as u64) * self.slot_bytes
     }
 
     fn ctrl_in_base(&self) -> u64 {
-        self.base + self.peers as u64 * self.slots as u64 * self.slot_bytes
+        self.base + self.peers as u64 * self.slots as u64 * HEADER_BYTES as u64
     }
 
     /// The credit word written by peer index `peer` (how many of our messages it consumed).
@@ -86,7 +98,8 @@ mod tests {
         let mut areas: Vec<(u64, u64)> = Vec::new();
         for p in 0..3 {
             for s in 0..4 {
-                areas.push((l.recv_slot(p, s), l.slot_bytes));
+                areas.push((l.recv_slot(p, s), HEADER_BYTES as u64));
+                areas.push((l.recv_payload(p, s), l.slot_bytes));
                 areas.push((l.stage_header(p, s), HEADER_BYTES as u64));
             }
             areas.push((l.credit_in(p), 8));

@@ -137,6 +137,10 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
     for r in 0..n {
         let layout = Layout::new(&cfg.msg, MSG_BASE, peers[r as usize].len() as u32);
         sim.map(r, PDID, MSG_BASE, layout.region_bytes(), residence);
+        if !cfg.copy_bytes {
+            // Only the layer's control words are read back; payload bytes are not modelled.
+            sim.node_mut(r).mem.keep_bytes_only(Some(vec![(PDID, MSG_BASE, MSG_BASE + layout.control_bytes())]));
+        }
         msg_keys.push(sim.expose(r, PDID, MSG_BASE, layout.region_bytes(), Perms::RW));
         let sizes = model.buffers(r);
         let mut bufs = Vec::with_capacity(sizes.len());
