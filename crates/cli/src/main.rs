@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_apps;
 mod calibrate_cmd;
 mod error;
 mod live_cmd;

@@ -194,8 +194,8 @@ pub struct Sim {
     hop: Duration,
     link_gbps: f64,
     header_bytes: usize,
-    /// Node that received the last packet (for drivers that watch memory, `take_arrival`).
-    arrived: Option<NodeId>,
+    /// `(src, dst)` of the last packet received (for drivers that watch memory, `take_arrival`).
+    arrived: Option<(NodeId, NodeId)>,
 }
 
 impl Sim {
@@ -277,9 +277,9 @@ impl Sim {
         self.queue.peek().map(|Reverse(e)| e.at())
     }
 
-    /// The node a packet arrived at since the last call, if any (a driver polls that node's
-    /// memory: the NI may have written into it).
-    pub fn take_arrival(&mut self) -> Option<NodeId> {
+    /// `(src, dst)` of the packet that arrived since the last call, if any (a driver polls
+    /// `dst`'s memory: the NI may have written into it on behalf of `src`).
+    pub fn take_arrival(&mut self) -> Option<(NodeId, NodeId)> {
         self.arrived.take()
     }
 
@@ -536,7 +536,7 @@ impl Sim {
         let now = self.now;
         let buf = std::mem::take(&mut self.bufs[b as usize]);
         self.trace_event(3, dst, &buf[..len as usize]);
-        self.arrived = Some(dst);
+        self.arrived = Some((src, dst));
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself.

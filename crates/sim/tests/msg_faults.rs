@@ -114,7 +114,7 @@ fn run(seed: u64, nodes: u32, per_pair: u32, faults: FaultConfig, packet_bytes: 
     while let Some(t) = sim.next_event_at() {
         assert!(t < limit, "seed {seed}: not done by {limit:?}\n{}", sim.debug_summary());
         sim.step().unwrap_or_else(|e| panic!("{e}"));
-        if let Some(n) = sim.take_arrival() {
+        if let Some((_, n)) = sim.take_arrival() {
             eps[n as usize].poll(&mut H(&mut sim.node_mut(n).mem));
             pump(&mut sim, &mut eps, n, &mut got, &mut sends_done);
         }

@@ -239,9 +239,10 @@ impl Driver<'_> {
     }
 
     fn after_step(&mut self) {
-        if let Some(n) = self.sim.take_arrival() {
+        if let Some((src, n)) = self.sim.take_arrival() {
+            // Only `src` writes into the words of its pair: poll that pair.
             let (mut host, ep) = self.host(n);
-            ep.poll(&mut host);
+            ep.poll_node(src, &mut host);
             let (spent, mf) = (host.spent, host.minor_faults);
             self.charge(n, spent, mf);
             self.drain(n, self.sim.now());
