@@ -57,3 +57,27 @@ fn every_app_runs_in_both_modes() {
         }
     }
 }
+
+#[test]
+fn replay_of_a_recorded_trace_gives_the_same_totals_and_time() {
+    use unpinned_traffic::trace::{read_jsonl, to_jsonl_string, Replay};
+    for app in ["lammps", "hpl", "hpcg"] {
+        let m = model(app, 4, NodeRates::default()).unwrap();
+        let progs: Vec<_> = (0..4).map(|r| unpinned_traffic::program(m.as_ref(), r, 0..2)).collect();
+        let replay = Replay { name: "trace", programs: read_jsonl(to_jsonl_string(&progs).as_bytes()).unwrap() };
+        let a = run_app(&cfg(4, BufferMode::Part, 3), m.as_ref(), 0..2).unwrap();
+        let b = run_app(&cfg(4, BufferMode::Part, 3), &replay, 0..1).unwrap();
+        assert_eq!((a.sends, a.bytes, a.recvs), (b.sends, b.bytes, b.recvs), "{app}: same totals");
+        assert_eq!((a.time_s, a.fault_interrupts, a.errs), (b.time_s, b.fault_interrupts, b.errs), "{app}: same run");
+    }
+}
+
+#[test]
+fn goal_schedule_replays() {
+    let text = "num_ranks 3\nrank 0 {\na: calc 2000\nb: send 20000b to 1 tag 1\nc: send 100b to 2 tag 2\nb requires a\nc requires a\n}\nrank 1 {\na: recv 20000b from 0 tag 1\nb: send 20000b to 2 tag 3\nb requires a\n}\nrank 2 {\na: recv 100b from 0 tag 2\nb: recv 20000b from 1 tag 3\n}\n";
+    let programs = unpinned_traffic::goal::read_goal(text).unwrap();
+    let replay = unpinned_traffic::trace::Replay { name: "goal", programs };
+    let r = run_app(&cfg(3, BufferMode::Part, 1), &replay, 0..1).unwrap();
+    assert_eq!((r.sends, r.bytes, r.recvs, r.msg_errors), (3, 40100, 3, 0));
+    assert!(r.time_s > 2e-6, "after the compute phase");
+}

@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod collectives;
+pub mod goal;
 pub mod grid;
 pub mod hpcg;
 pub mod hpl;
@@ -13,6 +14,7 @@ pub mod lammps;
 pub mod model;
 pub mod program;
 pub mod rates;
+pub mod trace;
 
 pub use model::{program, totals, AppModel};
 pub use program::{check_programs, Op, Program, Totals};
@@ -49,3 +51,5 @@ pub fn model(name: &str, ranks: u32, rates: NodeRates) -> Result<Box<dyn AppMode
 
 #[cfg(test)]
 mod calibration_tests;
+#[cfg(test)]
+mod trace_tests;
