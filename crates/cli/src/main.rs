@@ -8,6 +8,7 @@ mod error;
 mod live_cmd;
 mod profile_cmd;
 mod progress;
+mod replay_cmd;
 mod run;
 mod run_cmd;
 
@@ -41,6 +42,7 @@ Main commands:
   unpinned sim EXPERIMENT             run one experiment
   unpinned reproduce                  run them all and write results/index.html
   unpinned profile show               print the profile (with --set overrides)
+  unpinned replay TRACE               replay a trace (.jsonl or GOAL .goal), PART vs pre-touch
 
 Example:
   unpinned sim part-fault-all --set engine.block_timeout_us=100 --seed 7 --out results/";
@@ -73,6 +75,9 @@ enum Command {
     /// Run a live experiment: two ranks of the live runtime in this process, real memory and
     /// faults (or list them with --list).
     Live(live_cmd::LiveArgs),
+    /// Replay a communication trace (JSON lines or a LogGOPSim GOAL schedule) on the
+    /// simulator, PART against pre-touch.
+    Replay(replay_cmd::ReplayArgs),
 }
 
 #[derive(Args, Debug)]
@@ -241,6 +246,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Calibrate(a) => calibrate_cmd::run(a),
         Command::Live(a) => live_cmd::run(a),
+        Command::Replay(a) => replay_cmd::run(a),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
     };
     match result {
