@@ -9,6 +9,7 @@ mod live_cmd;
 mod profile_cmd;
 mod progress;
 mod replay_cmd;
+mod sweep;
 mod run;
 mod run_cmd;
 
@@ -43,6 +44,7 @@ Main commands:
   unpinned reproduce                  run them all and write results/index.html
   unpinned profile show               print the profile (with --set overrides)
   unpinned replay TRACE               replay a trace (.jsonl or GOAL .goal), PART vs pre-touch
+  unpinned sweep SPEC.toml            parameter sweep, locally or --cluster tcp://HOST:PORT (Dask)
 
 Example:
   unpinned sim part-fault-all --set engine.block_timeout_us=100 --seed 7 --out results/";
@@ -78,6 +80,13 @@ enum Command {
     /// Replay a communication trace (JSON lines or a LogGOPSim GOAL schedule) on the
     /// simulator, PART against pre-touch.
     Replay(replay_cmd::ReplayArgs),
+    /// Sweep an experiment over a parameter grid (TOML spec), locally or on a Dask cluster
+    /// (`--cluster tcp://HOST:PORT`), merged into one tidy table.
+    Sweep(sweep::SweepArgs),
+    /// One point of a sweep: run an experiment and print its table as JSON (used by the
+    /// cluster workers).
+    #[command(hide = true)]
+    RunPoint(sweep::RunPointArgs),
 }
 
 #[derive(Args, Debug)]
@@ -247,6 +256,8 @@ fn main() -> ExitCode {
         Command::Calibrate(a) => calibrate_cmd::run(a),
         Command::Live(a) => live_cmd::run(a),
         Command::Replay(a) => replay_cmd::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::RunPoint(a) => sweep::run_point_cmd(a),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
     };
     match result {

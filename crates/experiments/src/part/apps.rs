@@ -162,16 +162,15 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let jobs: Vec<(usize, BufferMode)> = (0..points.len()).flat_map(|i| [(i, BufferMode::Part), (i, BufferMode::PreTouch)]).collect();
     let results = par_map(&jobs, ctx.progress, |&(i, mode)| {
         let p = &points[i];
-        let wall = std::time::Instant::now();
-        run_point(&ctx.profile, rates, p, mode, ctx.seed.wrapping_add(p.seed)).map(|r| (r, wall.elapsed().as_secs_f64()))
+        run_point(&ctx.profile, rates, p, mode, ctx.seed.wrapping_add(p.seed))
     });
-    let mut table = Table::new(&["app", "nodes", "mode", "seed", "time_s", "slowdown", "fault_interrupts", "errs", "topology", "iterations", "packet_bytes", "sends", "total_bytes", "minor_faults", "sim_events", "wall_s"]);
+    let mut table = Table::new(&["app", "nodes", "mode", "seed", "time_s", "slowdown", "fault_interrupts", "errs", "topology", "iterations", "packet_bytes", "sends", "total_bytes", "minor_faults", "sim_events"]);
     let mut events = 0;
     let mut it = results.into_iter();
     for p in &points {
-        let (part, wp) = it.next().expect("part run")?;
-        let (pre, wr) = it.next().expect("pretouch run")?;
-        for (mode, r, wall) in [(BufferMode::Part, part, wp), (BufferMode::PreTouch, pre, wr)] {
+        let part = it.next().expect("part run")?;
+        let pre = it.next().expect("pretouch run")?;
+        for (mode, r) in [(BufferMode::Part, part), (BufferMode::PreTouch, pre)] {
             events += r.events;
             if r.msg_errors > 0 || r.recvs != r.sends {
                 return Err(ExperimentError::Sim(format!("{} at {} nodes: {} message errors, {} of {} messages received", p.app, p.nodes, r.msg_errors, r.recvs, r.sends)));
@@ -192,7 +191,6 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 r.bytes.into(),
                 r.minor_faults.into(),
                 r.events.into(),
-                wall.into(),
             ]);
         }
     }
