@@ -81,3 +81,15 @@ fn goal_schedule_replays() {
     assert_eq!((r.sends, r.bytes, r.recvs, r.msg_errors), (3, 40100, 3, 0));
     assert!(r.time_s > 2e-6, "after the compute phase");
 }
+
+#[test]
+fn memory_pressure_faults_again() {
+    let m = model("lammps", 4, NodeRates::default()).unwrap();
+    let mut c = cfg(4, BufferMode::Part, 1);
+    let calm = run_app(&c, m.as_ref(), 0..6).unwrap();
+    c.evict_every = 2;
+    let pressed = run_app(&c, m.as_ref(), 0..6).unwrap();
+    assert!(pressed.fault_interrupts + pressed.minor_faults > calm.fault_interrupts + calm.minor_faults, "reclaimed pages fault again");
+    assert!(pressed.time_s > calm.time_s);
+    assert_eq!((pressed.recvs, pressed.msg_errors), (calm.recvs, 0));
+}

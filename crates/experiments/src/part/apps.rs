@@ -94,6 +94,12 @@ pub struct Point {
 
 /// The simulator set-up of a point.
 pub fn app_config(profile: &Profile, p: &Point, mode: BufferMode, seed: u64) -> AppSimConfig {
+    app_config_pressure(profile, p, mode, seed, 0)
+}
+
+/// [`app_config`] with memory pressure: every buffer page reclaimed every `evict_every`
+/// iterations (0: never).
+pub fn app_config_pressure(profile: &Profile, p: &Point, mode: BufferMode, seed: u64, evict_every: u64) -> AppSimConfig {
     let mut profile = profile.clone();
     profile.engine.packet_bytes = p.packet_bytes;
     profile.engine.block_bytes = profile.engine.block_bytes.max(p.packet_bytes);
@@ -107,15 +113,15 @@ pub fn app_config(profile: &Profile, p: &Point, mode: BufferMode, seed: u64) -> 
         msg: MsgConfig::default(),
         copy_gbps: 2.0,
         copy_bytes: false,
-        evict_every: 0,
+        evict_every,
         time_limit: Duration::from_us(3_600_000_000),
     }
 }
 
 /// Run one point in one mode.
-pub fn run_point(profile: &Profile, rates: NodeRates, p: &Point, mode: BufferMode, seed: u64) -> Result<AppResult, ExperimentError> {
+pub fn run_point(profile: &Profile, rates: NodeRates, p: &Point, mode: BufferMode, seed: u64, evict_every: u64) -> Result<AppResult, ExperimentError> {
     let m = model(&p.app, p.nodes, rates).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
-    let cfg = app_config(profile, p, mode, seed);
+    let cfg = app_config_pressure(profile, p, mode, seed, evict_every);
     run_app(&cfg, m.as_ref(), 0..p.iterations.min(m.iterations())).map_err(|e| ExperimentError::Sim(e.to_string()))
 }
 
@@ -130,6 +136,9 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let scale_window_s: f64 = ctx.param("scale_window_s", 1.0)?;
     let window = [("lammps", ctx.param("lammps_steps", 100u64)?), ("hpl", ctx.param("hpl_panels", 24u64)?), ("hpcg", ctx.param("hpcg_iterations", 3u64)?)];
     let rates = rates(ctx)?;
+    // Memory pressure (off by default, as the spec's runs): reclaim every buffer page every
+    // this many iterations, in both modes.
+    let evict_every: u64 = ctx.param("evict_every", 0)?;
     for &pb in &[packet_bytes, scale_packet_bytes] {
         if pb == 0 || pb > MAX_PACKET_BYTES {
             return Err(ExperimentError::BadParam("packet_bytes".into(), format!("{pb}: must be in 1..=32768")));
@@ -162,7 +171,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let jobs: Vec<(usize, BufferMode)> = (0..points.len()).flat_map(|i| [(i, BufferMode::Part), (i, BufferMode::PreTouch)]).collect();
     let results = par_map(&jobs, ctx.progress, |&(i, mode)| {
         let p = &points[i];
-        run_point(&ctx.profile, rates, p, mode, ctx.seed.wrapping_add(p.seed))
+        run_point(&ctx.profile, rates, p, mode, ctx.seed.wrapping_add(p.seed), evict_every)
     });
     let mut table = Table::new(&["app", "nodes", "mode", "seed", "time_s", "slowdown", "fault_interrupts", "errs", "topology", "iterations", "packet_bytes", "sends", "total_bytes", "minor_faults", "sim_events"]);
     let mut events = 0;
@@ -213,7 +222,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             "scale_knob": "engine.packet_bytes: packets coarser than the reference NI's 256 B (block_bytes raised to match when smaller)",
             "rates": rates, "models_at_16_nodes": models, "ranks_per_node": 1, "threads_per_node": rates.threads,
             "policy": "PIA with ERR", "msg": { "eager_max_bytes": MsgConfig::default().eager_max_bytes, "slots_per_peer": MsgConfig::default().slots_per_peer },
-            "copy_gbps": 2.0, "fat_tree_down_ports": FAT_TREE_DOWN,
+            "copy_gbps": 2.0, "fat_tree_down_ports": FAT_TREE_DOWN, "evict_every": evict_every,
             "modes": { "part": "buffers and message region not present: first use faults (NI: IOMMU fault + ERR; CPU: minor fault)", "pretouch": "every page present" },
         }),
     })

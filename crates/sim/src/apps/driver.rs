@@ -96,6 +96,8 @@ struct Rank {
     ops: VecDeque<Op>,
     next_iter: u64,
     bufs: Vec<u64>,
+    /// Bytes of the buffer area (from `BUF_BASE`).
+    bufs_len: u64,
     outstanding: u32,
     state: State,
     /// CPU time owed by the progress engine, charged when the rank next runs.
@@ -170,7 +172,7 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
             .collect();
         let ep = Endpoint::new(r, PDID, cfg.msg, MSG_BASE, buf_key, infos).map_err(|e| SimError { what: e.to_string(), seed: cfg.sim.seed, at_us: 0.0 })?;
         eps.push(ep);
-        rs.push(Rank { ops: VecDeque::new(), next_iter: iters.start, bufs, outstanding: 0, state: State::Ready, debt: Duration::ZERO, next_id: 1 });
+        rs.push(Rank { ops: VecDeque::new(), next_iter: iters.start, bufs, bufs_len: len, outstanding: 0, state: State::Ready, debt: Duration::ZERO, next_id: 1 });
     }
     let mut d = Driver { cfg, sim, eps, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0 };
     for r in 0..n {
@@ -317,7 +319,9 @@ impl Driver<'_> {
                 self.model.iteration(n, it, &mut ops);
                 rank.ops.extend(ops);
                 if self.cfg.evict_every > 0 && it > self.iters.start && (it - self.iters.start) % self.cfg.evict_every == 0 {
-                    let len = rank.bufs.last().map_or(0, |&b| b - BUF_BASE) + PAGE_BYTES * 1024;
+                    // Memory pressure: the OS reclaimed every buffer page since the last
+                    // iteration; the next use faults again (NI or CPU).
+                    let len = rank.bufs_len;
                     self.sim.evict(n, PDID, BUF_BASE, len);
                 }
                 continue;
