@@ -111,6 +111,7 @@ struct SendReq {
     addr: u64,
     len: u64,
     tag: u32,
+    rkey: RemoteKey,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -224,9 +225,15 @@ impl Endpoint {
     /// Start sending `len` bytes at `addr` to `peer`. Exactly one [`MsgEvent::SendDone`] with
     /// `id` follows.
     pub fn isend(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32) -> Result<(), MsgError> {
+        self.isend_keyed(id, peer, addr, len, tag, self.buf_rkey)
+    }
+
+    /// Like [`Endpoint::isend`], naming the key of a read-only exposure of this buffer (used
+    /// by a rendezvous; a runtime may expose each large send buffer on its own).
+    pub fn isend_keyed(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32, rkey: RemoteKey) -> Result<(), MsgError> {
         let p = *self.index.get(&peer).ok_or(MsgError::UnknownPeer(peer))?;
         addr.checked_add(len).ok_or(MsgError::BadRange)?;
-        self.states[p as usize].queue.push_back(SendReq { id, addr, len, tag });
+        self.states[p as usize].queue.push_back(SendReq { id, addr, len, tag, rkey });
         self.pump_sends(p);
         Ok(())
     }
@@ -322,7 +329,7 @@ impl Endpoint {
                 let st = &mut self.states[p as usize];
                 st.rndv_posted += 1;
                 st.rndv_wait.push_back((st.rndv_posted, req.id));
-                let hdr = Header { seq, kind: Kind::Rts, tag: req.tag, len: req.len, src_addr: req.addr, rkey: self.buf_rkey, pdid: self.pdid };
+                let hdr = Header { seq, kind: Kind::Rts, tag: req.tag, len: req.len, src_addr: req.addr, rkey: req.rkey, pdid: self.pdid };
                 self.pending_header(p, slot, hdr);
             }
         }
@@ -556,6 +563,11 @@ impl Endpoint {
     /// Whether work is left: queued sends, pending receives, operations in flight.
     pub fn is_busy(&self) -> bool {
         !self.pending.is_empty() || !self.out.is_empty() || self.states.iter().any(|s| !s.queue.is_empty() || !s.recvs.is_empty() || !s.rndv_wait.is_empty())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> MsgConfig {
+        self.cfg
     }
 
     /// This endpoint's node.
