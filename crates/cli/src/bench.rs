@@ -90,10 +90,39 @@ pub struct BenchSimArgs {
     /// Also write the reports as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    /// `transfers` (the standard load above) or an application: `lammps`, `hpl`, `hpcg`
+    /// (then `--nodes` ranks, one per node, for `--window-s` of the application's compute).
+    #[arg(long, default_value = "transfers")]
+    pub workload: String,
+    /// Applications: topology, `torus` or `fattree`.
+    #[arg(long, default_value = "torus")]
+    pub topology: String,
+    /// Applications: `part` (first use faults) or `pretouch`.
+    #[arg(long, default_value = "part")]
+    pub mode: String,
+    /// Applications: packet size, the scale knob (the reference NI's is 256 B).
+    #[arg(long, default_value_t = 16384)]
+    pub packet_bytes: u32,
+    /// Applications: simulated seconds of compute to cover.
+    #[arg(long, default_value_t = 1.0)]
+    pub window_s: f64,
 }
 
 /// Run `unpinned bench sim`.
 pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
+    if args.workload != "transfers" {
+        let r = crate::bench_apps::run(&args.profile, &args.workload, args.nodes, &args.topology, &args.mode, args.packet_bytes, args.window_s)?;
+        println!(
+            "{} on {} nodes ({}, {}): {} iterations, {:.3} s simulated, {} events in {:.1} s wall = {:.2} M events/s ({:.2} M per CPU second); peak RSS {:.1} MiB = {:.1} KiB per simulated node; {} sends, {} fault interrupts",
+            r.workload, r.nodes, r.topology, r.mode, r.iterations, r.simulated_s, r.events, r.wall_s, r.events_per_s / 1e6, r.events_per_cpu_s / 1e6,
+            r.peak_rss_bytes as f64 / 1048576.0, r.peak_bytes_per_node / 1024.0, r.sends, r.fault_interrupts
+        );
+        if let Some(path) = &args.json {
+            let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
+            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        return Ok(());
+    }
     let s = setup(&args.profile).map_err(|e| e.to_string())?;
     if args.nodes < 2 || args.concurrent == 0 || args.rounds == 0 || args.repeat == 0 || args.transfer_bytes == 0 {
         return Err("bench sim: --nodes must be >= 2 and --concurrent, --rounds, --repeat, --transfer-bytes >= 1".into());

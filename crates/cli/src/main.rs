@@ -2,11 +2,14 @@
 
 mod args;
 mod bench;
+mod bench_apps;
 mod calibrate_cmd;
 mod error;
 mod live_cmd;
 mod profile_cmd;
 mod progress;
+mod replay_cmd;
+mod sweep;
 mod run;
 mod run_cmd;
 
@@ -40,6 +43,8 @@ Main commands:
   unpinned sim EXPERIMENT             run one experiment
   unpinned reproduce                  run them all and write results/index.html
   unpinned profile show               print the profile (with --set overrides)
+  unpinned replay TRACE               replay a trace (.jsonl or GOAL .goal), PART vs pre-touch
+  unpinned sweep SPEC.toml            parameter sweep, locally or --cluster tcp://HOST:PORT (Dask)
 
 Example:
   unpinned sim part-fault-all --set engine.block_timeout_us=100 --seed 7 --out results/";
@@ -72,6 +77,16 @@ enum Command {
     /// Run a live experiment: two ranks of the live runtime in this process, real memory and
     /// faults (or list them with --list).
     Live(live_cmd::LiveArgs),
+    /// Replay a communication trace (JSON lines or a LogGOPSim GOAL schedule) on the
+    /// simulator, PART against pre-touch.
+    Replay(replay_cmd::ReplayArgs),
+    /// Sweep an experiment over a parameter grid (TOML spec), locally or on a Dask cluster
+    /// (`--cluster tcp://HOST:PORT`), merged into one tidy table.
+    Sweep(sweep::SweepArgs),
+    /// One point of a sweep: run an experiment and print its table as JSON (used by the
+    /// cluster workers).
+    #[command(hide = true)]
+    RunPoint(sweep::RunPointArgs),
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +255,9 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Calibrate(a) => calibrate_cmd::run(a),
         Command::Live(a) => live_cmd::run(a),
+        Command::Replay(a) => replay_cmd::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::RunPoint(a) => sweep::run_point_cmd(a),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
     };
     match result {

@@ -117,3 +117,27 @@ fn bad_parameters_are_rejected() {
     let ctx = RunContext { profile: Profile::forth_arm(), seed: 1, params: [("seeds".to_string(), "many".to_string())].into(), progress: &|_, _| {} };
     assert!((find("part-fault-frequency").unwrap().run)(&ctx).is_err());
 }
+
+#[test]
+fn part_apps_part_pays_first_use_faults_only() {
+    let o = run("part-apps", &[("nodes", "1,4"), ("seeds", "2"), ("lammps_steps", "30"), ("hpl_panels", "6"), ("hpcg_iterations", "1")]);
+    has_columns(&o.table, &["app", "nodes", "mode", "seed", "time_s", "slowdown", "fault_interrupts", "errs"]);
+    assert_eq!(o.table.rows.len(), 3 * 2 * 2 * 2);
+    for app in ["lammps", "hpl", "hpcg"] {
+        for seed in ["1", "2"] {
+            let v = |mode: &str, nodes: &str, y: &str| value(&o.table, &[("app", app), ("mode", mode), ("nodes", nodes), ("seed", seed)], y);
+            assert_eq!(v("pretouch", "4", "fault_interrupts"), 0.0, "{app}: pre-touch takes no network fault");
+            assert!(v("part", "4", "fault_interrupts") > 0.0 && v("part", "4", "errs") > 0.0, "{app}: first use faults under PART");
+            assert!(v("part", "4", "slowdown") >= 1.0, "{app}: faults cost time");
+            assert_eq!(v("part", "1", "slowdown"), 1.0, "{app}: one node sends nothing");
+        }
+    }
+}
+
+#[test]
+fn part_apps_rejects_impossible_parameters() {
+    for (k, v) in [("packet_bytes", "0"), ("packet_bytes", "70000"), ("nodes", "0"), ("scale", "huge"), ("apps", "quake"), ("mem_gbps", "-1")] {
+        let ctx = RunContext { profile: Profile::forth_arm(), seed: 1, params: [(k.to_string(), v.to_string())].into(), progress: &|_, _| {} };
+        assert!((find("part-apps").unwrap().run)(&ctx).is_err(), "{k}={v} accepted");
+    }
+}

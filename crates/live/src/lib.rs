@@ -48,6 +48,7 @@ pub mod fault_handler;
 pub mod launch;
 pub mod mapping;
 pub mod memory;
+pub mod msg;
 pub mod runtime;
 pub mod transport;
 

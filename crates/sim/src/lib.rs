@@ -12,11 +12,13 @@
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
 //! - [`queue`]: the event queue ((time, seq) order, a 4-ary heap).
 //! - [`world`]: the event loop.
+//! - [`apps`]: applications (per-rank programs over the message layer) on the simulator.
 //! - [`dsm`]: replay of DSM traces on the reference cluster's calibration.
 
 #![warn(missing_docs)]
 
 pub mod aa;
+pub mod apps;
 pub mod faults;
 pub mod bench;
 pub mod conformance;

@@ -36,6 +36,10 @@ pub struct SimMemory {
     violations: Vec<String>,
     pending_interrupts: u32,
     latency: Duration,
+    /// Where written bytes are kept: everywhere (`None`, the default) or only in these ranges
+    /// `(pdid, start, end)` (residency and costs only elsewhere, for cluster-scale runs whose
+    /// contents nobody checks).
+    keep_bytes: Option<Vec<(Pdid, u64, u64)>>,
 }
 
 impl Default for SimMemory {
@@ -54,6 +58,7 @@ impl SimMemory {
             violations: Vec::new(),
             pending_interrupts: 0,
             latency: Duration::ZERO,
+            keep_bytes: None,
         }
     }
 
@@ -118,8 +123,24 @@ impl SimMemory {
         (start..end).step_by(PAGE_BYTES as usize).filter(|&p| !self.is_present(pdid, p)).count() as u64
     }
 
+    /// Keep written bytes only in `ranges` (`(pdid, start, end)`); elsewhere only residency
+    /// and costs are modelled and reads return zeros. `None` keeps everything (the default).
+    pub fn keep_bytes_only(&mut self, ranges: Option<Vec<(Pdid, u64, u64)>>) {
+        self.keep_bytes = ranges;
+    }
+
+    fn keeps(&self, pdid: Pdid, addr: u64) -> bool {
+        match &self.keep_bytes {
+            None => true,
+            Some(v) => v.iter().any(|&(d, s, e)| d == pdid && addr >= s && addr < e),
+        }
+    }
+
     /// Host CPU write (no IOMMU, residency unchanged: sets up contents).
     pub fn host_write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) {
+        if !self.keeps(pdid, addr) {
+            return;
+        }
         let mut done = 0;
         while done < data.len() {
             let a = addr + done as u64;
@@ -235,12 +256,16 @@ impl NiView<'_> {
 
 impl Memory for NiView<'_> {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        let keep = self.mem.keeps(pdid, addr);
         let end = addr + data.len() as u64;
         if !self.mem.writable.iter().any(|&(d, s, e)| d == pdid && addr >= s && end <= e) {
             self.mem.violations.push(format!("NI wrote [{addr:#x}, {end:#x}) of pdid {pdid}, outside every exposed range"));
         }
         let off = (addr - page_of(addr)) as usize;
         if let Some(p) = self.one_page(pdid, addr, data.len())? {
+            if !keep {
+                return Ok(());
+            }
             let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
             buf[off..off + data.len()].copy_from_slice(data);
             return Ok(());

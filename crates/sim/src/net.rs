@@ -24,6 +24,14 @@ pub enum Topology {
         /// Size in z.
         z: u32,
     },
+    /// A fat tree (folded Clos) whose switches have `down` ports towards the nodes: nodes
+    /// under one leaf switch are 2 hops apart, nodes whose lowest common ancestor is `l`
+    /// levels up are `2 l` hops apart. Full bisection bandwidth (the upper levels have as
+    /// many up as down ports), so, like the torus here, only endpoint ports contend.
+    FatTree {
+        /// Down ports per switch (nodes per leaf switch).
+        down: u32,
+    },
 }
 
 impl Topology {
@@ -40,6 +48,16 @@ impl Topology {
                 };
                 (d(a.0, b.0, x) + d(a.1, b.1, y) + d(a.2, b.2, z)).max(1)
             }
+            Topology::FatTree { down } => {
+                let down = down.max(2);
+                let (mut a, mut b, mut levels) = (a / down, b / down, 1);
+                while a != b {
+                    a /= down;
+                    b /= down;
+                    levels += 1;
+                }
+                2 * levels
+            }
         }
     }
 }
@@ -53,5 +71,15 @@ mod tests {
         assert_eq!(t.hops(0, 3), 1, "0 and 3 are neighbours across the wrap");
         assert_eq!(t.hops(0, 2), 2);
         assert_eq!(t.hops(0, 4 + 16 + 1), 3);
+    }
+
+    #[test]
+    fn fat_tree_distance_by_common_ancestor() {
+        let t = Topology::FatTree { down: 16 };
+        assert_eq!(t.hops(0, 15), 2, "same leaf switch");
+        assert_eq!(t.hops(0, 16), 4, "same second-level switch");
+        assert_eq!(t.hops(0, 255), 4);
+        assert_eq!(t.hops(0, 256), 6);
+        assert_eq!(t.hops(4095, 0), 6, "4096 nodes: three levels");
     }
 }

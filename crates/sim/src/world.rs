@@ -182,6 +182,8 @@ pub struct Sim {
     last_ser: (usize, Duration),
     /// Whether the fault injector can do anything (`cfg.faults.any()`).
     faults_any: bool,
+    /// `(src, dst)` of the last packet received (for drivers that watch memory, `take_arrival`).
+    arrived: Option<(NodeId, NodeId)>,
 }
 
 impl Sim {
@@ -235,6 +237,7 @@ impl Sim {
             header_bytes: p.net.header_bytes as usize,
             last_ser: (usize::MAX, Duration::ZERO),
             faults_any: cfg.faults.any(),
+            arrived: None,
             cfg,
         }
     }
@@ -257,6 +260,17 @@ impl Sim {
     /// Superseded timer entries popped (not counted as events), and the largest queue length.
     pub fn queue_stats(&self) -> (u64, usize) {
         (self.stale_events, self.max_queue)
+    }
+
+    /// Time of the next queued event, if any.
+    pub fn next_event_at(&self) -> Option<Instant> {
+        self.queue.peek_at()
+    }
+
+    /// `(src, dst)` of the packet that arrived since the last call, if any (a driver polls
+    /// `dst`'s memory: the NI may have written into it on behalf of `src`).
+    pub fn take_arrival(&mut self) -> Option<(NodeId, NodeId)> {
+        self.arrived.take()
     }
 
     /// Hash of every event so far (only with `trace` on): equal seeds give equal hashes.
@@ -525,6 +539,7 @@ impl Sim {
         let (src, dst, len, intact) = (lb.src, lb.dst, lb.len as usize, lb.intact);
         let buf = std::mem::take(&mut self.bufs[b as usize].bytes);
         self.trace_event(3, dst, &buf[..len]);
+        self.arrived = Some((src, dst));
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself. The

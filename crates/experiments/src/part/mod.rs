@@ -7,6 +7,7 @@
 
 pub mod harness;
 
+pub mod apps;
 mod breakdown;
 mod fault_all;
 mod fault_frequency;
@@ -27,6 +28,7 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &fault_frequency::SPEC,
         &timeout::SPEC,
         &isend::SPEC,
+        &apps::SPEC,
     ]
 }
 

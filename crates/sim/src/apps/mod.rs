@@ -1,0 +1,10 @@
+//! Applications on the simulator: per-rank programs (crate `unpinned-traffic`) run over the
+//! message layer (crate `unpinned-msg`) on PART engines, one rank per node.
+//!
+//! - [`host`]: the host CPU's access to memory for the message layer (minor faults, copies).
+//! - [`driver`]: the loop that interleaves rank programs with the simulator's events.
+
+pub mod driver;
+pub mod host;
+
+pub use driver::{run_app, AppResult, AppSimConfig, BufferMode};

@@ -1,0 +1,107 @@
+//! Trace formats: round trips, GOAL schedules, bad input.
+
+use crate::goal::read_goal;
+use crate::trace::{read_jsonl, to_jsonl_string};
+use crate::{model, program, NodeRates, Op, Totals};
+
+fn totals(p: &[crate::Program]) -> Totals {
+    let mut t = Totals::default();
+    p.iter().flat_map(|p| &p.ops).for_each(|o| t.add(o));
+    t
+}
+
+#[test]
+fn jsonl_round_trip_keeps_programs() {
+    for app in ["lammps", "hpl", "hpcg"] {
+        let m = model(app, 8, NodeRates::default()).unwrap();
+        let progs: Vec<_> = (0..8).map(|r| program(m.as_ref(), r, 0..2)).collect();
+        let back = read_jsonl(to_jsonl_string(&progs).as_bytes()).unwrap();
+        assert_eq!(back, progs, "{app}");
+    }
+}
+
+#[test]
+fn jsonl_without_buffers_gets_reused_buffers() {
+    let text = r#"{"format":"unpinned-trace","version":1,"ranks":2}
+{"rank":0,"op":"send","peer":1,"bytes":100,"tag":1}
+{"rank":1,"op":"recv","peer":0,"bytes":100,"tag":1}
+{"rank":0,"op":"send","peer":1,"bytes":9000,"tag":1}
+{"rank":1,"op":"recv","peer":0,"bytes":9000,"tag":1}
+{"rank":0,"op":"wait"}
+{"rank":1,"op":"compute","ns":5}
+{"rank":1,"op":"wait"}
+"#;
+    let p = read_jsonl(text.as_bytes()).unwrap();
+    assert_eq!(p[0].buffers, vec![9000]);
+    assert_eq!(p[1].buffers, vec![9000]);
+    assert_eq!(p[1].ops[2], Op::Compute { ns: 5 });
+    assert_eq!(totals(&p).bytes, 9100);
+}
+
+#[test]
+fn bad_traces_are_typed_errors() {
+    let cases = [
+        "",
+        "{\"format\":\"other\",\"version\":1,\"ranks\":2}",
+        "{\"format\":\"unpinned-trace\",\"version\":1,\"ranks\":0}",
+        "{\"format\":\"unpinned-trace\",\"version\":1,\"ranks\":2}\n{\"rank\":5,\"op\":\"wait\"}",
+        "{\"format\":\"unpinned-trace\",\"version\":1,\"ranks\":2}\n{\"rank\":0,\"op\":\"send\",\"peer\":0,\"bytes\":1,\"tag\":0}",
+        "{\"format\":\"unpinned-trace\",\"version\":1,\"ranks\":2}\n{\"rank\":0,\"op\":\"send\",\"peer\":1,\"bytes\":1,\"tag\":0}",
+        "{\"format\":\"unpinned-trace\",\"version\":1,\"ranks\":2}\n{\"rank\":0,\"op\":\"jump\"}",
+        "{\"format\":\"unpinned-trace\",\"version\":1,\"ranks\":2}\nnot json",
+    ];
+    for c in cases {
+        assert!(read_jsonl(c.as_bytes()).is_err(), "accepted {c:?}");
+    }
+}
+
+const PINGPONG: &str = "
+// a ping-pong with compute, as Schedgen writes them
+num_ranks 2
+
+rank 0 {
+l1: calc 1000 cpu 0
+l2: send 1024b to 1 tag 42 cpu 0 nic 0
+l3: recv 1024b from 1 tag 43
+l4: calc 500
+l2 requires l1
+l3 irequires l2
+l4 requires l3
+}
+
+rank 1 {
+l1: recv 1024b from 0 tag 42
+l2: send 1024b to 0 tag 43
+l2 requires l1
+}
+";
+
+#[test]
+fn goal_schedule_is_linearized() {
+    let p = read_goal(PINGPONG).unwrap();
+    assert_eq!(p[0].ops, vec![
+        Op::Compute { ns: 1000 },
+        Op::Send { peer: 1, bytes: 1024, buf: 1, tag: 42 },
+        Op::Recv { peer: 1, bytes: 1024, buf: 0, tag: 43 },
+        Op::Wait,
+        Op::Compute { ns: 500 },
+    ]);
+    assert_eq!(p[1].ops, vec![Op::Recv { peer: 0, bytes: 1024, buf: 0, tag: 42 }, Op::Wait, Op::Send { peer: 0, bytes: 1024, buf: 1, tag: 43 }, Op::Wait]);
+    assert_eq!(totals(&p).sends, 2);
+}
+
+#[test]
+fn bad_goal_is_a_typed_error() {
+    for c in [
+        "rank 0 {\n}",
+        "num_ranks 2\nrank 0 {\nl1: send 8b to 0\n}",
+        "num_ranks 2\nrank 0 {\nl1: recv 8b from -1\n}",
+        "num_ranks 2\nrank 0 {\nl1: calc 5\nl2: calc 6\nl1 requires l2\nl2 requires l1\n}",
+        "num_ranks 2\nrank 0 {\nl1: fly 5\n}",
+        "num_ranks 2\nrank 0 {\nl1: calc 5\n",
+        "num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\n}",
+        "num_ranks 2\nrank 0 {\nl1: calc 5\nl1 requires l9\n}",
+    ] {
+        assert!(read_goal(c).is_err(), "accepted {c:?}");
+    }
+}
