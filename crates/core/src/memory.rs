@@ -45,4 +45,45 @@ pub trait Memory {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError>;
     /// Read `out.len()` bytes at virtual address `addr` of the address space `pdid`.
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError>;
+
+    /// [`Memory::write`] of one packet of a remote write (a put from `origin.peer`). An
+    /// IOMMU that logs accesses (Active Access, spec active-access.md) needs to know whose
+    /// access this is and which part of it; plain memories ignore `origin`.
+    fn write_from(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        data: &[u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        let _ = origin;
+        self.write(pdid, addr, data)
+    }
+
+    /// [`Memory::read`] of one packet served to a remote read (a get from `origin.peer`).
+    fn read_for(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        out: &mut [u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        let _ = origin;
+        self.read(pdid, addr, out)
+    }
+}
+
+/// Who caused an engine's memory access, for memories that log accesses (Active Access).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessOrigin {
+    /// The remote node that issued the put or get.
+    pub peer: u32,
+    /// Its transfer id (with `peer` and the direction, names the access).
+    pub transfer_id: u32,
+    /// Target address of the whole access.
+    pub xfer_addr: u64,
+    /// Length of the whole access, bytes.
+    pub xfer_len: u64,
+    /// Offset of this packet within the access, bytes.
+    pub offset: u64,
 }

@@ -268,6 +268,8 @@ pub struct Runtime {
     clock: Clock,
     engine_thread: Option<JoinHandle<()>>,
     handler_thread: Option<JoinHandle<()>>,
+    /// Active Access (crates/live/src/active): page bits and logs the engine's memory checks.
+    pub(crate) active: crate::active::ActiveAccess,
 }
 
 impl Runtime {
@@ -401,7 +403,11 @@ impl Runtime {
                 cfg.max_packet()
             )));
         }
-        let mem = LiveMemory::with_mode(cfg.pdid, cfg.memory_mode)?;
+        let active = crate::active::ActiveAccess::new(cfg.rank);
+        let mem = crate::active::memory::ActiveMemory::new(
+            LiveMemory::with_mode(cfg.pdid, cfg.memory_mode)?,
+            active.state.clone(),
+        );
         let engine = unpinned_part::PartEngine::new(cfg.rank, cfg.engine.clone());
         let (cmd_tx, cmd_rx) = mpsc::channel();
         let (fault_tx, fault_rx) = mpsc::channel();
@@ -451,6 +457,7 @@ impl Runtime {
             clock,
             engine_thread: Some(engine_thread),
             handler_thread: Some(handler_thread),
+            active,
         })
     }
 

@@ -40,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+pub mod active;
 pub mod api;
 pub mod bootstrap;
 pub mod conformance;

@@ -14,7 +14,7 @@
 //!
 //! This is the same routing as the simulator's `World::service` (crates/sim/src/world.rs),
 //! with real threads, memory and packets instead of modelled ones. The pagemap window of
-//! [`LiveMemory`] is valid for one turn only.
+//! [`LiveMemory`](crate::memory::LiveMemory) is valid for one turn only.
 //!
 //! Time: `std::time::Instant` (monotonic) mapped to the engine's nanosecond [`Instant`] since
 //! the runtime started.
@@ -40,7 +40,7 @@ use unpinned_core::time::Instant;
 use unpinned_part::{EngineStats, Event, PartEngine};
 
 use crate::fault_handler::HandlerOutput;
-use crate::memory::{LiveMemory, MemStats};
+use crate::memory::MemStats;
 use crate::transport::{SendError, Transport};
 
 /// Maps the monotonic clock onto the engine's time.
@@ -173,7 +173,7 @@ impl Shared {
 /// Everything the engine loop owns.
 pub(crate) struct EngineLoop {
     pub engine: PartEngine,
-    pub mem: LiveMemory,
+    pub mem: crate::active::memory::ActiveMemory,
     pub transport: Box<dyn Transport>,
     pub commands: Receiver<Command>,
     pub handler_out: Receiver<HandlerOutput>,
