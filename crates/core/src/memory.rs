@@ -71,6 +71,29 @@ pub trait Memory {
         let _ = origin;
         self.read(pdid, addr, out)
     }
+
+    /// Execute a remote atomic on the little-endian 64-bit word at `addr` (8-byte aligned);
+    /// returns its previous value. The default reads and writes through this trait; a memory
+    /// that other threads also access (the live runtime's) overrides it with a real atomic
+    /// instruction.
+    fn atomic(&mut self, pdid: Pdid, addr: u64, op: crate::api::AtomicOp) -> Result<u64, MemError> {
+        atomic_by_read_write(self, pdid, addr, op)
+    }
+}
+
+/// [`Memory::atomic`]'s default, for memories only the engine touches: read, apply, write
+/// (atomic with respect to the engine, which is single-threaded).
+pub fn atomic_by_read_write<M: Memory + ?Sized>(
+    mem: &mut M,
+    pdid: Pdid,
+    addr: u64,
+    op: crate::api::AtomicOp,
+) -> Result<u64, MemError> {
+    let mut b = [0u8; 8];
+    mem.read(pdid, addr, &mut b)?;
+    let old = u64::from_le_bytes(b);
+    mem.write(pdid, addr, &op.apply(old).to_le_bytes())?;
+    Ok(old)
 }
 
 /// Who caused an engine's memory access, for memories that log accesses (Active Access).

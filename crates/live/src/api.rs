@@ -257,12 +257,12 @@ pub struct Region {
 pub struct Runtime {
     rank: u32,
     size: u32,
-    pdid: Pdid,
+    pub(crate) pdid: Pdid,
     commands: Sender<Command>,
     wake: Waker,
     shared: Arc<Shared>,
-    next_wr: AtomicU64,
-    posted: AtomicU64,
+    pub(crate) next_wr: AtomicU64,
+    pub(crate) posted: AtomicU64,
     op_timeout: Duration,
     bootstrap: Mutex<Option<Bootstrap>>,
     clock: Clock,
@@ -477,7 +477,7 @@ impl Runtime {
         self.clock.now()
     }
 
-    fn command(&self, c: Command) -> Result<(), LiveError> {
+    pub(crate) fn command(&self, c: Command) -> Result<(), LiveError> {
         self.commands.send(c).map_err(|_| LiveError::EngineGone)?;
         (self.wake)();
         Ok(())

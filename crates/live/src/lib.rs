@@ -42,6 +42,7 @@
 
 pub mod active;
 pub mod api;
+pub mod atomics;
 pub mod bootstrap;
 pub mod conformance;
 pub mod fault_handler;
@@ -59,5 +60,5 @@ pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub use api::{Config, LiveError, Region, Runtime, TransportKind};
 pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;
-pub use unpinned_core::api::{Completion, CompletionError, Op, Perms, RemoteKey, WrId};
+pub use unpinned_core::api::{AtomicOp, Completion, CompletionError, Op, Perms, RemoteKey, WrId};
 pub use unpinned_core::os::PageInPolicy;

@@ -120,6 +120,7 @@ pub struct RuntimeStats {
 /// What the API threads ask of the engine loop.
 pub(crate) enum Command {
     Post(WorkRequest),
+    PostAtomic(unpinned_part::AtomicRequest),
     Expose {
         base: u64,
         len: u64,
@@ -217,6 +218,17 @@ impl EngineLoop {
                                     self.shared.push(Completion {
                                         wr_id: wr.wr_id,
                                         op: wr.op,
+                                        status: Err(CompletionError::Invalid),
+                                        len: 0,
+                                        at: now,
+                                    });
+                                }
+                            }
+                            Command::PostAtomic(r) => {
+                                if self.engine.post_atomic(now, r).is_err() {
+                                    self.shared.push(Completion {
+                                        wr_id: r.wr_id,
+                                        op: unpinned_core::api::Op::Read,
                                         status: Err(CompletionError::Invalid),
                                         len: 0,
                                         at: now,

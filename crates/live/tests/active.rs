@@ -59,7 +59,11 @@ fn active_puts_are_logged_not_written_and_plain_rma_mixes() {
             assert_eq!(hd.source, 0);
             assert_eq!(hd.addr, mem.addr() + 8 * i as u64);
             assert_eq!(data, &(i as u64 + 1).to_le_bytes());
-            assert_eq!(read_u64(mem.addr() + 8 * i as u64), 0, "active page not written");
+            assert_eq!(
+                read_u64(mem.addr() + 8 * i as u64),
+                0,
+                "active page not written"
+            );
             assert_eq!(read_u64(mem.addr() + 4096 + 8 * i as u64), i as u64 + 1);
         }
         let med = rep.notify_quantile_ns(0.5).unwrap();
@@ -86,12 +90,8 @@ fn log_under_backpressure_loses_nothing_and_flush_waits_for_the_handler() {
     let iuid = aa.create_log(1, 160).unwrap();
     aa.assoc_pages(mem.addr(), 4096, PageBits::active_put(iuid))
         .unwrap();
-    aa.assoc_pages(
-        mem.addr() + 4096,
-        4096,
-        ActiveAccess::flush_page_bits(iuid),
-    )
-    .unwrap();
+    aa.assoc_pages(mem.addr() + 4096, 4096, ActiveAccess::flush_page_bits(iuid))
+        .unwrap();
     let sum = Arc::new(AtomicU64::new(0));
     let count = Arc::new(AtomicU64::new(0));
     let (s, c) = (sum.clone(), count.clone());

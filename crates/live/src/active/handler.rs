@@ -167,8 +167,7 @@ fn run(
                 log.processed.fetch_add(1, Ordering::SeqCst);
             }
             // Keep going without waiting while entries keep coming.
-            while log.published.load(Ordering::Acquire) > log.processed.load(Ordering::Relaxed)
-            {
+            while log.published.load(Ordering::Acquire) > log.processed.load(Ordering::Relaxed) {
                 log.take(BATCH, &mut batch);
                 for (e, _) in batch.drain(..) {
                     f(&e);

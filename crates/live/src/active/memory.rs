@@ -26,16 +26,17 @@
 //! marked and an unmarked page are decided by their first page, as in the simulator's model).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use unpinned_aa::log::{EntryHeader, EntryKind};
 use unpinned_aa::pte::{GetAction, PageBits, PutAction};
 use unpinned_aa::reassembly::{Fragment, FragmentOutcome};
+use unpinned_core::api::AtomicOp;
 use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid};
 
 use super::state::ActiveState;
-use crate::memory::LiveMemory;
+use crate::memory::{Access, LiveMemory, MemoryMode};
 
 /// Gets are named `(peer, transfer id | GET_TXN)` in the logs, so that a get and a put of the
 /// same peer with the same numeric transfer id are different accesses.
@@ -285,5 +286,41 @@ impl Memory for ActiveMemory {
             None => self.inner.read(pdid, addr, out),
             Some(bits) => self.get(pdid, addr, out, origin, bits),
         }
+    }
+
+    /// A remote atomic with a real atomic instruction: handler threads and the application
+    /// may update the same words with local atomics concurrently (the DHT's handler inserts
+    /// and the RMA inserts of other ranks share the algorithm).
+    fn atomic(&mut self, pdid: Pdid, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+        if pdid != self.inner.pdid() {
+            return Err(MemError::NoSuchDomain(pdid));
+        }
+        if !addr.is_multiple_of(8) || addr.checked_add(8).is_none() {
+            return Err(MemError::Unmapped { addr });
+        }
+        if self.state.any_marked.load(Ordering::Acquire)
+            && self.state.bits(addr).is_some_and(|b| !b.w || !b.r)
+        {
+            // An atomic on an active or protected page is refused (it has no logged form).
+            self.state.counters.faults.fetch_add(1, Ordering::Relaxed);
+            return Err(MemError::Unmapped { addr });
+        }
+        if self.inner.mode() == MemoryMode::Part {
+            self.inner.check(addr, 8, Access::Write)?;
+        }
+        // SAFETY: `addr` is 8-byte aligned and its page was just seen present and writable
+        // (Part mode) in this process, inside a range the application exposed read-write and
+        // promised to keep mapped; other threads access such words only through atomics or
+        // the engine, so viewing it as an `AtomicU64` for one operation is sound.
+        let w = unsafe { &*(addr as usize as *const AtomicU64) };
+        Ok(match op {
+            AtomicOp::Cas { expected, new } => {
+                match w.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            AtomicOp::FetchAdd(d) => w.fetch_add(d, Ordering::SeqCst),
+            AtomicOp::Swap(v) => w.swap(v, Ordering::SeqCst),
+        })
     }
 }

@@ -19,7 +19,6 @@
 //! Plain RMA and active accesses mix on one target: unmarked pages are untouched by all this,
 //! and while no page is marked the engine's accesses pass straight through (one atomic load).
 
-pub mod dht;
 pub mod flush;
 pub mod handler;
 pub mod memory;

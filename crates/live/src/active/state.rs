@@ -139,7 +139,11 @@ impl ActiveState {
     }
 
     pub fn log(&self, iuid: Iuid) -> Option<Arc<LogShared>> {
-        self.logs.read().expect("log table").get(&iuid.get()).cloned()
+        self.logs
+            .read()
+            .expect("log table")
+            .get(&iuid.get())
+            .cloned()
     }
 
     pub fn create_log(&self, iuid: Iuid, size_bytes: u32) -> bool {
