@@ -10,6 +10,8 @@
 //!   (`assoc_pages`, the spec's `assoc_page(addr, actions, handler)` split into marking and
 //!   [`ActiveAccess::spawn_handler`]), counters.
 //! - [`crate::Runtime::active_flush`] ([`flush`]): the active flush.
+//! - [`dht`]: the distributed hash table across processes (AA or RMA inserts with remote
+//!   atomics, RMA lookups, AA deletes).
 //! - [`dht`]: the distributed hash table over real processes (AA inserts and deletes, RMA
 //!   lookups).
 //!
@@ -19,6 +21,7 @@
 //! Plain RMA and active accesses mix on one target: unmarked pages are untouched by all this,
 //! and while no page is marked the engine's accesses pass straight through (one atomic load).
 
+pub mod dht;
 pub mod flush;
 pub mod handler;
 pub mod memory;
