@@ -128,6 +128,21 @@ fn every_error_variant_has_its_own_code() {
     for c in [UP_ERR_NULL, UP_ERR_ARG, UP_ERR_PANIC] {
         assert!(seen.insert(c), "code {c} used twice");
     }
+    // Active Access: one code per ActiveError variant that is not an argument error.
+    use crate::active::{active_error_code, UP_ERR_AA_EXISTS, UP_ERR_AA_HANDLER, UP_ERR_AA_NO_LOG, UP_ERR_AA_THREAD};
+    use unpinned_live::active::ActiveError;
+    for (e, code) in [
+        (ActiveError::LogExists(1), UP_ERR_AA_EXISTS),
+        (ActiveError::NoLog(1), UP_ERR_AA_NO_LOG),
+        (ActiveError::HandlerAttached(1), UP_ERR_AA_HANDLER),
+        (ActiveError::Thread("x".into()), UP_ERR_AA_THREAD),
+    ] {
+        assert_eq!(active_error_code(&e), code, "{e:?}");
+        assert!(seen.insert(code), "code {code} used twice");
+    }
+    for e in [ActiveError::BadIuid(2000), ActiveError::LogTooSmall(1), ActiveError::BadRange { addr: 0, len: 0 }] {
+        assert_eq!(active_error_code(&e), UP_ERR_ARG, "{e:?}");
+    }
     // Every code has a name, a description, and they are all distinct.
     let named: HashSet<c_int> = code_names().map(|(_, c)| c).collect();
     assert_eq!(named.len(), CODES.len(), "duplicate code in the table");
