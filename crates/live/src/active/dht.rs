@@ -17,13 +17,13 @@
 //! runtime does not send to itself); deleting them is refused ([`DhtError::LocalDelete`]),
 //! because the delete algorithm assumes a single writer (the handler).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use unpinned_aa::dht::{DhtMap, RemoteOp, RmaInsert, RmaLookup, VolumeLayout};
 use unpinned_aa::log::{EntryKind, LogEntry};
-use unpinned_core::api::AtomicOp;
+use unpinned_core::api::{AtomicOp, WrId};
 use unpinned_core::memory::PAGE_BYTES;
 
 use super::{ActiveAccess, ActiveError, Handler, Notify, PageBits};
@@ -292,13 +292,44 @@ pub struct Dht<'rt> {
     regions: Vec<Region>,
     handler: Option<Handler>,
     key: u32,
+    window: usize,
+}
+
+/// One RMA insert in flight: its protocol state and the words its requests use.
+struct Flight {
+    ins: RmaInsert,
+    target: u32,
+    /// Where an atomic's old value or a get's word lands.
+    result: Box<u64>,
+    /// The source of a put.
+    data: Box<u64>,
+    wr: Option<WrId>,
 }
 
 impl<'rt> Dht<'rt> {
     /// Collective: every rank creates its volume (`2^slot_bits` slots, `heap_cells` cells),
     /// exposes it and, for AA, marks the table and delete page active, the flushing page, and
-    /// starts the handler (`notify`) on a log of `log_bytes`.
+    /// starts the handler (`notify`) on a log of `log_bytes`; then the ranks exchange their
+    /// regions ([`Runtime::exchange`]).
     pub fn create(
+        rt: &'rt Runtime,
+        slot_bits: u32,
+        heap_cells: u32,
+        scheme: Scheme,
+        notify: Notify,
+        log_bytes: u32,
+    ) -> Result<Dht<'rt>, DhtError> {
+        let mut d = Dht::local(rt, slot_bits, heap_cells, scheme, notify, log_bytes)?;
+        let r = d.region();
+        let regions = rt.exchange(r.addr, r.len, r.key)?;
+        d.connect(regions)?;
+        Ok(d)
+    }
+
+    /// [`Dht::create`] without the exchange (for ranks that share an address space and learn
+    /// each other's regions otherwise): give every rank's [`Dht::region`] to [`Dht::connect`]
+    /// before use.
+    pub fn local(
         rt: &'rt Runtime,
         slot_bits: u32,
         heap_cells: u32,
@@ -341,7 +372,12 @@ impl<'rt> Dht<'rt> {
             let v = vol.clone();
             handler = Some(aa.spawn_handler(DHT_IUID, notify, move |e| v.handle(map, e))?);
         }
-        let regions = rt.exchange(l.base, len, key)?;
+        let regions = vec![Region {
+            rank: rt.rank(),
+            addr: l.base,
+            len,
+            key,
+        }];
         Ok(Dht {
             rt,
             vol,
@@ -350,7 +386,32 @@ impl<'rt> Dht<'rt> {
             regions,
             handler,
             key,
+            window: 16,
         })
+    }
+
+    /// This rank's exposed volume (what [`Dht::connect`] needs from every rank).
+    pub fn region(&self) -> Region {
+        *self
+            .regions
+            .iter()
+            .find(|r| r.rank == self.rt.rank())
+            .expect("own region")
+    }
+
+    /// Learn every rank's region, by rank.
+    pub fn connect(&mut self, regions: Vec<Region>) -> Result<(), DhtError> {
+        let ok = regions.len() == self.rt.size() as usize
+            && regions.iter().enumerate().all(|(i, r)| {
+                r.rank == i as u32 && r.len == self.region().len
+            });
+        if !ok {
+            return Err(DhtError::Invalid(
+                "regions must be one per rank, by rank, of equal volumes".into(),
+            ));
+        }
+        self.regions = regions;
+        Ok(())
     }
 
     /// The key -> (rank, slot) map.
@@ -375,59 +436,170 @@ impl<'rt> Dht<'rt> {
         self.regions[rank as usize].key
     }
 
-    /// Insert `keys` (nonzero). AA: active puts, then an active flush to every rank touched,
-    /// so that on return every key is in its table. RMA: the protocol, one key at a time.
+    /// Inserts (and deletes) kept in flight at once by [`Dht::insert`] (default 16).
+    pub fn set_window(&mut self, window: usize) {
+        self.window = window.max(1);
+    }
+
+    /// Insert `keys` (nonzero), keeping up to the window in flight. AA: one active put per
+    /// key, then an active flush to every rank touched, so that on return every key is in
+    /// its table. RMA: the protocol per key (each key's operations in order, keys in
+    /// parallel). Keys this rank owns are inserted locally.
     pub fn insert(&self, keys: &[u64]) -> Result<InsertStats, DhtError> {
+        if keys.contains(&0) {
+            return Err(DhtError::Invalid("key 0 means empty".into()));
+        }
+        match self.scheme {
+            Scheme::Aa => self.insert_aa(keys),
+            Scheme::Rma => self.insert_rma(keys),
+        }
+    }
+
+    fn wait_done(&self, id: WrId) -> Result<(), DhtError> {
+        loop {
+            match self.rt.wait(id) {
+                // The buffer is still lent to the engine: keep waiting.
+                Err(LiveError::Timeout(_)) => continue,
+                r => return r.map(|_| ()).map_err(DhtError::from),
+            }
+        }
+    }
+
+    fn local_insert(&self, key: u64, slot: u32, st: &mut InsertStats) -> Result<(), DhtError> {
+        let me = self.rt.rank();
+        match self.vol.insert(key, slot) {
+            Ok(n) => {
+                st.collisions += u64::from(n > 1);
+                Ok(())
+            }
+            Err(_) => Err(DhtError::HeapFull(me)),
+        }
+    }
+
+    fn insert_aa(&self, keys: &[u64]) -> Result<InsertStats, DhtError> {
         let me = self.rt.rank();
         let mut st = InsertStats::default();
         let mut touched = vec![false; self.rt.size() as usize];
-        for (i, &key) in keys.iter().enumerate() {
-            if key == 0 {
-                return Err(DhtError::Invalid("key 0 means empty".into()));
-            }
-            let (t, slot) = self.map.locate(key);
+        let mut inflight = VecDeque::with_capacity(self.window);
+        for key in keys {
+            let (t, slot) = self.map.locate(*key);
             st.inserts += 1;
             if t == me {
-                if self.vol.insert(key, slot).map_err(|_| DhtError::HeapFull(me))? > 1 {
-                    st.collisions += 1;
-                }
+                self.local_insert(*key, slot, &mut st)?;
                 continue;
             }
-            match self.scheme {
-                Scheme::Aa => {
-                    let addr = self.layout_of(t).slot_key(slot);
-                    // SAFETY: `keys` is borrowed until we return, after the flush below has
-                    // completed every write.
+            if inflight.len() >= self.window {
+                self.wait_done(inflight.pop_front().expect("nonempty"))?;
+            }
+            let addr = self.layout_of(t).slot_key(slot);
+            // SAFETY: `keys` is borrowed until we return, after every write completed.
+            let id = unsafe {
+                self.rt
+                    .write(t, key as *const u64 as *const u8, addr, self.rkey(t), 8)?
+            };
+            inflight.push_back(id);
+            touched[t as usize] = true;
+            st.remote_ops += 1;
+        }
+        while let Some(id) = inflight.pop_front() {
+            self.wait_done(id)?;
+        }
+        for (t, _) in touched.iter().enumerate().filter(|(_, &x)| x) {
+            self.active_flush(t as u32)?;
+        }
+        Ok(st)
+    }
+
+    /// Issue the next operation of `f` (puts complete before the protocol goes on, so its
+    /// "flush" step is already done); `f.wr` is `None` when the insert is complete.
+    fn issue(&self, f: &mut Flight) -> Result<(), DhtError> {
+        let rkey = self.rkey(f.target);
+        loop {
+            let Some(op) = f.ins.op() else {
+                f.wr = None;
+                return Ok(());
+            };
+            f.wr = Some(match op {
+                RemoteOp::Flush => {
+                    self.step(f, 0)?;
+                    continue;
+                }
+                RemoteOp::Atomic { addr, op } => {
+                    let op = match op {
+                        unpinned_aa::atomics::AtomicOp::Cas { expected, new } => {
+                            AtomicOp::Cas { expected, new }
+                        }
+                        unpinned_aa::atomics::AtomicOp::FetchAdd(d) => AtomicOp::FetchAdd(d),
+                        unpinned_aa::atomics::AtomicOp::FetchReplace(v) => AtomicOp::Swap(v),
+                    };
+                    // SAFETY: `f.result` is a heap word owned by the flight, not accessed
+                    // until this request completes.
+                    unsafe { self.rt.post_atomic(f.target, &mut *f.result, addr, rkey, op)? }
+                }
+                RemoteOp::Put { addr, value } => {
+                    *f.data = value;
+                    // SAFETY: `f.data` is a heap word owned by the flight, unchanged until
+                    // this request completes.
                     unsafe {
                         self.rt
-                            .write(t, &keys[i] as *const u64 as *const u8, addr, self.rkey(t), 8)?
-                    };
-                    touched[t as usize] = true;
-                    st.remote_ops += 1;
-                    if i % 64 == 63 {
-                        self.rt.flush()?;
+                            .write(f.target, &*f.data as *const u64 as *const u8, addr, rkey, 8)?
                     }
                 }
-                Scheme::Rma => {
-                    let mut ins = RmaInsert::new(self.layout_of(t), key, slot);
-                    while let Some(op) = ins.op() {
-                        let r = self.remote(t, op)?;
-                        ins.on_result(r).map_err(|e| match e {
-                            unpinned_aa::dht::DhtError::HeapFull => DhtError::HeapFull(t),
-                            unpinned_aa::dht::DhtError::LinkTaken => DhtError::LinkTaken(t),
-                        })?;
-                    }
-                    st.remote_ops += ins.ops() as u64;
-                    if ins.collided() {
-                        st.collisions += 1;
+                RemoteOp::Get { addr } => {
+                    // SAFETY: as for atomics.
+                    unsafe {
+                        self.rt
+                            .read(f.target, &mut *f.result as *mut u64 as *mut u8, addr, rkey, 8)?
                     }
                 }
-            }
+            });
+            return Ok(());
         }
-        self.rt.flush()?;
-        if self.scheme == Scheme::Aa {
-            for (t, _) in touched.iter().enumerate().filter(|(_, &x)| x) {
-                self.active_flush(t as u32)?;
+    }
+
+    fn step(&self, f: &mut Flight, result: u64) -> Result<(), DhtError> {
+        f.ins.on_result(result).map_err(|e| match e {
+            unpinned_aa::dht::DhtError::HeapFull => DhtError::HeapFull(f.target),
+            unpinned_aa::dht::DhtError::LinkTaken => DhtError::LinkTaken(f.target),
+        })
+    }
+
+    fn insert_rma(&self, keys: &[u64]) -> Result<InsertStats, DhtError> {
+        let me = self.rt.rank();
+        let mut st = InsertStats::default();
+        let mut inflight: VecDeque<Flight> = VecDeque::with_capacity(self.window);
+        let mut next = keys.iter();
+        loop {
+            while inflight.len() < self.window {
+                let Some(&key) = next.next() else { break };
+                let (t, slot) = self.map.locate(key);
+                st.inserts += 1;
+                if t == me {
+                    self.local_insert(key, slot, &mut st)?;
+                    continue;
+                }
+                let mut f = Flight {
+                    ins: RmaInsert::new(self.layout_of(t), key, slot),
+                    target: t,
+                    result: Box::new(0),
+                    data: Box::new(0),
+                    wr: None,
+                };
+                self.issue(&mut f)?;
+                inflight.push_back(f);
+            }
+            let Some(mut f) = inflight.pop_front() else { break };
+            let id = f.wr.expect("in flight");
+            self.wait_done(id)?;
+            // SAFETY: the request completed: the engine no longer writes `f.result`.
+            let r = unsafe { std::ptr::read_volatile(&*f.result) };
+            self.step(&mut f, r)?;
+            self.issue(&mut f)?;
+            if f.wr.is_some() {
+                inflight.push_back(f);
+            } else {
+                st.remote_ops += f.ins.ops() as u64;
+                st.collisions += u64::from(f.ins.collided());
             }
         }
         Ok(st)

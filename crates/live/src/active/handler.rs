@@ -73,6 +73,10 @@ pub struct HandlerReport {
     /// Notification delays, ns: publication by the engine thread -> taken by the idle
     /// handler (one sample per batch, i.e. per wake-up).
     pub notify_ns: Vec<u64>,
+    /// CPU time the handler thread used, ns (`CLOCK_THREAD_CPUTIME_ID`): what polling costs.
+    pub cpu_ns: u64,
+    /// Wall time the handler thread ran, ns.
+    pub wall_ns: u64,
 }
 
 impl HandlerReport {
@@ -150,6 +154,7 @@ fn run(
     mut f: Box<dyn FnMut(&LogEntry) + Send>,
 ) -> HandlerReport {
     let mut rep = HandlerReport::default();
+    let started = std::time::Instant::now();
     let mut batch = Vec::with_capacity(BATCH);
     let mut empty_polls = 0u32;
     loop {
@@ -207,5 +212,21 @@ fn run(
             }
         }
     }
+    rep.wall_ns = started.elapsed().as_nanos() as u64;
+    rep.cpu_ns = thread_cpu_ns();
     rep
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into our local variable.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
