@@ -114,7 +114,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         .ok_or_else(|| ExperimentError::BadParam("collision_pct".into(), "0..=100 list".into()))?;
     let inserts: u32 = ctx.param("inserts", 2000)?;
     let window: usize = ctx.param("window", 16)?;
-    let reps: usize = ctx.param("reps", 3)?;
+    let reps: usize = ctx.param("reps", 5)?;
     if inserts == 0 || inserts > 60_000 || window == 0 || reps == 0 {
         return Err(ExperimentError::BadParam(
             "inserts/window/reps".into(),
