@@ -236,3 +236,33 @@ fn aa_sort_rma_moves_twice_the_bytes() {
         assert!(t("rma") > t("aa-poll"));
     }
 }
+
+#[test]
+fn aa_dht_compute_rates_fall_with_computation_and_schemes_converge() {
+    let o = run(
+        "aa-dht-compute",
+        &[("nodes", "1"), ("ops", "32"), ("ratio_pct", "0,50,95")],
+    );
+    has_columns(
+        &o.table,
+        &["scheme", "ratio_pct", "computation_pct", "inserts_per_s"],
+    );
+    let v = |s: &str, r: &str, y: &str| {
+        value(&o.table, &[("scheme", s), ("ratio_pct", r)], y)
+    };
+    for s in ["aa-int", "aa-poll", "aa-sp", "rma", "am", "am-exp"] {
+        let rate = |r| v(s, r, "inserts_per_s");
+        assert!(rate("0") > rate("50") && rate("50") > rate("95"), "{s}");
+        assert_eq!(v(s, "0", "computation_pct"), 0.0);
+    }
+    // The unit of computation is RMA's insert time: RMA computes about the ratio asked.
+    assert!((v("rma", "50", "computation_pct") - 50.0).abs() < 10.0);
+    // Communication matters less and less: at 95% the schemes are within 25% of each other.
+    let r95: Vec<f64> = ["aa-poll", "rma", "am"]
+        .iter()
+        .map(|s| v(s, "95", "inserts_per_s"))
+        .collect();
+    let (lo, hi) = (r95.iter().cloned().fold(f64::MAX, f64::min), r95.iter().cloned().fold(0.0, f64::max));
+    assert!(hi / lo < 1.25, "{r95:?}");
+    assert!(v("aa-poll", "0", "inserts_per_s") > v("rma", "0", "inserts_per_s"));
+}

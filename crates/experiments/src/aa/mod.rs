@@ -7,6 +7,7 @@
 //! reported, so a number never comes from a broken run.
 
 mod counter;
+mod dht_compute;
 mod dht_iotlb;
 mod dht_link;
 mod dht_scale;
@@ -21,6 +22,7 @@ use crate::{ExperimentError, ExperimentSpec, RunContext};
 pub fn specs() -> Vec<&'static ExperimentSpec> {
     vec![
         &dht_scale::SPEC,
+        &dht_compute::SPEC,
         &dht_iotlb::SPEC,
         &dht_link::SPEC,
         &counter::SPEC,
