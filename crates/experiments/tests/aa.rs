@@ -266,3 +266,31 @@ fn aa_dht_compute_rates_fall_with_computation_and_schemes_converge() {
     assert!(hi / lo < 1.25, "{r95:?}");
     assert!(v("aa-poll", "0", "inserts_per_s") > v("rma", "0", "inserts_per_s"));
 }
+
+#[test]
+fn aa_iommu_stream_costs_little_bandwidth_and_ethernet_runs_at_link_rate() {
+    let o = run(
+        "aa-iommu-stream",
+        &[("sizes", "64,4096"), ("stream_bytes", "262144")],
+    );
+    has_columns(
+        &o.table,
+        &["network", "iommu", "size_bytes", "throughput_mb_per_s", "overhead_pct"],
+    );
+    let v = |n: &str, i: &str, s: &str| {
+        value(
+            &o.table,
+            &[("network", n), ("iommu", i), ("size_bytes", s)],
+            "throughput_mb_per_s",
+        )
+    };
+    for n in ["ethernet", "torus"] {
+        for s in ["64", "4096"] {
+            assert!(v(n, "on", s) <= v(n, "off", s), "{n} {s}: the IOMMU never speeds up");
+            assert!(v(n, "on", s) > 0.95 * v(n, "off", s), "{n} {s}");
+        }
+        assert!(v(n, "off", "4096") > v(n, "off", "64"), "{n}: per-message costs");
+    }
+    let eth = v("ethernet", "on", "4096");
+    assert!(eth > 100.0 && eth < 125.0, "1 Gb/s link: {eth} MB/s");
+}

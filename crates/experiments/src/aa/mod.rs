@@ -11,6 +11,7 @@ mod dht_compute;
 mod dht_iotlb;
 mod dht_link;
 mod dht_scale;
+mod iommu_stream;
 mod log_gets;
 mod sort;
 
@@ -28,6 +29,7 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &counter::SPEC,
         &log_gets::SPEC,
         &sort::SPEC,
+        &iommu_stream::SPEC,
     ]
 }
 
