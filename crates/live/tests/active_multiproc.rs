@@ -37,3 +37,23 @@ fn rma_dht_three_processes_remote_atomics() {
 fn aa_dht_two_processes_over_udp() {
     run(2, LaunchTransport::Udp, &["aa", "sleep", "4"]);
 }
+
+fn counter(n: u32, notify: &str, seed: &str) {
+    let mut o = LaunchOptions::new(n, env!("CARGO_BIN_EXE_unpinned-live-aa"));
+    o.args = vec!["counter".into(), notify.into(), "200".into(), seed.into()];
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(10);
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}
+
+/// The access counter equals the true count (issue 5's test), across processes.
+#[test]
+fn access_counter_equals_the_true_count_three_processes() {
+    counter(3, "sleep", "5");
+}
+
+#[test]
+fn access_counter_equals_the_true_count_polling_handler() {
+    counter(2, "poll", "6");
+}
