@@ -60,17 +60,20 @@ pub fn keys(n: u32, collision_pct: u32, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-/// One run: (inserts/s, remote ops per insert, handler notification median in us).
+/// One run: (inserts/s, remote ops per insert, handler notification median in us, packets
+/// refused by the full log).
 fn once(
     pair: &Pair,
     scheme: Scheme,
     notify: Notify,
     keys: &[u64],
     window: usize,
-) -> Result<(f64, f64, f64), ExperimentError> {
+    log_bytes: u32,
+) -> Result<(f64, f64, f64, f64), ExperimentError> {
     let n = keys.len() as u32;
+    let stalls0 = pair.rts[1].active().stats().stalls;
     let mk = |r: usize| {
-        Dht::local(&pair.rts[r], SLOT_BITS, n + 16, scheme, notify, 1 << 16).map_err(fail)
+        Dht::local(&pair.rts[r], SLOT_BITS, n + 16, scheme, notify, log_bytes).map_err(fail)
     };
     let (mut d0, mut d1) = (mk(0)?, mk(1)?);
     let regions = vec![d0.region(), d1.region()];
@@ -98,10 +101,12 @@ fn once(
         .stop_handler()
         .and_then(|r| r.notify_quantile_ns(0.5))
         .map_or(f64::NAN, |ns| ns as f64 / 1e3);
+    let stalls = pair.rts[1].active().stats().stalls - stalls0;
     Ok((
         keys.len() as f64 / secs,
         st.remote_ops as f64 / keys.len() as f64,
         notify_us,
+        stalls as f64,
     ))
 }
 
@@ -115,10 +120,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let inserts: u32 = ctx.param("inserts", 2000)?;
     let window: usize = ctx.param("window", 16)?;
     let reps: usize = ctx.param("reps", 5)?;
-    if inserts == 0 || inserts > 60_000 || window == 0 || reps == 0 {
+    // 64 KiB: 1638 entries of 40 bytes, fewer than the default inserts, so a handler that
+    // falls behind meets back-pressure.
+    let log_bytes: u32 = ctx.param("log_bytes", 1 << 16)?;
+    if inserts == 0 || inserts > 60_000 || window == 0 || reps == 0 || log_bytes < 64 {
         return Err(ExperimentError::BadParam(
-            "inserts/window/reps".into(),
-            format!("{inserts}/{window}/{reps} (inserts 1..=60000, window and reps >= 1)"),
+            "inserts/window/reps/log_bytes".into(),
+            format!("{inserts}/{window}/{reps}/{log_bytes} (inserts 1..=60000, window and reps >= 1, log_bytes >= 64)"),
         ));
     }
     let schemes = [
@@ -133,18 +141,20 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "inserts_per_s",
         "remote_ops_per_insert",
         "notify_median_us",
+        "log_stalls",
     ]);
     for &c in &collisions {
         let keys = keys(inserts, c, ctx.seed ^ c as u64);
         for (name, scheme, notify) in schemes {
             let pair = Pair::part(&ctx.profile)?;
             let mut rates = Vec::new();
-            let (mut ops, mut note) = (Vec::new(), Vec::new());
+            let (mut ops, mut note, mut stalls) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..reps {
-                let (r, o, n) = once(&pair, scheme, notify, &keys, window)?;
+                let (r, o, n, s) = once(&pair, scheme, notify, &keys, window, log_bytes)?;
                 rates.push(r);
                 ops.push(o);
                 note.push(n);
+                stalls.push(s);
             }
             table.push(vec![
                 "live".into(),
@@ -153,6 +163,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 median(rates).into(),
                 median(ops).into(),
                 median(note).into(),
+                median(stalls).into(),
             ]);
         }
     }
@@ -166,7 +177,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         )],
         sim_events: 0,
         meta: json!({
-            "inserts": inserts, "window": window, "reps": reps, "slot_bits": SLOT_BITS,
+            "inserts": inserts, "window": window, "reps": reps, "slot_bits": SLOT_BITS, "log_bytes": log_bytes,
             "transport": "shm (two runtimes in one process)", "statistic": "median of reps",
         }),
     })
