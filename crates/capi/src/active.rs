@@ -175,7 +175,11 @@ pub unsafe extern "C" fn up_aa_assoc_pages(
 ///
 /// `rt` is NULL or a live handle. `addr` is not dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn up_aa_clear_pages(rt: *mut UpRuntime, addr: *const c_void, len: usize) -> c_int {
+pub unsafe extern "C" fn up_aa_clear_pages(
+    rt: *mut UpRuntime,
+    addr: *const c_void,
+    len: usize,
+) -> c_int {
     guard("up_aa_clear_pages", || {
         // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
         let h = unsafe { handle(rt) }?;
@@ -271,7 +275,12 @@ pub unsafe extern "C" fn up_aa_handler_stop(
 ///
 /// `rt` is NULL or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn up_aa_flush(rt: *mut UpRuntime, peer: u32, flush_addr: u64, rkey: u32) -> c_int {
+pub unsafe extern "C" fn up_aa_flush(
+    rt: *mut UpRuntime,
+    peer: u32,
+    flush_addr: u64,
+    rkey: u32,
+) -> c_int {
     guard("up_aa_flush", || {
         // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
         let h = unsafe { handle(rt) }?;
@@ -384,11 +393,10 @@ mod tests {
             ("UP_ATOMIC_FETCH_ADD", UP_ATOMIC_FETCH_ADD as i64),
             ("UP_ATOMIC_SWAP", UP_ATOMIC_SWAP as i64),
         ];
-        for (name, v) in want.into_iter().chain(
-            entry_kind_names()
-                .into_iter()
-                .map(|(n, v)| (n, v as i64)),
-        ) {
+        for (name, v) in want
+            .into_iter()
+            .chain(entry_kind_names().into_iter().map(|(n, v)| (n, v as i64)))
+        {
             assert_eq!(defines.get(name), Some(&v), "{name} in unpinned.h");
         }
         for f in [
@@ -400,7 +408,10 @@ mod tests {
             "up_aa_flush",
             "up_atomic",
         ] {
-            assert!(h.contains(&format!(" {f}(")), "{f} is not declared in unpinned.h");
+            assert!(
+                h.contains(&format!(" {f}(")),
+                "{f} is not declared in unpinned.h"
+            );
         }
         assert_eq!(std::mem::size_of::<UpAaEntry>(), 40);
         assert_eq!(std::mem::size_of::<UpAaHandlerStats>(), 24);

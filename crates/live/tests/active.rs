@@ -212,7 +212,12 @@ fn bad_calls_are_typed_errors() {
 fn dht_in_one_process_matches_the_reference() {
     use unpinned_aa::dht::{DhtMap, Volume};
     use unpinned_live::active::dht::{Dht, Scheme};
-    for (scheme, window) in [(Scheme::Aa, 1), (Scheme::Aa, 16), (Scheme::Rma, 1), (Scheme::Rma, 16)] {
+    for (scheme, window) in [
+        (Scheme::Aa, 1),
+        (Scheme::Aa, 16),
+        (Scheme::Rma, 1),
+        (Scheme::Rma, 16),
+    ] {
         let rts = pair();
         let mk = |rt| Dht::local(rt, 6, 4096, scheme, Notify::Sleep, 1 << 14).unwrap();
         let (mut d0, mut d1) = (mk(&rts[0]), mk(&rts[1]));
@@ -220,8 +225,13 @@ fn dht_in_one_process_matches_the_reference() {
         d0.connect(regions.clone()).unwrap();
         d1.connect(regions).unwrap();
         d0.set_window(window);
-        let map = DhtMap { procs: 2, slot_bits: 6 };
-        let keys: Vec<u64> = (0..1000u32).map(|i| map.make_key(i + 1, 1, (i * 7919) % 64)).collect();
+        let map = DhtMap {
+            procs: 2,
+            slot_bits: 6,
+        };
+        let keys: Vec<u64> = (0..1000u32)
+            .map(|i| map.make_key(i + 1, 1, (i * 7919) % 64))
+            .collect();
         let t = std::time::Instant::now();
         let st = d0.insert(&keys).unwrap();
         let secs = t.elapsed().as_secs_f64();
@@ -236,7 +246,11 @@ fn dht_in_one_process_matches_the_reference() {
         for &k in &keys {
             reference.local_insert(k, map.locate(k).1).unwrap();
         }
-        assert_eq!(d1.volume().contents(), reference.contents(), "{scheme:?} window {window}");
+        assert_eq!(
+            d1.volume().contents(),
+            reference.contents(),
+            "{scheme:?} window {window}"
+        );
         for &k in keys.iter().step_by(97) {
             assert!(d0.lookup(k).unwrap());
         }
@@ -274,7 +288,8 @@ fn logged_gets_keep_a_copy_of_the_data_returned() {
     let mut outs = Vec::new();
     for &(off, len) in &reads {
         let mut out = vec![0u8; len];
-        src.read_blocking(1, &mut out, mem.addr() + off, key).unwrap();
+        src.read_blocking(1, &mut out, mem.addr() + off, key)
+            .unwrap();
         outs.push(out);
     }
     h.stop().unwrap();
@@ -284,7 +299,10 @@ fn logged_gets_keep_a_copy_of_the_data_returned() {
         assert_eq!(hd.kind, EntryKind::GetData);
         assert_eq!(hd.addr, mem.addr() + off);
         assert_eq!(hd.access_len as usize, len);
-        assert_eq!(data, out, "the log holds exactly the bytes the get returned");
+        assert_eq!(
+            data, out,
+            "the log holds exactly the bytes the get returned"
+        );
     }
     assert_eq!(aa.stats().gets_logged, 3);
 }

@@ -11,7 +11,13 @@ fn run(n: u32, transport: LaunchTransport, args: &[&str]) {
     let keys = std::env::var("UNPINNED_AA_KEYS").unwrap_or_else(|_| "300".into());
     let mut o = LaunchOptions::new(n, env!("CARGO_BIN_EXE_unpinned-live-aa"));
     o.transport = transport;
-    o.args = vec!["dht".into(), args[0].into(), args[1].into(), keys, args[2].into()];
+    o.args = vec![
+        "dht".into(),
+        args[0].into(),
+        args[1].into(),
+        keys,
+        args[2].into(),
+    ];
     o.timeout = Duration::from_secs(60);
     o.grace = Duration::from_secs(10);
     let r = launch(&o).unwrap();

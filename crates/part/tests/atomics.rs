@@ -207,7 +207,7 @@ fn silent_target_gives_retry_exceeded() {
     p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(1))).unwrap();
     let _ = drain(&mut p.a, now, &mut p.ma);
     for _ in 0..100 {
-        now = now + Duration::from_us(1000);
+        now += Duration::from_us(1000);
         p.a.handle_timeout(now);
         let _ = drain(&mut p.a, now, &mut p.ma);
     }

@@ -402,9 +402,10 @@ impl<'rt> Dht<'rt> {
     /// Learn every rank's region, by rank.
     pub fn connect(&mut self, regions: Vec<Region>) -> Result<(), DhtError> {
         let ok = regions.len() == self.rt.size() as usize
-            && regions.iter().enumerate().all(|(i, r)| {
-                r.rank == i as u32 && r.len == self.region().len
-            });
+            && regions
+                .iter()
+                .enumerate()
+                .all(|(i, r)| r.rank == i as u32 && r.len == self.region().len);
         if !ok {
             return Err(DhtError::Invalid(
                 "regions must be one per rank, by rank, of equal volumes".into(),
@@ -534,22 +535,35 @@ impl<'rt> Dht<'rt> {
                     };
                     // SAFETY: `f.result` is a heap word owned by the flight, not accessed
                     // until this request completes.
-                    unsafe { self.rt.post_atomic(f.target, &mut *f.result, addr, rkey, op)? }
+                    unsafe {
+                        self.rt
+                            .post_atomic(f.target, &mut *f.result, addr, rkey, op)?
+                    }
                 }
                 RemoteOp::Put { addr, value } => {
                     *f.data = value;
                     // SAFETY: `f.data` is a heap word owned by the flight, unchanged until
                     // this request completes.
                     unsafe {
-                        self.rt
-                            .write(f.target, &*f.data as *const u64 as *const u8, addr, rkey, 8)?
+                        self.rt.write(
+                            f.target,
+                            &*f.data as *const u64 as *const u8,
+                            addr,
+                            rkey,
+                            8,
+                        )?
                     }
                 }
                 RemoteOp::Get { addr } => {
                     // SAFETY: as for atomics.
                     unsafe {
-                        self.rt
-                            .read(f.target, &mut *f.result as *mut u64 as *mut u8, addr, rkey, 8)?
+                        self.rt.read(
+                            f.target,
+                            &mut *f.result as *mut u64 as *mut u8,
+                            addr,
+                            rkey,
+                            8,
+                        )?
                     }
                 }
             });
@@ -588,7 +602,9 @@ impl<'rt> Dht<'rt> {
                 self.issue(&mut f)?;
                 inflight.push_back(f);
             }
-            let Some(mut f) = inflight.pop_front() else { break };
+            let Some(mut f) = inflight.pop_front() else {
+                break;
+            };
             let id = f.wr.expect("in flight");
             self.wait_done(id)?;
             // SAFETY: the request completed: the engine no longer writes `f.result`.
@@ -626,7 +642,8 @@ impl<'rt> Dht<'rt> {
             }
             RemoteOp::Put { addr, value } => {
                 // A blocking write is the put plus its flush.
-                self.rt.write_blocking(t, &value.to_le_bytes(), addr, rkey)?;
+                self.rt
+                    .write_blocking(t, &value.to_le_bytes(), addr, rkey)?;
                 0
             }
             RemoteOp::Flush => 0,

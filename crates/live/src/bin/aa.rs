@@ -87,7 +87,8 @@ fn dht(args: &[String]) -> Result<(), String> {
     let rt = Runtime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let heap = n * size + 16;
-    let mut d = Dht::create(&rt, SLOT_BITS, heap, scheme, notify, 1 << 14).map_err(|e| e.to_string())?;
+    let mut d =
+        Dht::create(&rt, SLOT_BITS, heap, scheme, notify, 1 << 14).map_err(|e| e.to_string())?;
     let map = d.map();
     let mine = keys_of(map, me, n, seed);
     rt.barrier().map_err(|e| e.to_string())?;
@@ -137,7 +138,9 @@ fn dht(args: &[String]) -> Result<(), String> {
             .collect();
         let want = reference(map, layout, me, n, seed, &all_del);
         if d.volume().contents() != want {
-            return Err(format!("rank {me}: volume differs from the reference after AA deletes"));
+            return Err(format!(
+                "rank {me}: volume differs from the reference after AA deletes"
+            ));
         }
         for (i, &k) in mine.iter().enumerate().step_by(5) {
             let found = d.lookup(k).map_err(|e| e.to_string())?;
@@ -145,10 +148,16 @@ fn dht(args: &[String]) -> Result<(), String> {
                 return Err(format!("rank {me}: key {k:#x} found={found} after deletes"));
             }
         }
-        println!("rank {me}: deleted {} keys with active puts; volume = reference", del.len());
+        println!(
+            "rank {me}: deleted {} keys with active puts; volume = reference",
+            del.len()
+        );
     }
     rt.barrier().map_err(|e| e.to_string())?;
-    let rejected = d.volume().rejected.load(std::sync::atomic::Ordering::Relaxed);
+    let rejected = d
+        .volume()
+        .rejected
+        .load(std::sync::atomic::Ordering::Relaxed);
     if let Some(rep) = d.stop_handler() {
         println!(
             "rank {me}: handler ({}) processed {} entries, {} wake-ups, notification median {} ns p90 {} ns",
@@ -193,10 +202,15 @@ fn counter(args: &[String]) -> Result<(), String> {
     let iuid = aa.create_log(2, 1 << 16).map_err(|x| e(&x))?;
     aa.assoc_pages(mem.addr(), data_len, PageBits::count_all(iuid))
         .map_err(|x| e(&x))?;
-    aa.assoc_pages(mem.addr() + data_len, 4096, ActiveAccess::flush_page_bits(iuid))
-        .map_err(|x| e(&x))?;
+    aa.assoc_pages(
+        mem.addr() + data_len,
+        4096,
+        ActiveAccess::flush_page_bits(iuid),
+    )
+    .map_err(|x| e(&x))?;
     // counts[2 * obj] = puts, counts[2 * obj + 1] = gets, as the handler sees them.
-    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..2 * OBJECTS).map(|_| AtomicU64::new(0)).collect());
+    let counts: Arc<Vec<AtomicU64>> =
+        Arc::new((0..2 * OBJECTS).map(|_| AtomicU64::new(0)).collect());
     let (c, base) = (counts.clone(), mem.addr());
     let h = aa
         .spawn_handler(2, notify, move |en| {
@@ -208,7 +222,9 @@ fn counter(args: &[String]) -> Result<(), String> {
             c[i].fetch_add(1, Ordering::Relaxed);
         })
         .map_err(|x| e(&x))?;
-    let regions = rt.exchange(mem.addr(), mem.len() as u64, key).map_err(|x| e(&x))?;
+    let regions = rt
+        .exchange(mem.addr(), mem.len() as u64, key)
+        .map_err(|x| e(&x))?;
     // truth[target][2 * obj + is_get]
     let mut truth = vec![vec![0u32; 2 * OBJECTS]; size as usize];
     let mut rng = Rng(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -226,15 +242,21 @@ fn counter(args: &[String]) -> Result<(), String> {
                 .map_err(|x| e(&x))?;
             truth[t as usize][2 * obj] += 1;
         } else {
-            rt.read_blocking(t, &mut word, addr, rkey).map_err(|x| e(&x))?;
+            rt.read_blocking(t, &mut word, addr, rkey)
+                .map_err(|x| e(&x))?;
             truth[t as usize][2 * obj + 1] += 1;
         }
     }
     for t in (0..size).filter(|&t| t != me) {
         let r = regions[t as usize];
-        rt.active_flush(t, r.addr + data_len, r.key).map_err(|x| e(&x))?;
+        rt.active_flush(t, r.addr + data_len, r.key)
+            .map_err(|x| e(&x))?;
     }
-    let mine: Vec<u8> = truth.iter().flatten().flat_map(|v| v.to_le_bytes()).collect();
+    let mine: Vec<u8> = truth
+        .iter()
+        .flatten()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     let all = rt.all_gather(&mine).map_err(|x| e(&x))?;
     let mut want = vec![0u64; 2 * OBJECTS];
     for d in &all {
@@ -249,7 +271,10 @@ fn counter(args: &[String]) -> Result<(), String> {
     let rep = h.stop().ok_or("the handler panicked")?;
     if got != want {
         let bad = got.iter().zip(&want).filter(|(a, b)| a != b).count();
-        return Err(format!("rank {me}: {bad} of {} counters differ from the true counts", got.len()));
+        return Err(format!(
+            "rank {me}: {bad} of {} counters differ from the true counts",
+            got.len()
+        ));
     }
     let (p, g): (u64, u64) = (
         want.iter().step_by(2).sum(),

@@ -19,7 +19,8 @@ use super::{fail, median, Pair};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-notify",
     system: "live",
-    description: "Live: handler notification delay and CPU cost, polling vs sleeping (futex) handler",
+    description:
+        "Live: handler notification delay and CPU cost, polling vs sleeping (futex) handler",
     run,
 };
 
@@ -65,7 +66,9 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let cpu_pct = rep.cpu_ns as f64 / rep.wall_ns.max(1) as f64 * 100.0;
         let lat_med = median(lat);
         for (q, name) in [(0.1, "p10"), (0.5, "median"), (0.9, "p90"), (0.99, "p99")] {
-            let v = rep.notify_quantile_ns(q).map_or(f64::NAN, |ns| ns as f64 / 1e3);
+            let v = rep
+                .notify_quantile_ns(q)
+                .map_or(f64::NAN, |ns| ns as f64 / 1e3);
             table.push(vec![
                 "live".into(),
                 notify.name().into(),
