@@ -198,9 +198,11 @@ impl ActiveMemory {
     }
 
     /// The active flush's get on a flushing page: on first sight remember how many entries
-    /// the page's log has published; answer "not present" (the engine suspends the response
-    /// and retries after the page-in thread's pass) until the handler has processed that
-    /// many; then serve the page's bytes.
+    /// the page's log has reserved (the caller's puts were all acknowledged, so each of them
+    /// has its entry reserved and written, though one may still wait behind an incomplete
+    /// entry of another source before it is published); answer "not present" (the engine
+    /// suspends the response and retries after the page-in thread's pass) until the handler
+    /// has processed that many; then serve the page's bytes.
     fn held_get(
         &mut self,
         pdid: Pdid,
@@ -216,7 +218,7 @@ impl ActiveMemory {
         let mut holds = self.state.holds.lock().expect("flush holds");
         let mark = *holds
             .entry(key)
-            .or_insert_with(|| log.published.load(Ordering::SeqCst));
+            .or_insert_with(|| log.ring.lock().expect("access log").log.stats().reserved);
         if log.processed.load(Ordering::SeqCst) < mark {
             self.state
                 .counters
