@@ -306,3 +306,60 @@ fn logged_gets_keep_a_copy_of_the_data_returned() {
     }
     assert_eq!(aa.stats().gets_logged, 3);
 }
+
+/// A handler that panics does not stall the log (the entry counts as processed, the panic is
+/// reported), and a flush towards a log nobody handles ends with a timeout, not a hang.
+#[test]
+fn panicking_handler_and_missing_handler_do_not_hang_flushes() {
+    let max = Config::new(0, 2).max_packet();
+    let rts: Vec<Runtime> = network(2, max)
+        .into_iter()
+        .enumerate()
+        .map(|(r, t)| {
+            let mut c = Config::new(r as u32, 2);
+            c.op_timeout = Duration::from_millis(300);
+            Runtime::new(c, Box::new(t)).unwrap()
+        })
+        .collect();
+    let (src, dst) = (&rts[0], &rts[1]);
+    let mem = Mapping::anon(4 * 4096).unwrap();
+    // SAFETY: as above.
+    let key = unsafe { dst.expose(mem.ptr(), mem.len(), Perms::RW).unwrap() };
+    let aa = dst.active();
+    let a = aa.create_log(1, 4096).unwrap();
+    let b = aa.create_log(2, 4096).unwrap();
+    aa.assoc_pages(mem.addr(), 4096, PageBits::active_put(a))
+        .unwrap();
+    aa.assoc_pages(mem.addr() + 4096, 4096, ActiveAccess::flush_page_bits(a))
+        .unwrap();
+    aa.assoc_pages(mem.addr() + 8192, 4096, PageBits::active_put(b))
+        .unwrap();
+    aa.assoc_pages(mem.addr() + 12288, 4096, ActiveAccess::flush_page_bits(b))
+        .unwrap();
+    let h = aa
+        .spawn_handler(1, Notify::Sleep, |e| {
+            if e.data[0] % 2 == 1 {
+                panic!("handler bug (expected by the test)");
+            }
+        })
+        .unwrap();
+    for i in 0..10u64 {
+        src.write_blocking(1, &i.to_le_bytes(), mem.addr() + 8 * i, key)
+            .unwrap();
+    }
+    src.active_flush(1, mem.addr() + 4096, key).unwrap();
+    let rep = h.stop().unwrap();
+    assert_eq!((rep.entries, rep.panics), (10, 5));
+    // Log 2 has no handler: its flush cannot complete.
+    src.write_blocking(1, &[1; 8], mem.addr() + 8192, key)
+        .unwrap();
+    let t = std::time::Instant::now();
+    assert!(matches!(
+        src.active_flush(1, mem.addr() + 12288, key),
+        Err(unpinned_live::LiveError::Timeout(_))
+    ));
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // Release the held get (a plain page now) so that the runtimes shut down at once.
+    aa.clear_pages(mem.addr() + 12288, 4096).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+}

@@ -23,7 +23,8 @@ impl Runtime {
 
     /// Active flush towards `peer`: returns when `peer`'s handler of the log behind the
     /// flushing page at `flush_addr` (exposed readable with `rkey`) has processed everything
-    /// this rank issued before the call.
+    /// this rank issued before the call. A peer that does not catch up within the operation
+    /// timeout (`Config::op_timeout`; e.g. it runs no handler) gives [`LiveError::Timeout`].
     pub fn active_flush(
         &self,
         peer: NodeId,
@@ -31,8 +32,19 @@ impl Runtime {
         rkey: RemoteKey,
     ) -> Result<(), LiveError> {
         self.flush()?;
-        let mut word = [0u8; 8];
-        self.read_blocking(peer, &mut word, flush_addr, rkey)?;
-        Ok(())
+        // A heap word, not a stack one: if the peer holds the get past the operation timeout
+        // (no handler there, or a stuck one), we return `Timeout` while the engine may still
+        // write the word later, so it is leaked rather than freed.
+        let word: &'static mut [u8; 8] = Box::leak(Box::new([0u8; 8]));
+        let ptr = word.as_mut_ptr();
+        // SAFETY: `word` is never freed (leaked above) and not accessed by us after the post.
+        let id = unsafe { self.read(peer, ptr, flush_addr, rkey, 8)? };
+        let r = self.wait(id).map(|_| ());
+        if !matches!(r, Err(LiveError::Timeout(_))) {
+            // SAFETY: the read completed (or the engine stopped): nobody writes the word any
+            // more, and it came from `Box::new` above.
+            drop(unsafe { Box::from_raw(ptr as *mut [u8; 8]) });
+        }
+        r
     }
 }

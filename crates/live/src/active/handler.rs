@@ -77,6 +77,9 @@ pub struct HandlerReport {
     pub cpu_ns: u64,
     /// Wall time the handler thread ran, ns.
     pub wall_ns: u64,
+    /// Entries whose handler call panicked (the entry counts as processed; the thread goes
+    /// on, so flushes do not wait forever for a broken handler).
+    pub panics: u64,
 }
 
 impl HandlerReport {
@@ -166,8 +169,7 @@ fn run(
                 }
             }
             for (e, _) in batch.drain(..) {
-                f(&e);
-                rep.entries += 1;
+                call(&mut f, &e, &mut rep);
                 // Release: the handler's effects happen before a flush sees them processed.
                 log.processed.fetch_add(1, Ordering::SeqCst);
             }
@@ -175,8 +177,7 @@ fn run(
             while log.published.load(Ordering::Acquire) > log.processed.load(Ordering::Relaxed) {
                 log.take(BATCH, &mut batch);
                 for (e, _) in batch.drain(..) {
-                    f(&e);
-                    rep.entries += 1;
+                    call(&mut f, &e, &mut rep);
                     log.processed.fetch_add(1, Ordering::SeqCst);
                 }
             }
@@ -215,6 +216,14 @@ fn run(
     rep.wall_ns = started.elapsed().as_nanos() as u64;
     rep.cpu_ns = thread_cpu_ns();
     rep
+}
+
+/// Run the handler on one entry; a panic is counted, not propagated.
+fn call(f: &mut Box<dyn FnMut(&LogEntry) + Send>, e: &LogEntry, rep: &mut HandlerReport) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(e))).is_err() {
+        rep.panics += 1;
+    }
+    rep.entries += 1;
 }
 
 /// CPU time of the calling thread, ns.
