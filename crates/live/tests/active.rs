@@ -26,7 +26,14 @@ fn read_u64(addr: u64) -> u64 {
 
 #[test]
 fn active_puts_are_logged_not_written_and_plain_rma_mixes() {
-    for notify in [Notify::Poll, Notify::Sleep] {
+    for notify in [
+        Notify::Poll,
+        Notify::Sleep,
+        Notify::Batch {
+            entries: 4,
+            period_us: 200,
+        },
+    ] {
         let rts = pair();
         let (src, dst) = (&rts[0], &rts[1]);
         let mem = Mapping::anon(4 * 4096).unwrap();

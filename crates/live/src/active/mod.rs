@@ -23,25 +23,30 @@
 //!
 //! # Measured (development VM: 2 vCPUs shared with other jobs, load average ~12; release)
 //!
-//! `unpinned live aa-notify` (2000 active puts, one at a time, shm, 3 runs): notification
-//! delay from publication by the engine thread to the handler taking the entry:
+//! `unpinned live aa-notify` (2000 active puts, one at a time, shm; ranges over 4 runs):
+//! notification delay from publication by the engine thread to the handler taking the entry,
+//! and the handler thread's CPU time over its wall time:
 //!
-//! | handler            | p10        | median     | p90         | handler CPU / wall |
-//! |--------------------|------------|------------|-------------|--------------------|
-//! | poll (`Notify::Poll`)  | 0.9-2.5 us | 2.5-6.3 us | 2.8-26.7 us | 11-21 %        |
-//! | sleep (`Notify::Sleep`, futex) | 11.1-11.6 us | 11.3-11.7 us | 11.7-11.9 us | 6-17 % |
+//! | handler                                  | p10          | median       | p90          | CPU     |
+//! |------------------------------------------|--------------|--------------|--------------|---------|
+//! | `Notify::Poll`                           | 0.9-2.5 us   | 2.5-6.3 us   | 2.8-26.7 us  | 11-21 % |
+//! | `Notify::Sleep` (futex at every entry)   | 11.1-11.6 us | 11.3-11.7 us | 11.7-12.0 us | 6-17 %  |
+//! | `Notify::Batch` (16 entries or 100 us)   | 114 us       | 144 us       | 153 us       | 4 %     |
 //!
 //! The polling handler yields every 256 empty polls, so on this oversubscribed host it does
-//! not hold a core (hence its modest CPU share and its p90 tail); the futex wake-up costs a
-//! steady ~11 us. With three processes per 2 vCPUs (the multi-process tests) a handler that
-//! is not scheduled sees delays of milliseconds whichever the notification.
+//! not hold a core (hence its modest CPU share and its tail); the futex wake-up costs a steady
+//! ~11 us; a batching handler leaves a lone entry waiting for its period. With three
+//! processes per 2 vCPUs (the multi-process tests) a handler that is not scheduled sees delays
+//! of milliseconds whichever the notification.
 //!
 //! `unpinned live aa-dht-link` (2000 inserts into the other rank's volume, 16 in flight,
-//! median of 5; ranges over 3 runs): RMA 36-73 k inserts/s without collisions, 9-13 k at 25%
-//! and 5.6-6.4 k at 50% (1, 2.25 and 3.51 remote operations per insert); AA with a polling
-//! handler 37-110 k inserts/s at every collision rate (one active put per insert); AA with a
-//! sleeping handler is bimodal on this host (12-21 k or 44-92 k inserts/s), with no log
-//! back-pressure (0 stalls) and a final active flush under 5 ms: not explained yet.
+//! median of 5; ranges over 3-4 runs): RMA 24-73 k inserts/s without collisions, 9-13 k at
+//! 25% and 5.6-12.6 k at 50% (1, 2.25 and 3.51 remote operations per insert); AA with a
+//! polling handler 37-110 k inserts/s at every collision rate (one active put per insert),
+//! with a batching handler 37-181 k; with a handler woken at every entry the rate is bimodal
+//! on this host (12-26 k or 44-105 k), with no log back-pressure (0 stalls) and a final
+//! active flush under 5 ms: the per-entry futex wake on the engine thread and the context
+//! switches are the suspects, not confirmed.
 
 pub mod dht;
 pub mod flush;

@@ -41,6 +41,9 @@ pub(crate) struct LogShared {
     pub sleepers: AtomicU32,
     /// A handler thread is attached (one per log).
     pub attached: AtomicBool,
+    /// Wake a sleeping handler only when this many entries wait (1 = every publication; a
+    /// batching handler also wakes on its period).
+    pub wake_threshold: AtomicU64,
 }
 
 impl LogShared {
@@ -56,6 +59,7 @@ impl LogShared {
             word: AtomicU32::new(0),
             sleepers: AtomicU32::new(0),
             attached: AtomicBool::new(false),
+            wake_threshold: AtomicU64::new(1),
         }
     }
 
@@ -72,7 +76,10 @@ impl LogShared {
         }
         self.published.store(published, Ordering::SeqCst);
         self.word.fetch_add(1, Ordering::SeqCst);
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        if self.sleepers.load(Ordering::SeqCst) > 0
+            && published.saturating_sub(self.processed.load(Ordering::SeqCst))
+                >= self.wake_threshold.load(Ordering::Relaxed)
+        {
             futex_wake(&self.word);
         }
     }

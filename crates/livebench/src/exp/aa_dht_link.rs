@@ -2,9 +2,10 @@
 //! rate (spec "Calibration: small-scale check"; the simulator's experiment of the same name,
 //! same columns plus `driver`). Rank 0 inserts into rank 1's volume over shared memory:
 //!
-//! - `aa-poll` / `aa-sleep`: one active put per key; rank 1's handler thread (polling, or
-//!   sleeping on a futex) inserts with local atomics; the run ends with an active flush, so
-//!   every key is in the table when the clock stops;
+//! - `aa-poll` / `aa-sleep` / `aa-batch`: one active put per key; rank 1's handler thread
+//!   (polling, sleeping on a futex woken at every publication, or woken at 16 waiting
+//!   entries or every 100 us) inserts with local atomics; the run ends with an active flush,
+//!   so every key is in the table when the clock stops;
 //! - `rma`: crates/aa's RMA protocol over the live runtime's remote atomics (a CAS; on a
 //!   collision fetch-and-add, put, fetch-and-replace, CAS).
 //!
@@ -24,7 +25,7 @@ use super::{fail, median, Pair};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-dht-link",
     system: "live",
-    description: "Live: one inserter into a remote DHT volume, AA (poll, sleep) vs RMA inserts/s vs collision rate",
+    description: "Live: one inserter into a remote DHT volume, AA (poll, sleep, batch) vs RMA inserts/s vs collision rate",
     run,
 };
 
@@ -132,6 +133,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let schemes = [
         ("aa-poll", Scheme::Aa, Notify::Poll),
         ("aa-sleep", Scheme::Aa, Notify::Sleep),
+        (
+            "aa-batch",
+            Scheme::Aa,
+            Notify::Batch {
+                entries: 16,
+                period_us: 100,
+            },
+        ),
         ("rma", Scheme::Rma, Notify::Sleep),
     ];
     let mut table = Table::new(&[

@@ -1,7 +1,9 @@
 //! `aa-notify` (live): what it costs to tell a handler thread that an access was logged
 //! (spec "Notifying the CPU": polling vs an interrupt). Rank 0 writes one active put at a
 //! time to rank 1 (the next only after the previous completed, so the handler is idle each
-//! time); rank 1's handler either polls the log or sleeps on a futex the engine thread wakes.
+//! time); rank 1's handler either polls the log, sleeps on a futex the engine thread wakes
+//! at every publication, or batches (woken at 16 waiting entries or every 100 us: a lone put
+//! waits for the period).
 //!
 //! Per scheme: the notification delay (from the engine thread publishing the entry to the
 //! handler taking it; quantiles over the puts), the sender's put latency, and the handler
@@ -39,7 +41,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "handler_cpu_pct",
     ]);
     let mut meta_rows = Vec::new();
-    for notify in [Notify::Poll, Notify::Sleep] {
+    for notify in [
+        Notify::Poll,
+        Notify::Sleep,
+        Notify::Batch {
+            entries: 16,
+            period_us: 100,
+        },
+    ] {
         let pair = Pair::part(&ctx.profile)?;
         let mem = Mapping::anon(4096).map_err(fail)?;
         // SAFETY: the mapping outlives the pair's use (dropped after the pair below); active
