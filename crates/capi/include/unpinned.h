@@ -73,7 +73,12 @@ typedef enum up_error {
     UP_ERR_NULL = -30,  /* a required pointer argument is NULL */
     UP_ERR_ARG = -31,   /* an argument is out of range (permission bits, array too small,
                            waiting on an id that is not outstanding) */
-    UP_ERR_PANIC = -32  /* internal error caught at the boundary: a bug, please report it */
+    UP_ERR_PANIC = -32, /* internal error caught at the boundary: a bug, please report it */
+    /* Errors of Active Access (up_aa_*). */
+    UP_ERR_AA_EXISTS = -40,  /* the access log exists already */
+    UP_ERR_AA_NO_LOG = -41,  /* no access log with this IUID: up_aa_create_log it first */
+    UP_ERR_AA_HANDLER = -42, /* the log has a handler already (start), or none (stop) */
+    UP_ERR_AA_THREAD = -43   /* the handler thread could not start */
 } up_error_t;
 
 /* Permissions of an exposed range (bit set). */
@@ -257,6 +262,135 @@ const char *up_strerror(int code);
  * thread's exit: copy it if you need it longer.
  */
 const char *up_last_error_message(void);
+
+/* ------------------------------------------------------------------------------------------
+ * Active Access (spec active-access.md): puts and gets on marked pages are logged, with or
+ * without their data, into an access log (a ring buffer in this process), and a handler thread
+ * of this process processes the log. The put/get interface does not change: peers use
+ * up_write / up_read. Pages must also be exposed (up_expose) for peers to reach them.
+ *
+ * Page bits (up_aa_assoc_pages), the IOMMU page-table extension of the spec:
+ *   UP_AA_W, UP_AA_R   puts may write / gets may read the page
+ *   UP_AA_WL, UP_AA_WLD  log puts (metadata) / with their data
+ *   UP_AA_RL, UP_AA_RLD  log gets (metadata) / with the data returned
+ *   UP_AA_E            faults (W=0 or R=0 without an active meaning) go to the access log
+ * Meanings: W=0,WL=1,WLD=1 = active put (the page is not written; the handler gets the data);
+ * W=1,WL=1 = written and counted; R=1,RL=1 = served and counted (RLD: data copied to the log);
+ * R=0,RL=1 = a flushing page: a get on it is held until the log is drained (up_aa_flush).
+ * A full log is never overwritten: the sender's packet is refused and resent (back-pressure).
+ * ------------------------------------------------------------------------------------------ */
+#define UP_AA_W 1u
+#define UP_AA_R 2u
+#define UP_AA_WL 4u
+#define UP_AA_WLD 8u
+#define UP_AA_RL 16u
+#define UP_AA_RLD 32u
+#define UP_AA_E 64u
+/* Common combinations. */
+#define UP_AA_ACTIVE_PUT 78u /* R | WL | WLD | E */
+#define UP_AA_COUNT 87u      /* W | R | WL | RL | E: puts and gets served and counted */
+#define UP_AA_FLUSH_PAGE 16u /* RL: the flushing page of up_aa_flush */
+
+/* How a handler learns of new entries. */
+#define UP_AA_POLL 0  /* busy-polls the log (yielding now and then) */
+#define UP_AA_SLEEP 1 /* sleeps on a futex the runtime wakes (the interrupt analogue) */
+
+/* Kinds of log entries. */
+#define UP_AA_ENTRY_ACTIVE_PUT 1
+#define UP_AA_ENTRY_PUT_META 2
+#define UP_AA_ENTRY_PUT_DATA 3
+#define UP_AA_ENTRY_GET_META 4
+#define UP_AA_ENTRY_GET_DATA 5
+#define UP_AA_ENTRY_ACTIVE_GET 6
+#define UP_AA_ENTRY_FAULT 7
+
+/* Remote atomic operations (up_atomic). */
+#define UP_ATOMIC_CAS 1       /* if word == compare: word = operand */
+#define UP_ATOMIC_FETCH_ADD 2 /* word += operand */
+#define UP_ATOMIC_SWAP 3      /* word = operand */
+
+/* One access-log entry, as passed to a handler. */
+typedef struct up_aa_entry {
+    uint32_t kind;       /* UP_AA_ENTRY_* */
+    uint32_t source;     /* rank that made the access */
+    uint64_t addr;       /* target address of the whole access (in this process) */
+    uint64_t access_len; /* bytes the access touched */
+    const void *data;    /* logged data, valid during the call only; NULL if none */
+    uint64_t data_len;   /* bytes of data */
+} up_aa_entry_t;
+
+/* A handler: called on the handler thread for every entry, in log order. */
+typedef void (*up_aa_handler_fn)(const up_aa_entry_t *entry, void *arg);
+
+/* What a stopped handler did. */
+typedef struct up_aa_handler_stats {
+    uint64_t entries;          /* entries processed */
+    uint64_t wakeups;          /* times it found new entries after an empty log */
+    uint64_t notify_median_ns; /* median delay from publication to the handler, ns */
+} up_aa_handler_stats_t;
+
+/*
+ * up_aa_create_log: create access log `iuid` (0..1023) of `size_bytes` (>= 64; an entry takes
+ * 32 bytes plus its data rounded up to 8). Errors: UP_ERR_NULL, UP_ERR_ARG, UP_ERR_AA_EXISTS.
+ * Thread-safe.
+ */
+int up_aa_create_log(up_runtime_t *rt, uint32_t iuid, uint32_t size_bytes);
+
+/*
+ * up_aa_assoc_pages: mark every page of [addr, addr+len) (rounded out to 4 KiB pages) with
+ * `bits` (UP_AA_*) and log `iuid`. `addr` is not dereferenced. The spec's
+ * assoc_page(addr, actions, handler) is up_aa_assoc_pages + up_aa_handler_start.
+ * Errors: UP_ERR_NULL (rt), UP_ERR_ARG (unknown bits, IUID out of range, empty or wrapping
+ * range), UP_ERR_AA_NO_LOG (logging bits name a log that does not exist). Thread-safe.
+ */
+int up_aa_assoc_pages(up_runtime_t *rt, const void *addr, size_t len, unsigned bits,
+                      uint32_t iuid);
+
+/*
+ * up_aa_clear_pages: make [addr, addr+len) plain pages again. Errors: UP_ERR_NULL, UP_ERR_ARG.
+ */
+int up_aa_clear_pages(up_runtime_t *rt, const void *addr, size_t len);
+
+/*
+ * up_aa_handler_start: start the handler thread of log `iuid`: fn(entry, arg) is called for
+ * every entry, in order, on that thread (one handler per log). `notify` is UP_AA_POLL or
+ * UP_AA_SLEEP. Ownership: fn and arg must stay usable from that thread until
+ * up_aa_handler_stop or up_finalize returns; synchronize what arg points to yourself.
+ * Errors: UP_ERR_NULL (rt or fn), UP_ERR_ARG (notify), UP_ERR_AA_NO_LOG, UP_ERR_AA_HANDLER,
+ * UP_ERR_AA_THREAD. Thread-safe.
+ */
+int up_aa_handler_start(up_runtime_t *rt, uint32_t iuid, int notify, up_aa_handler_fn fn,
+                        void *arg);
+
+/*
+ * up_aa_handler_stop: let the handler of log `iuid` process every entry published so far,
+ * stop it, and report in *out (out may be NULL). Call it after a barrier, or peers' later
+ * accesses stay in the log unprocessed. Errors: UP_ERR_NULL, UP_ERR_AA_HANDLER (none running).
+ */
+int up_aa_handler_stop(up_runtime_t *rt, uint32_t iuid, up_aa_handler_stats_t *out);
+
+/*
+ * up_aa_flush: the active flush. Returns when rank `peer`'s handler has processed every
+ * access this rank issued before the call, whose log is the one of the flushing page at
+ * `flush_addr` of `peer` (marked UP_AA_FLUSH_PAGE there, exposed readable with `rkey`).
+ * It first completes all of this rank's requests (as up_flush: completions are consumed),
+ * then issues a get that the peer holds until its log is drained. Independent of up_flush,
+ * which does not wait for handlers. Errors: as up_flush and up_read.
+ */
+int up_aa_flush(up_runtime_t *rt, uint32_t peer, uint64_t flush_addr, uint32_t rkey);
+
+/*
+ * up_atomic: a remote atomic on the 64-bit word at `remote_addr` of rank `peer` (8-byte
+ * aligned, inside a region exposed read-write with `rkey`): UP_ATOMIC_CAS (compare, operand),
+ * UP_ATOMIC_FETCH_ADD (operand), UP_ATOMIC_SWAP (operand). Blocks until done; the word's
+ * previous value goes to *old (old may be NULL). Executed exactly once at the target, with a
+ * real atomic instruction (local atomics there are coherent with it).
+ * Errors: UP_ERR_NULL, UP_ERR_ARG (op), UP_ERR_INVALID (peer, alignment),
+ * UP_ERR_REMOTE_ACCESS (refused: range, key, permission), UP_ERR_RETRY_EXCEEDED,
+ * UP_ERR_ENGINE_GONE. Thread-safe.
+ */
+int up_atomic(up_runtime_t *rt, uint32_t peer, uint64_t remote_addr, uint32_t rkey, int op,
+              uint64_t operand, uint64_t compare, uint64_t *old);
 
 #ifdef __cplusplus
 } /* extern "C" */

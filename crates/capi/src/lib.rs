@@ -13,6 +13,7 @@
 //! | `up_write` / `up_read`     | [`Runtime::write`] / [`Runtime::read`] |
 //! | `up_wait` / `up_poll`      | [`Runtime::wait`] / [`Runtime::poll_completion`] |
 //! | `up_flush` / `up_barrier`  | [`Runtime::flush`] / [`Runtime::barrier`] |
+//! | `up_aa_*`, `up_atomic`     | [`active`]: Active Access and remote atomics |
 //!
 //! Rules every entry point follows:
 //!
@@ -143,6 +144,10 @@ const CODES: &[(c_int, &str, &CStr)] = &[
     (UP_ERR_NULL, "UP_ERR_NULL", c"a required pointer argument is NULL"),
     (UP_ERR_ARG, "UP_ERR_ARG", c"an argument is out of range"),
     (UP_ERR_PANIC, "UP_ERR_PANIC", c"internal error (a caught panic; please report it)"),
+    (active::UP_ERR_AA_EXISTS, "UP_ERR_AA_EXISTS", c"the access log exists already"),
+    (active::UP_ERR_AA_NO_LOG, "UP_ERR_AA_NO_LOG", c"no access log with this IUID (create it with up_aa_create_log)"),
+    (active::UP_ERR_AA_HANDLER, "UP_ERR_AA_HANDLER", c"the access log has a handler already, or none to stop"),
+    (active::UP_ERR_AA_THREAD, "UP_ERR_AA_THREAD", c"the handler thread could not start"),
 ];
 
 /// Names and values of all codes (for tests that check the header).
@@ -201,6 +206,9 @@ impl From<&Completion> for UpCompletion {
 
 /// `up_runtime_t`: the opaque handle. Owns the [`Runtime`] (its engine and page-in threads).
 pub struct UpRuntime {
+    /// Running Active Access handlers, by IUID. Declared first: dropped (stopped, after
+    /// processing what was published) before the runtime on finalize.
+    handlers: Mutex<HashMap<u32, unpinned_live::active::Handler>>,
     rt: Runtime,
     /// Requests posted through this handle and not yet returned by wait/poll/flush.
     outstanding: Mutex<HashMap<u64, Op>>,
@@ -219,6 +227,7 @@ impl UpRuntime {
         Box::into_raw(Box::new(UpRuntime {
             rt,
             outstanding: Mutex::new(HashMap::new()),
+            handlers: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -226,6 +235,10 @@ impl UpRuntime {
         // A panic while holding this lock cannot leave the map inconsistent (single inserts
         // and removes), so a poisoned lock is still usable.
         self.outstanding.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handlers(&self) -> MutexGuard<'_, HashMap<u32, unpinned_live::active::Handler>> {
+        self.handlers.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -667,6 +680,8 @@ pub extern "C" fn up_last_error_message() -> *const c_char {
         .try_with(|m| m.borrow().as_ptr())
         .unwrap_or(c"".as_ptr())
 }
+
+pub mod active;
 
 #[cfg(test)]
 mod tests;

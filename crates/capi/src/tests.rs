@@ -128,6 +128,21 @@ fn every_error_variant_has_its_own_code() {
     for c in [UP_ERR_NULL, UP_ERR_ARG, UP_ERR_PANIC] {
         assert!(seen.insert(c), "code {c} used twice");
     }
+    // Active Access: one code per ActiveError variant that is not an argument error.
+    use crate::active::{active_error_code, UP_ERR_AA_EXISTS, UP_ERR_AA_HANDLER, UP_ERR_AA_NO_LOG, UP_ERR_AA_THREAD};
+    use unpinned_live::active::ActiveError;
+    for (e, code) in [
+        (ActiveError::LogExists(1), UP_ERR_AA_EXISTS),
+        (ActiveError::NoLog(1), UP_ERR_AA_NO_LOG),
+        (ActiveError::HandlerAttached(1), UP_ERR_AA_HANDLER),
+        (ActiveError::Thread("x".into()), UP_ERR_AA_THREAD),
+    ] {
+        assert_eq!(active_error_code(&e), code, "{e:?}");
+        assert!(seen.insert(code), "code {code} used twice");
+    }
+    for e in [ActiveError::BadIuid(2000), ActiveError::LogTooSmall(1), ActiveError::BadRange { addr: 0, len: 0 }] {
+        assert_eq!(active_error_code(&e), UP_ERR_ARG, "{e:?}");
+    }
     // Every code has a name, a description, and they are all distinct.
     let named: HashSet<c_int> = code_names().map(|(_, c)| c).collect();
     assert_eq!(named.len(), CODES.len(), "duplicate code in the table");
@@ -573,4 +588,41 @@ fn exchange_and_barrier_with_a_bootstrap_directory() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Active Access calls: NULL and out-of-range arguments are typed errors, never a crash.
+#[test]
+fn active_access_calls_refuse_bad_arguments() {
+    use crate::active::*;
+    unsafe extern "C" fn nop(_: *const UpAaEntry, _: *mut c_void) {}
+    // SAFETY: NULL handles and pointers are part of the contract (UP_ERR_NULL).
+    unsafe {
+        assert_eq!(up_aa_create_log(null_mut(), 1, 4096), UP_ERR_NULL);
+        assert_eq!(up_aa_assoc_pages(null_mut(), null_mut(), 1, UP_AA_ACTIVE_PUT, 1), UP_ERR_NULL);
+        assert_eq!(up_aa_handler_start(null_mut(), 1, UP_AA_POLL, Some(nop), null_mut()), UP_ERR_NULL);
+        assert_eq!(up_aa_handler_stop(null_mut(), 1, null_mut()), UP_ERR_NULL);
+        assert_eq!(up_aa_flush(null_mut(), 1, 0, 0), UP_ERR_NULL);
+        assert_eq!(up_atomic(null_mut(), 1, 0, 0, UP_ATOMIC_SWAP, 0, 0, null_mut()), UP_ERR_NULL);
+    }
+    let p = Pair::new();
+    let h = p.0[1];
+    // SAFETY: `h` is a live handle of the pair; other pointers are NULL or unused.
+    unsafe {
+        assert_eq!(up_aa_create_log(h, 2000, 4096), UP_ERR_ARG);
+        assert_eq!(up_aa_create_log(h, 1, 4096), UP_OK);
+        assert_eq!(up_aa_create_log(h, 1, 4096), UP_ERR_AA_EXISTS);
+        assert_eq!(up_aa_assoc_pages(h, 0x1000 as *const c_void, 4096, 1 << 9, 1), UP_ERR_ARG);
+        assert_eq!(up_aa_assoc_pages(h, 0x1000 as *const c_void, 4096, UP_AA_ACTIVE_PUT, 3), UP_ERR_AA_NO_LOG);
+        assert_eq!(up_aa_handler_start(h, 1, 7, Some(nop), null_mut()), UP_ERR_ARG);
+        assert_eq!(up_aa_handler_start(h, 1, UP_AA_SLEEP, None, null_mut()), UP_ERR_NULL);
+        assert_eq!(up_aa_handler_start(h, 1, UP_AA_SLEEP, Some(nop), null_mut()), UP_OK);
+        assert_eq!(up_aa_handler_start(h, 1, UP_AA_POLL, Some(nop), null_mut()), UP_ERR_AA_HANDLER);
+        let mut st = UpAaHandlerStats::default();
+        assert_eq!(up_aa_handler_stop(h, 1, &mut st), UP_OK);
+        assert_eq!(st.entries, 0);
+        assert_eq!(up_aa_handler_stop(h, 1, &mut st), UP_ERR_AA_HANDLER);
+        assert_eq!(up_atomic(h, 0, 4, 1, UP_ATOMIC_SWAP, 0, 0, null_mut()), UP_ERR_INVALID);
+        assert_eq!(up_atomic(h, 0, 8, 1, 99, 0, 0, null_mut()), UP_ERR_ARG);
+    }
+    assert!(last().contains("up_atomic"), "{}", last());
 }

@@ -68,7 +68,12 @@ fn compiler() -> Option<String> {
 
 /// Compile ring.c into `dir/ring`.
 fn build_ring(cc: &str, dir: &Path) -> PathBuf {
-    let out = dir.join("ring");
+    build(cc, dir, "ring")
+}
+
+/// Compile `examples/c/NAME.c` into `dir/NAME`.
+fn build(cc: &str, dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
     let lib = static_lib();
     let o = Command::new(cc)
         .args([
@@ -81,7 +86,7 @@ fn build_ring(cc: &str, dir: &Path) -> PathBuf {
             "-I",
         ])
         .arg(Path::new(MANIFEST).join("include"))
-        .arg(Path::new(MANIFEST).join("examples/c/ring.c"))
+        .arg(Path::new(MANIFEST).join(format!("examples/c/{name}.c")))
         .arg(&lib)
         .args(["-lpthread", "-ldl", "-lm", "-lrt", "-o"])
         .arg(&out)
@@ -89,7 +94,7 @@ fn build_ring(cc: &str, dir: &Path) -> PathBuf {
         .expect("run the C compiler");
     assert!(
         o.status.success(),
-        "compiling ring.c against {} failed:\n{}{}",
+        "compiling {name}.c against {} failed:\n{}{}",
         lib.display(),
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
@@ -202,4 +207,40 @@ fn header_compiles_as_cxx() {
         "unpinned.h as C++: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// examples/c/aa.c: Active Access (active puts, handler, active flush) and remote atomics from
+/// C, with 2 and 3 ranks and both handler kinds.
+#[test]
+fn aa_c_builds_and_runs_under_the_launcher() {
+    let Some(cc) = compiler() else {
+        eprintln!("SKIPPED: no C compiler (`cc` or $CC) found; install one (e.g. gcc) to build and run examples/c/aa.c");
+        return;
+    };
+    let dir = profile_dir().join(format!("capi-c-aa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let aa = build(&cc, &dir, "aa");
+    for (n, notify) in [(2u32, "sleep"), (3, "poll"), (3, "sleep")] {
+        let mut o = LaunchOptions::new(n, "/bin/sh");
+        o.args = vec![
+            "-c".into(),
+            r#"exec "$0" "$2" > "$1/rank-$UNPINNED_RANK.out""#.into(),
+            aa.display().to_string(),
+            dir.display().to_string(),
+            notify.into(),
+        ];
+        o.transport = LaunchTransport::Shm;
+        o.timeout = Duration::from_secs(60);
+        o.grace = Duration::from_secs(2);
+        let report = launch(&o).expect("launch");
+        assert!(report.success(), "aa with {n} ranks ({notify}) failed: {}", report.failures().join("; "));
+        for r in 0..n {
+            let p = dir.join(format!("rank-{r}.out"));
+            let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let want = format!("rank {r} of {n}: aa ok: {} active puts handled ({notify})", (n - 1) * 200);
+            assert!(s.contains(&want), "rank {r} printed {s:?}, expected {want:?}");
+            print!("{s}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -62,6 +62,40 @@ pub enum Op {
     Read,
 }
 
+/// A remote atomic on a 64-bit word (issue 5: the RMA baselines of Active Access). Every
+/// atomic returns the word's previous value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// Write `new` if the word equals `expected`.
+    Cas {
+        /// Value the word must hold.
+        expected: u64,
+        /// Value written on success.
+        new: u64,
+    },
+    /// Add (wrapping).
+    FetchAdd(u64),
+    /// Replace unconditionally (fetch-and-replace).
+    Swap(u64),
+}
+
+impl AtomicOp {
+    /// The word's new value given its old one.
+    pub fn apply(self, old: u64) -> u64 {
+        match self {
+            AtomicOp::Cas { expected, new } => {
+                if old == expected {
+                    new
+                } else {
+                    old
+                }
+            }
+            AtomicOp::FetchAdd(d) => old.wrapping_add(d),
+            AtomicOp::Swap(v) => v,
+        }
+    }
+}
+
 /// How a work request ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CompletionError {

@@ -45,4 +45,68 @@ pub trait Memory {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError>;
     /// Read `out.len()` bytes at virtual address `addr` of the address space `pdid`.
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError>;
+
+    /// [`Memory::write`] of one packet of a remote write (a put from `origin.peer`). An
+    /// IOMMU that logs accesses (Active Access, spec active-access.md) needs to know whose
+    /// access this is and which part of it; plain memories ignore `origin`.
+    fn write_from(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        data: &[u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        let _ = origin;
+        self.write(pdid, addr, data)
+    }
+
+    /// [`Memory::read`] of one packet served to a remote read (a get from `origin.peer`).
+    fn read_for(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        out: &mut [u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        let _ = origin;
+        self.read(pdid, addr, out)
+    }
+
+    /// Execute a remote atomic on the little-endian 64-bit word at `addr` (8-byte aligned);
+    /// returns its previous value. The default reads and writes through this trait; a memory
+    /// that other threads also access (the live runtime's) overrides it with a real atomic
+    /// instruction.
+    fn atomic(&mut self, pdid: Pdid, addr: u64, op: crate::api::AtomicOp) -> Result<u64, MemError> {
+        atomic_by_read_write(self, pdid, addr, op)
+    }
+}
+
+/// [`Memory::atomic`]'s default, for memories only the engine touches: read, apply, write
+/// (atomic with respect to the engine, which is single-threaded).
+pub fn atomic_by_read_write<M: Memory + ?Sized>(
+    mem: &mut M,
+    pdid: Pdid,
+    addr: u64,
+    op: crate::api::AtomicOp,
+) -> Result<u64, MemError> {
+    let mut b = [0u8; 8];
+    mem.read(pdid, addr, &mut b)?;
+    let old = u64::from_le_bytes(b);
+    mem.write(pdid, addr, &op.apply(old).to_le_bytes())?;
+    Ok(old)
+}
+
+/// Who caused an engine's memory access, for memories that log accesses (Active Access).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessOrigin {
+    /// The remote node that issued the put or get.
+    pub peer: u32,
+    /// Its transfer id (with `peer` and the direction, names the access).
+    pub transfer_id: u32,
+    /// Target address of the whole access.
+    pub xfer_addr: u64,
+    /// Length of the whole access, bytes.
+    pub xfer_len: u64,
+    /// Offset of this packet within the access, bytes.
+    pub offset: u64,
 }

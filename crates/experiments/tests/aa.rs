@@ -236,3 +236,61 @@ fn aa_sort_rma_moves_twice_the_bytes() {
         assert!(t("rma") > t("aa-poll"));
     }
 }
+
+#[test]
+fn aa_dht_compute_rates_fall_with_computation_and_schemes_converge() {
+    let o = run(
+        "aa-dht-compute",
+        &[("nodes", "1"), ("ops", "32"), ("ratio_pct", "0,50,95")],
+    );
+    has_columns(
+        &o.table,
+        &["scheme", "ratio_pct", "computation_pct", "inserts_per_s"],
+    );
+    let v = |s: &str, r: &str, y: &str| {
+        value(&o.table, &[("scheme", s), ("ratio_pct", r)], y)
+    };
+    for s in ["aa-int", "aa-poll", "aa-sp", "rma", "am", "am-exp"] {
+        let rate = |r| v(s, r, "inserts_per_s");
+        assert!(rate("0") > rate("50") && rate("50") > rate("95"), "{s}");
+        assert_eq!(v(s, "0", "computation_pct"), 0.0);
+    }
+    // The unit of computation is RMA's insert time: RMA computes about the ratio asked.
+    assert!((v("rma", "50", "computation_pct") - 50.0).abs() < 10.0);
+    // Communication matters less and less: at 95% the schemes are within 25% of each other.
+    let r95: Vec<f64> = ["aa-poll", "rma", "am"]
+        .iter()
+        .map(|s| v(s, "95", "inserts_per_s"))
+        .collect();
+    let (lo, hi) = (r95.iter().cloned().fold(f64::MAX, f64::min), r95.iter().cloned().fold(0.0, f64::max));
+    assert!(hi / lo < 1.25, "{r95:?}");
+    assert!(v("aa-poll", "0", "inserts_per_s") > v("rma", "0", "inserts_per_s"));
+}
+
+#[test]
+fn aa_iommu_stream_costs_little_bandwidth_and_ethernet_runs_at_link_rate() {
+    let o = run(
+        "aa-iommu-stream",
+        &[("sizes", "64,4096"), ("stream_bytes", "262144")],
+    );
+    has_columns(
+        &o.table,
+        &["network", "iommu", "size_bytes", "throughput_mb_per_s", "overhead_pct"],
+    );
+    let v = |n: &str, i: &str, s: &str| {
+        value(
+            &o.table,
+            &[("network", n), ("iommu", i), ("size_bytes", s)],
+            "throughput_mb_per_s",
+        )
+    };
+    for n in ["ethernet", "torus"] {
+        for s in ["64", "4096"] {
+            assert!(v(n, "on", s) <= v(n, "off", s), "{n} {s}: the IOMMU never speeds up");
+            assert!(v(n, "on", s) > 0.95 * v(n, "off", s), "{n} {s}");
+        }
+        assert!(v(n, "off", "4096") > v(n, "off", "64"), "{n}: per-message costs");
+    }
+    let eth = v("ethernet", "on", "4096");
+    assert!(eth > 100.0 && eth < 125.0, "1 Gb/s link: {eth} MB/s");
+}

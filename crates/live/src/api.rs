@@ -281,18 +281,20 @@ pub struct Region {
 pub struct Runtime {
     rank: u32,
     size: u32,
-    pdid: Pdid,
+    pub(crate) pdid: Pdid,
     core: Arc<Mutex<Core>>,
-    wake: Waker,
+    pub(crate) wake: Waker,
     shared: Arc<Shared>,
     opts: LoopOptions,
-    next_wr: AtomicU64,
-    posted: AtomicU64,
+    pub(crate) next_wr: AtomicU64,
+    pub(crate) posted: AtomicU64,
     op_timeout: Duration,
     bootstrap: Mutex<Option<Bootstrap>>,
     clock: Clock,
     engine_thread: Option<JoinHandle<()>>,
     handler_thread: Option<JoinHandle<()>>,
+    /// Active Access (crates/live/src/active): page bits and logs the engine's memory checks.
+    pub(crate) active: crate::active::ActiveAccess,
 }
 
 impl Runtime {
@@ -435,7 +437,11 @@ impl Runtime {
                 cfg.max_packet()
             )));
         }
-        let mem = LiveMemory::with_mode(cfg.pdid, cfg.memory_mode)?;
+        let active = crate::active::ActiveAccess::new(cfg.rank);
+        let mem = crate::active::memory::ActiveMemory::new(
+            LiveMemory::with_mode(cfg.pdid, cfg.memory_mode)?,
+            active.state.clone(),
+        );
         let engine = unpinned_part::PartEngine::new(cfg.rank, cfg.engine.clone());
         let (fault_tx, fault_rx) = mpsc::channel();
         let (out_tx, out_rx) = mpsc::channel();
@@ -489,6 +495,7 @@ impl Runtime {
             clock,
             engine_thread: Some(engine_thread),
             handler_thread: Some(handler_thread),
+            active,
         })
     }
 
@@ -510,7 +517,7 @@ impl Runtime {
 
     /// The engine, for a call that must happen now (post, expose, revoke, stats): waits for
     /// a turn in progress (bounded by `LoopOptions::batch` packets) to end.
-    fn core(&self) -> Result<MutexGuard<'_, Core>, LiveError> {
+    pub(crate) fn core(&self) -> Result<MutexGuard<'_, Core>, LiveError> {
         if self.shared.stopped.load(Ordering::SeqCst) {
             return Err(LiveError::EngineGone);
         }

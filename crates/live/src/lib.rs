@@ -41,7 +41,9 @@
 
 #![warn(missing_docs)]
 
+pub mod active;
 pub mod api;
+pub mod atomics;
 pub mod bootstrap;
 pub mod conformance;
 pub mod fault_handler;
@@ -60,5 +62,5 @@ pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub use api::{Config, LiveError, Region, Runtime, TransportKind};
 pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;
-pub use unpinned_core::api::{Completion, CompletionError, Op, Perms, RemoteKey, WrId};
+pub use unpinned_core::api::{AtomicOp, Completion, CompletionError, Op, Perms, RemoteKey, WrId};
 pub use unpinned_core::os::PageInPolicy;

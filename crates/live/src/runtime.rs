@@ -212,7 +212,7 @@ impl Shared {
 /// Everything the engine of a rank owns; whoever holds the lock drives it.
 pub(crate) struct Core {
     pub engine: PartEngine,
-    pub mem: LiveMemory,
+    pub mem: crate::active::memory::ActiveMemory,
     pub transport: Box<dyn Transport>,
     pub handler_out: Receiver<HandlerOutput>,
     /// Fault records to the page-in thread; `None` once the runtime stops (ends that thread).
@@ -240,7 +240,7 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         engine: PartEngine,
-        mem: LiveMemory,
+        mem: crate::active::memory::ActiveMemory,
         transport: Box<dyn Transport>,
         handler_out: Receiver<HandlerOutput>,
         faults: Sender<FaultRecord>,
@@ -284,6 +284,20 @@ impl Core {
             self.shared.push(Completion {
                 wr_id: wr.wr_id,
                 op: wr.op,
+                status: Err(CompletionError::Invalid),
+                len: 0,
+                at: now,
+            });
+        }
+    }
+
+    /// Post a remote atomic; one the engine refuses completes at once with `Invalid`.
+    pub fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) {
+        let now = self.clock.now();
+        if self.engine.post_atomic(now, r).is_err() {
+            self.shared.push(Completion {
+                wr_id: r.wr_id,
+                op: unpinned_core::api::Op::Read,
                 status: Err(CompletionError::Invalid),
                 len: 0,
                 at: now,

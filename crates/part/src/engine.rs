@@ -92,6 +92,8 @@ pub(crate) enum Ctrl {
     Nack { transfer: TransferKey, block: u32, seq: u16, reason: unpinned_wire::NackReason, addr: u64 },
     Err { transfer: TransferKey, block: u32, seq: u16 },
     ReadReq { id: u32 },
+    AtomicReq { id: u32 },
+    AtomicResp { id: u32, status: unpinned_wire::AtomicStatus, old: u64 },
 }
 
 /// The PART engine of one node (see the crate docs for the contract).
@@ -119,6 +121,10 @@ pub struct PartEngine {
     pub(crate) timers: Timers,
     pub(crate) stats: EngineStats,
     pub(crate) scratch: Vec<u8>,
+    /// Atomics we initiated, by id (crate::atomics).
+    pub(crate) atomics: FxHashMap<u32, crate::atomics::PendingAtomic>,
+    /// Atomics we executed as target, by (initiator, id): answered again, never re-executed.
+    pub(crate) atomics_done: FxHashMap<(NodeId, u32), crate::atomics::DoneAtomic>,
 }
 
 impl PartEngine {
@@ -144,6 +150,8 @@ impl PartEngine {
             timers: Timers::default(),
             stats: EngineStats::default(),
             scratch,
+            atomics: FxHashMap::default(),
+            atomics_done: FxHashMap::default(),
         }
     }
 
@@ -264,6 +272,10 @@ impl PartEngine {
                 self.on_nack(now, src, transfer_id, read_response, block_id, block_seq, reason, addr);
             }
             PartRepr::Err { transfer_id, block_id, block_seq, read_response } => {
+                if block_id == crate::atomics::ATOMIC_BLOCK && !read_response && self.on_atomic_err(now, src, transfer_id) {
+                    self.stats.errs_received += 1;
+                    return Ok(());
+                }
                 let transfer = TransferKey { data_src: self.node, data_dst: src, id: transfer_id, read_response };
                 self.stats.errs_received += 1;
                 self.on_err(now, transfer, block_id, block_seq);
@@ -271,6 +283,10 @@ impl PartEngine {
             PartRepr::ReadReq { pdid, rkey, transfer_id, reply_pdid, remote_addr, local_addr, len } => {
                 self.on_read_request(now, src, pdid, rkey, transfer_id, reply_pdid, remote_addr, local_addr, len);
             }
+            PartRepr::AtomicReq { pdid, rkey, transfer_id, kind, addr, operand, compare } => {
+                self.on_atomic_request(now, src, pdid, rkey, transfer_id, kind, addr, operand, compare, mem);
+            }
+            PartRepr::AtomicResp { transfer_id, status, old } => self.on_atomic_response(now, src, transfer_id, status, old, mem),
         }
         Ok(())
     }
@@ -287,6 +303,7 @@ impl PartEngine {
                 TimerKind::Block { slot, gen, block } => self.on_block_timer(now, at, slot, gen, block),
                 TimerKind::Read { id } => self.on_read_timer(now, at, id),
                 TimerKind::RxGc => self.on_rx_gc(now, at),
+                TimerKind::Atomic { id } => self.on_atomic_timer(now, at, id),
             }
         }
     }
@@ -323,7 +340,7 @@ impl PartEngine {
 
     /// Work still in the engine: transfers, reads, queued control packets.
     pub fn is_busy(&self) -> bool {
-        !self.tx_index.is_empty() || !self.reads.is_empty() || !self.ctrl.is_empty()
+        !self.tx_index.is_empty() || !self.reads.is_empty() || !self.ctrl.is_empty() || !self.atomics.is_empty()
     }
 
     /// Whether `poll_transmit` may have something to send.
@@ -371,6 +388,8 @@ impl PartEngine {
                     len: r.len,
                 }
             }
+            Ctrl::AtomicReq { id } => self.emit_atomic_req(id)?,
+            Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp { transfer_id: id, status, old },
         };
         Some(repr.emit(buf).expect("caller buffer holds a control packet"))
     }
@@ -380,6 +399,7 @@ impl PartEngine {
             TimerKind::Block { slot, gen, block } => self.block_deadline(slot, gen, block) == Some(at),
             TimerKind::Read { id } => self.reads.get(&id).and_then(|r| r.deadline) == Some(at),
             TimerKind::RxGc => self.rx_gc_at == Some(at),
+            TimerKind::Atomic { id } => self.atomic_deadline(id) == Some(at),
         }
     }
 

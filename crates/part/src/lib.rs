@@ -27,10 +27,13 @@
 //! - [`completer`]: reads this node initiated: reassembly bookkeeping and completions.
 //! - [`exposure`]: the ranges this node exposes, with keys and permissions.
 //! - [`timers`]: deadlines with lazy invalidation.
+//! - [`atomics`]: remote atomics (CAS, fetch-and-add, swap): execute-once at the target,
+//!   resend on timeout or ERR at the initiator.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod atomics;
 pub mod completer;
 pub mod config;
 pub mod engine;
@@ -39,5 +42,6 @@ pub mod requester;
 pub mod responder;
 pub mod timers;
 
+pub use atomics::{AtomicRequest, ATOMIC_BLOCK};
 pub use config::EngineConfig;
 pub use engine::{EngineStats, Event, PartEngine, PostError, Transmit};

@@ -6,7 +6,7 @@
 //! only the failed block, with its sequence number incremented.
 
 use unpinned_core::api::{CompletionError, FaultRecord, FaultSide, Op, RemoteKey, TransferKey, WrId};
-use unpinned_core::memory::{MemError, Memory, Pdid};
+use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{DataFlags, NackReason, PartRepr};
 
@@ -182,7 +182,14 @@ impl PartEngine {
             let offset = block_start + block.next_offset as u64;
             let src_addr = t.local_addr + offset;
             let payload = &mut self.scratch[..plen];
-            match mem.read(t.local_pdid, src_addr, payload) {
+            // Serving a remote get goes through `read_for` (an Active Access memory logs it).
+            let read = if t.key.read_response {
+                let origin = AccessOrigin { peer: t.key.data_dst, transfer_id: t.key.id, xfer_addr: t.local_addr, xfer_len: t.len, offset };
+                mem.read_for(t.local_pdid, src_addr, payload, &origin)
+            } else {
+                mem.read(t.local_pdid, src_addr, payload)
+            };
+            match read {
                 Ok(()) => {}
                 Err(MemError::NotPresent { page_addr }) => {
                     // Mechanism 10: a source fault suspends the block until the host pages in.

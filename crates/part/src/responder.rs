@@ -7,7 +7,7 @@
 //! record per attempt; later packets keep flowing ("hit under previous fault").
 
 use unpinned_core::api::{CompletionError, FaultRecord, FaultSide, NodeId, Perms, RemoteKey, TransferKey};
-use unpinned_core::memory::{MemError, Memory, Pdid};
+use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{NackReason, PartRepr};
 
@@ -106,7 +106,13 @@ impl PartEngine {
             return;
         }
         let dst_addr = dst_base + offset;
-        match mem.write(dst_pdid, dst_addr, payload) {
+        // A remote put goes through `write_from` (an Active Access memory logs it by origin).
+        let written = if transfer.read_response {
+            mem.write(dst_pdid, dst_addr, payload)
+        } else {
+            mem.write_from(dst_pdid, dst_addr, payload, &AccessOrigin { peer: src, transfer_id, xfer_addr: xfer_base, xfer_len, offset })
+        };
+        match written {
             Ok(()) => {
                 entry.bitmap[word] |= bit;
                 entry.received += 1;

@@ -28,6 +28,11 @@ pub enum TimerKind {
     },
     /// Sweep of idle receive-side state.
     RxGc,
+    /// A remote atomic's response timer (its id).
+    Atomic {
+        /// The atomic's id.
+        id: u32,
+    },
 }
 
 /// The timer table: a min-heap of (deadline, insertion order, kind).

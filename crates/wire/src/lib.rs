@@ -10,4 +10,4 @@
 pub mod part;
 pub mod rc;
 
-pub use part::{DataFlags, NackReason, PartRepr, WireError};
+pub use part::{AtomicKind, AtomicStatus, DataFlags, NackReason, PartRepr, WireError};

@@ -12,7 +12,7 @@
 //! |-------|---------|----------------------------------------------------|
 //! | 0..2  | magic   | `0x5041` ("PA")                                    |
 //! | 2     | version | `1`                                                |
-//! | 3     | type    | 1 = Data, 2 = Ack, 3 = Nack, 4 = Err, 5 = ReadReq  |
+//! | 3     | type    | 1 = Data, 2 = Ack, 3 = Nack, 4 = Err, 5 = ReadReq, 6 = AtomicReq, 7 = AtomicResp |
 //!
 //! Data (type 1), `DATA_HEADER_LEN` = 55 bytes plus the payload:
 //!
@@ -67,13 +67,36 @@
 //! | 32..40 | len         |
 //! | 40..44 | crc32       |
 //!
+//! AtomicReq (type 6), 43 bytes (remote atomics, the RMA baselines of Active Access):
+//!
+//! | bytes  | field       |
+//! |--------|-------------|
+//! | 4..6   | pdid        |
+//! | 6..10  | rkey        |
+//! | 10..14 | transfer_id |
+//! | 14     | kind (1 = Cas, 2 = FetchAdd, 3 = Swap) |
+//! | 15..23 | addr        |
+//! | 23..31 | operand     |
+//! | 31..39 | compare     |
+//! | 39..43 | crc32       |
+//!
+//! AtomicResp (type 7), 21 bytes:
+//!
+//! | bytes  | field       |
+//! |--------|-------------|
+//! | 4..8   | transfer_id |
+//! | 8      | status (1 = Done, 2 = Refused) |
+//! | 9..17  | old         |
+//! | 17..21 | crc32       |
+//!
 //! # Parsing order
 //!
 //! [`PartRepr::parse`] checks, in order: the common header is present (`Truncated`), magic and
 //! version (`BadMagic`), type (`UnknownType`), the fixed part of the type is present
 //! (`Truncated`), the declared payload is present (`Truncated`) and nothing follows the declared
 //! end (`Malformed("length")`), the CRC (`BadChecksum`), and finally the field values
-//! (`Malformed("flags")`, `Malformed("reason")`). Only wire-level validity is checked; semantic
+//! (`Malformed("flags")`, `Malformed("reason")`, `Malformed("atomic kind")`,
+//! `Malformed("atomic status")`). Only wire-level validity is checked; semantic
 //! checks (e.g. `offset + payload.len() <= xfer_len`) belong to the engine.
 
 use core::ops::Range;
@@ -132,6 +155,63 @@ pub enum NackReason {
     /// because both directions name the same transfer id (the initiator's), and a node can be
     /// a read's initiator and another read's target with the same numeric id.
     ReadRefused,
+}
+
+/// The operation of a remote atomic (issue 5: the RMA baselines of Active Access). Operands
+/// travel in [`PartRepr::AtomicReq`]'s `operand` and `compare` fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicKind {
+    /// Compare-and-swap: write `operand` if the word equals `compare`.
+    Cas,
+    /// Fetch-and-add `operand` (wrapping).
+    FetchAdd,
+    /// Fetch-and-replace (swap) with `operand`.
+    Swap,
+}
+
+impl AtomicKind {
+    fn code(self) -> u8 {
+        match self {
+            AtomicKind::Cas => 1,
+            AtomicKind::FetchAdd => 2,
+            AtomicKind::Swap => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<AtomicKind> {
+        match code {
+            1 => Some(AtomicKind::Cas),
+            2 => Some(AtomicKind::FetchAdd),
+            3 => Some(AtomicKind::Swap),
+            _ => None,
+        }
+    }
+}
+
+/// How a remote atomic ended at its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicStatus {
+    /// Executed; `old` is the word's previous value.
+    Done,
+    /// Refused (range, key, permission, alignment, PDID, unmapped): nothing was written.
+    Refused,
+}
+
+impl AtomicStatus {
+    fn code(self) -> u8 {
+        match self {
+            AtomicStatus::Done => 1,
+            AtomicStatus::Refused => 2,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<AtomicStatus> {
+        match code {
+            1 => Some(AtomicStatus::Done),
+            2 => Some(AtomicStatus::Refused),
+            _ => None,
+        }
+    }
 }
 
 /// A parsed PART packet. Every variant names its transfer by `(transfer_id, read_response)`;
@@ -218,6 +298,32 @@ pub enum PartRepr<'a> {
         /// Length in bytes.
         len: u64,
     },
+    /// Remote atomic request on the 64-bit word at `addr` of the target.
+    AtomicReq {
+        /// Protection domain at the target.
+        pdid: u16,
+        /// Key of the exposed range at the target (needs read and write permission).
+        rkey: u32,
+        /// Id chosen by the initiator (from its transfer ids); the response carries it.
+        transfer_id: u32,
+        /// The operation.
+        kind: AtomicKind,
+        /// Word address at the target (8-byte aligned).
+        addr: u64,
+        /// New value (CAS, swap) or addend (fetch-and-add).
+        operand: u64,
+        /// Expected value (CAS; 0 otherwise).
+        compare: u64,
+    },
+    /// Response to an atomic request.
+    AtomicResp {
+        /// The request's id.
+        transfer_id: u32,
+        /// Outcome.
+        status: AtomicStatus,
+        /// Previous value of the word (0 when refused).
+        old: u64,
+    },
 }
 
 /// Byte ranges of the fields (see the module docs for the table).
@@ -290,6 +396,28 @@ mod field {
         pub const CRC: Range<usize> = 40..44;
     }
 
+    /// Atomic request.
+    pub mod atomic_req {
+        use super::*;
+        pub const PDID: Range<usize> = 4..6;
+        pub const RKEY: Range<usize> = 6..10;
+        pub const TRANSFER_ID: Range<usize> = 10..14;
+        pub const KIND: Field = 14;
+        pub const ADDR: Range<usize> = 15..23;
+        pub const OPERAND: Range<usize> = 23..31;
+        pub const COMPARE: Range<usize> = 31..39;
+        pub const CRC: Range<usize> = 39..43;
+    }
+
+    /// Atomic response.
+    pub mod atomic_resp {
+        use super::*;
+        pub const TRANSFER_ID: Range<usize> = 4..8;
+        pub const STATUS: Field = 8;
+        pub const OLD: Range<usize> = 9..17;
+        pub const CRC: Range<usize> = 17..21;
+    }
+
     /// Length of the trailing CRC.
     pub const CRC_LEN: usize = 4;
 }
@@ -306,6 +434,8 @@ mod kind {
     pub const NACK: u8 = 3;
     pub const ERR: u8 = 4;
     pub const READ_REQ: u8 = 5;
+    pub const ATOMIC_REQ: u8 = 6;
+    pub const ATOMIC_RESP: u8 = 7;
 }
 
 /// Flag bits.
@@ -323,6 +453,10 @@ pub const ERR_LEN: usize = field::ctrl::CRC.end;
 pub const NACK_LEN: usize = field::nack::CRC.end;
 /// Bytes of a ReadReq packet.
 pub const READ_REQ_LEN: usize = field::read_req::CRC.end;
+/// Length of an atomic request.
+pub const ATOMIC_REQ_LEN: usize = field::atomic_req::CRC.end;
+/// Length of an atomic response.
+pub const ATOMIC_RESP_LEN: usize = field::atomic_resp::CRC.end;
 /// Largest payload a data packet can carry (the payload length field is 16 bits).
 pub const MAX_PAYLOAD_LEN: usize = u16::MAX as usize;
 
@@ -449,6 +583,8 @@ impl<'a> PartRepr<'a> {
             kind::ACK | kind::ERR => ACK_LEN,
             kind::NACK => NACK_LEN,
             kind::READ_REQ => READ_REQ_LEN,
+            kind::ATOMIC_REQ => ATOMIC_REQ_LEN,
+            kind::ATOMIC_RESP => ATOMIC_RESP_LEN,
             other => return Err(WireError::UnknownType(other)),
         };
         if have < total {
@@ -532,6 +668,28 @@ impl<'a> PartRepr<'a> {
                     len: get_u64(b, f::LEN),
                 }
             }
+            kind::ATOMIC_REQ => {
+                use field::atomic_req as f;
+                PartRepr::AtomicReq {
+                    pdid: get_u16(b, f::PDID),
+                    rkey: get_u32(b, f::RKEY),
+                    transfer_id: get_u32(b, f::TRANSFER_ID),
+                    kind: AtomicKind::from_code(b[f::KIND])
+                        .ok_or(WireError::Malformed("atomic kind"))?,
+                    addr: get_u64(b, f::ADDR),
+                    operand: get_u64(b, f::OPERAND),
+                    compare: get_u64(b, f::COMPARE),
+                }
+            }
+            kind::ATOMIC_RESP => {
+                use field::atomic_resp as f;
+                PartRepr::AtomicResp {
+                    transfer_id: get_u32(b, f::TRANSFER_ID),
+                    status: AtomicStatus::from_code(b[f::STATUS])
+                        .ok_or(WireError::Malformed("atomic status"))?,
+                    old: get_u64(b, f::OLD),
+                }
+            }
             // The type was matched above; keep the error rather than a panic.
             other => return Err(WireError::UnknownType(other)),
         })
@@ -549,6 +707,8 @@ impl<'a> PartRepr<'a> {
             PartRepr::Err { .. } => ERR_LEN,
             PartRepr::Nack { .. } => NACK_LEN,
             PartRepr::ReadReq { .. } => READ_REQ_LEN,
+            PartRepr::AtomicReq { .. } => ATOMIC_REQ_LEN,
+            PartRepr::AtomicResp { .. } => ATOMIC_RESP_LEN,
         }
     }
 
@@ -661,6 +821,36 @@ impl<'a> PartRepr<'a> {
                 put_u64(out, f::LOCAL_ADDR, local_addr);
                 put_u64(out, f::LEN, xlen);
             }
+            PartRepr::AtomicReq {
+                pdid,
+                rkey,
+                transfer_id,
+                kind: op,
+                addr,
+                operand,
+                compare,
+            } => {
+                use field::atomic_req as f;
+                out[field::TYPE] = kind::ATOMIC_REQ;
+                put_u16(out, f::PDID, pdid);
+                put_u32(out, f::RKEY, rkey);
+                put_u32(out, f::TRANSFER_ID, transfer_id);
+                out[f::KIND] = op.code();
+                put_u64(out, f::ADDR, addr);
+                put_u64(out, f::OPERAND, operand);
+                put_u64(out, f::COMPARE, compare);
+            }
+            PartRepr::AtomicResp {
+                transfer_id,
+                status,
+                old,
+            } => {
+                use field::atomic_resp as f;
+                out[field::TYPE] = kind::ATOMIC_RESP;
+                put_u32(out, f::TRANSFER_ID, transfer_id);
+                out[f::STATUS] = status.code();
+                put_u64(out, f::OLD, old);
+            }
         }
 
         let crc_at = len - field::CRC_LEN;
@@ -678,6 +868,10 @@ const _: () = {
     assert!(ACK_LEN == 19);
     assert!(NACK_LEN == 28);
     assert!(READ_REQ_LEN == 44);
+    assert!(ATOMIC_REQ_LEN == 43);
+    assert!(ATOMIC_RESP_LEN == 21);
+    assert!(field::atomic_req::PDID.start == field::HEADER_END);
+    assert!(field::atomic_resp::TRANSFER_ID.start == field::HEADER_END);
     assert!(field::ctrl::TRANSFER_ID.start == field::HEADER_END);
     assert!(field::nack::TRANSFER_ID.start == field::HEADER_END);
     assert!(field::read_req::PDID.start == field::HEADER_END);
@@ -762,6 +956,20 @@ mod tests {
                 remote_addr: 0x1000,
                 local_addr: 0x2000,
                 len: 4 << 20,
+            },
+            PartRepr::AtomicReq {
+                pdid: 1,
+                rkey: 0xfeed,
+                transfer_id: 11,
+                kind: AtomicKind::Cas,
+                addr: 0x7fff_0000_0008,
+                operand: u64::MAX,
+                compare: 3,
+            },
+            PartRepr::AtomicResp {
+                transfer_id: 11,
+                status: AtomicStatus::Refused,
+                old: 0x0102_0304_0506_0708,
             },
         ]
     }
@@ -892,6 +1100,40 @@ mod tests {
     }
 
     #[test]
+    fn atomic_packets_with_impossible_codes_are_malformed() {
+        let p = payload();
+        let s = samples(&p);
+        let req = s
+            .iter()
+            .find(|r| matches!(r, PartRepr::AtomicReq { .. }))
+            .unwrap();
+        let mut b = emit_vec(req);
+        assert_eq!(b.len(), ATOMIC_REQ_LEN);
+        for code in [0u8, 4, 0xff] {
+            b[field::atomic_req::KIND] = code;
+            fix_crc(&mut b);
+            assert_eq!(
+                PartRepr::parse(&b),
+                Err(WireError::Malformed("atomic kind"))
+            );
+        }
+        let resp = s
+            .iter()
+            .find(|r| matches!(r, PartRepr::AtomicResp { .. }))
+            .unwrap();
+        let mut b = emit_vec(resp);
+        assert_eq!(b.len(), ATOMIC_RESP_LEN);
+        for code in [0u8, 3, 0xff] {
+            b[field::atomic_resp::STATUS] = code;
+            fix_crc(&mut b);
+            assert_eq!(
+                PartRepr::parse(&b),
+                Err(WireError::Malformed("atomic status"))
+            );
+        }
+    }
+
+    #[test]
     fn bad_magic_version_and_type() {
         let p = payload();
         let good = emit_vec(&samples(&p)[2]);
@@ -904,7 +1146,7 @@ mod tests {
         bad[field::VERSION] = 2;
         assert_eq!(PartRepr::parse(&bad), Err(WireError::BadMagic));
 
-        for ty in [0u8, 6, 0x80, 0xff] {
+        for ty in [0u8, 8, 0x80, 0xff] {
             let mut bad = good.clone();
             bad[field::TYPE] = ty;
             assert_eq!(PartRepr::parse(&bad), Err(WireError::UnknownType(ty)));

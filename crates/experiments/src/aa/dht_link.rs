@@ -35,12 +35,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         // Node 0's process inserts; node 1's process owns the table and inserts nothing.
         run_link(&prof, cfg, ops, c as f64 / 100.0, ctx.seed)
     });
-    let mut table = Table::new(&["scheme", "collision_pct", "inserts_per_s", "link_bytes"]);
+    // `driver` lets this table be stacked with `unpinned live aa-dht-link` (driver `live`).
+    let mut table = Table::new(&["driver", "scheme", "collision_pct", "inserts_per_s", "link_bytes"]);
     let mut events = 0;
     for (&(c, s), r) in points.iter().zip(results) {
         let (rate, ev, bytes) = r?;
         events += ev;
         table.push(vec![
+            "sim".into(),
             if s == Scheme::Rma { "rma" } else { "aa-poll" }.into(),
             c.into(),
             rate.into(),

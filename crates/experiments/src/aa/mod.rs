@@ -7,9 +7,11 @@
 //! reported, so a number never comes from a broken run.
 
 mod counter;
+mod dht_compute;
 mod dht_iotlb;
 mod dht_link;
 mod dht_scale;
+mod iommu_stream;
 mod log_gets;
 mod sort;
 
@@ -21,11 +23,13 @@ use crate::{ExperimentError, ExperimentSpec, RunContext};
 pub fn specs() -> Vec<&'static ExperimentSpec> {
     vec![
         &dht_scale::SPEC,
+        &dht_compute::SPEC,
         &dht_iotlb::SPEC,
         &dht_link::SPEC,
         &counter::SPEC,
         &log_gets::SPEC,
         &sort::SPEC,
+        &iommu_stream::SPEC,
     ]
 }
 

@@ -2,7 +2,9 @@
 //!
 //! The PART experiments keep the simulator's names and CSV columns (crates/experiments/src/
 //! part/) so that live and simulated tables can be compared column for column; `live-hol`,
-//! `live-stale` and `live-peers` exist only live. Every experiment runs two ranks as two
+//! `live-stale` and `live-peers` exist only live. The Active Access `aa-dht-link` keeps the
+//! simulator's name and columns (plus `driver`); `aa-notify` exists only live (issue 5).
+//! Every experiment runs two ranks as two
 //! [`Runtime`]s in this process, connected by the shared-memory transport users get from
 //! `unpinned run` (a segment in /dev/shm, unlinked once both ranks opened it), so no launcher
 //! is needed. Rank 0 sends, rank 1 is the target.
@@ -11,6 +13,8 @@
 //! 2 vCPUs shared by two engine threads, two page-in threads and the caller, and single
 //! transfers vary by 2-3x.
 
+mod aa_dht_link;
+mod aa_notify;
 mod fault_all;
 mod fault_frequency;
 mod fault_small;
@@ -48,6 +52,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &stale::SPEC,
         &peers::SPEC,
         &vs_sim::SPEC,
+        &aa_notify::SPEC,
+        &aa_dht_link::SPEC,
     ]
 }
 

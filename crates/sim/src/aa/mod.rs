@@ -17,7 +17,8 @@
 //! - [`scheme`]: the schemes and how each notifies its handler.
 //! - [`platform`]: network and IOMMU resources.
 //! - [`world`]: the event loop, processes, logs, handlers.
-//! - [`dht`], [`counter`], [`loggets`], [`sort`]: the workloads of the experiments.
+//! - [`dht`], [`counter`], [`loggets`], [`sort`], [`stream`]: the workloads of the
+//!   experiments.
 
 pub mod counter;
 pub mod dht;
@@ -25,6 +26,7 @@ pub mod loggets;
 pub mod platform;
 pub mod scheme;
 pub mod sort;
+pub mod stream;
 pub mod world;
 
 pub use scheme::Scheme;

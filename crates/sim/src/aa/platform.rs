@@ -191,6 +191,22 @@ impl Platform {
         start + cost
     }
 
+    /// Without an IOMMU in the path: the NIC's DMA of `stream_bytes` into `node`'s memory at
+    /// `now` costs only the streaming time (no translation, no per-access IOMMU work); the
+    /// same DMA pipelines as [`Platform::iommu`]. Returns when done.
+    pub fn dma(&mut self, node: u32, now: u64, stream_bytes: u64) -> u64 {
+        let cost = (stream_bytes as f64 / self.prof.cpu.memory_gbps).ceil() as u64;
+        let slots = &mut self.iommu_free[node as usize];
+        let (i, &free) = slots
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, f)| **f)
+            .expect("concurrency > 0");
+        let start = now.max(free);
+        slots[i] = start + cost;
+        start + cost
+    }
+
     /// Hops between two nodes.
     pub fn hops(&self, a: u32, b: u32) -> u32 {
         if a == b {

@@ -195,6 +195,11 @@ pub struct WorldConfig {
     /// Log / mailbox size per process (overrides the profile; small values exercise
     /// back-pressure).
     pub log_bytes: u32,
+    /// An IOMMU in the DMA path (default). `false` models a NIC writing physical memory
+    /// directly: plain puts and gets pay no translation or IOMMU work (spec "the bandwidth
+    /// cost of putting the IOMMU in the path at all"); active accesses need the IOMMU and
+    /// still pay it.
+    pub iommu: bool,
 }
 
 impl WorldConfig {
@@ -219,6 +224,7 @@ impl WorldConfig {
             } else {
                 prof.iommu.log_bytes
             },
+            iommu: true,
         }
     }
 
@@ -907,7 +913,11 @@ impl<W: Workload> AaWorld<W> {
                     self.wl.put(q, m.addr, m.value);
                     self.schedule(done, Ev::Commit(m));
                 } else {
-                    let done = self.pf.iommu(node, rx, &[page], 1, m.bytes as u64);
+                    let done = if self.cfg.iommu {
+                        self.pf.iommu(node, rx, &[page], 1, m.bytes as u64)
+                    } else {
+                        self.pf.dma(node, rx, m.bytes as u64)
+                    };
                     self.wl.put(q, m.addr, m.value);
                     self.respond(&m, MsgKind::Ack, 0, 8, done);
                 }
@@ -927,7 +937,11 @@ impl<W: Workload> AaWorld<W> {
                         .iommu(node, rx, &[page, lp], 3, m.bytes as u64 + copy);
                     self.schedule(done, Ev::Commit(m));
                 } else {
-                    let done = self.pf.iommu(node, rx, &[page], 1, m.bytes as u64);
+                    let done = if self.cfg.iommu {
+                        self.pf.iommu(node, rx, &[page], 1, m.bytes as u64)
+                    } else {
+                        self.pf.dma(node, rx, m.bytes as u64)
+                    };
                     let v = self.wl.get(q, m.addr);
                     self.respond(&m, MsgKind::Response, v, m.bytes, done);
                 }

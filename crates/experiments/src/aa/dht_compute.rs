@@ -1,0 +1,121 @@
+//! `aa-dht-compute`: DHT inserts per second vs the computation ratio (spec "DHT: ...
+//! computation ratio (share of time spent computing) 0 to 95%"). Every process computes
+//! between two inserts; the same computation per insert is given to every scheme.
+//!
+//! The computation per insert for a target ratio `r` is `r / (1 - r)` times the RMA insert
+//! time per process measured without computation at the same scale and collision ratio (one
+//! extra run), so that `r` is the share of time an RMA process spends computing if
+//! computation and communication did not overlap. What each scheme actually spends computing
+//! is measured and reported (`computation_pct`: computation per process over the makespan):
+//! schemes whose handlers steal the application's cores see less of their time left for it.
+
+use serde_json::json;
+use unpinned_report::{PlotSpec, Table};
+use unpinned_sim::aa::dht::{run_dht, DhtParams};
+use unpinned_sim::aa::{Scheme, WorldConfig};
+
+use super::{list, per_s, profile};
+use crate::part::harness::par_map;
+use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+
+pub static SPEC: ExperimentSpec = ExperimentSpec {
+    name: "aa-dht-compute",
+    system: "aa",
+    description: "DHT inserts/s vs computation ratio (0 to 95%), AA vs RMA vs AM schemes",
+    run,
+};
+
+fn schemes() -> Vec<Scheme> {
+    vec![
+        Scheme::AaInt,
+        Scheme::AaPoll,
+        Scheme::AaSp,
+        Scheme::Rma,
+        Scheme::Am,
+        Scheme::AmExp,
+        Scheme::AmOnload { cores: 4 },
+        Scheme::AmInts { batch: 10 },
+    ]
+}
+
+fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let prof = profile(ctx)?;
+    let nodes: u32 = ctx.param("nodes", 4)?;
+    let collision: u32 = ctx.param("collision_pct", 25)?;
+    let ratios: Vec<u32> = list(ctx, "ratio_pct", "0,25,50,75,90,95")?;
+    let ops: u32 = ctx.param("ops", 96)?;
+    if nodes == 0 || ops == 0 || collision > 100 || ratios.iter().any(|&r| r >= 100) {
+        return Err(ExperimentError::BadParam(
+            "nodes/ops/collision_pct/ratio_pct".into(),
+            "nodes, ops >= 1; collision_pct <= 100; every ratio_pct < 100".into(),
+        ));
+    }
+    let params = |compute_ns| {
+        let mut p = DhtParams::new(ops, collision as f64 / 100.0, ctx.seed);
+        p.compute_ns = compute_ns;
+        p
+    };
+    // The RMA insert time per process without computation: the unit of computation.
+    let cfg = WorldConfig::new(&prof, nodes, Scheme::Rma, ctx.seed);
+    let (base, _) = run_dht(&prof, cfg, params(0)).map_err(ExperimentError::Sim)?;
+    let insert_ns = base.makespan_ns as f64 / ops as f64;
+    let points: Vec<(u32, Scheme)> = ratios
+        .iter()
+        .flat_map(|&r| schemes().into_iter().map(move |s| (r, s)))
+        .collect();
+    let compute_of = |r: u32| (insert_ns * r as f64 / (100 - r) as f64).round() as u64;
+    let results = par_map(&points, ctx.progress, |&(r, s)| {
+        let cfg = WorldConfig::new(&prof, nodes, s, ctx.seed);
+        run_dht(&prof, cfg, params(compute_of(r))).map_err(ExperimentError::Sim)
+    });
+    let mut table = Table::new(&[
+        "scheme",
+        "variant",
+        "ratio_pct",
+        "compute_ns",
+        "computation_pct",
+        "inserts_per_s",
+        "processes",
+        "collision_pct",
+    ]);
+    let mut events = base.events;
+    for (&(r, s), res) in points.iter().zip(results) {
+        let (st, wl) = res?;
+        events += st.events;
+        let c = compute_of(r);
+        table.push(vec![
+            s.name().into(),
+            s.variant().into(),
+            r.into(),
+            c.into(),
+            (ops as f64 * c as f64 / st.makespan_ns.max(1) as f64 * 100.0).into(),
+            per_s(wl.total_ops(), st.makespan_ns).into(),
+            (nodes * prof.cpu.cores_per_node).into(),
+            collision.into(),
+        ]);
+    }
+    Ok(ExperimentOutput {
+        table,
+        plots: vec![
+            PlotSpec::line(
+                "DHT inserts/s vs computation ratio",
+                "ratio_pct",
+                "inserts_per_s",
+                Some("scheme"),
+            )
+            .log(false, true),
+            PlotSpec::line(
+                "Share of time spent computing, by scheme",
+                "ratio_pct",
+                "computation_pct",
+                Some("scheme"),
+            )
+            .suffix("share"),
+        ],
+        sim_events: events,
+        meta: json!({
+            "profile": prof.name, "nodes": nodes, "ops_per_process": ops,
+            "collision_pct": collision, "rma_insert_ns_without_compute": insert_ns,
+        }),
+    })
+}

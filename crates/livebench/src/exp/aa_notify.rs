@@ -1,0 +1,107 @@
+//! `aa-notify` (live): what it costs to tell a handler thread that an access was logged
+//! (spec "Notifying the CPU": polling vs an interrupt). Rank 0 writes one active put at a
+//! time to rank 1 (the next only after the previous completed, so the handler is idle each
+//! time); rank 1's handler either polls the log, sleeps on a futex the engine thread wakes
+//! at every publication, or batches (woken at 16 waiting entries or every 100 us: a lone put
+//! waits for the period).
+//!
+//! Per scheme: the notification delay (from the engine thread publishing the entry to the
+//! handler taking it; quantiles over the puts), the sender's put latency, and the handler
+//! thread's CPU time as a share of its wall time (polling burns a core, sleeping does not).
+
+use serde_json::json;
+use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_live::active::{Notify, PageBits};
+use unpinned_live::mapping::Mapping;
+use unpinned_report::{PlotSpec, Table};
+
+use super::{fail, median, Pair};
+
+/// `aa-notify` (live).
+pub static SPEC: ExperimentSpec = ExperimentSpec {
+    name: "aa-notify",
+    system: "live",
+    description:
+        "Live: handler notification delay and CPU cost, polling vs sleeping (futex) handler",
+    run,
+};
+
+fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let puts: u32 = ctx.param("puts", 2000)?;
+    if puts == 0 {
+        return Err(ExperimentError::BadParam("puts".into(), "0".into()));
+    }
+    let mut table = Table::new(&[
+        "driver",
+        "notify",
+        "puts",
+        "quantile",
+        "notify_us",
+        "put_latency_median_us",
+        "handler_cpu_pct",
+    ]);
+    let mut meta_rows = Vec::new();
+    for notify in [
+        Notify::Poll,
+        Notify::Sleep,
+        Notify::Batch {
+            entries: 16,
+            period_us: 100,
+        },
+    ] {
+        let pair = Pair::part(&ctx.profile)?;
+        let mem = Mapping::anon(4096).map_err(fail)?;
+        // SAFETY: the mapping outlives the pair's use (dropped after the pair below); active
+        // puts never write it.
+        let key = unsafe { pair.expose(mem.ptr(), mem.len()) }?;
+        let aa = pair.rts[1].active();
+        let iuid = aa.create_log(1, 1 << 16).map_err(fail)?;
+        aa.assoc_pages(mem.addr(), 4096, PageBits::active_put(iuid))
+            .map_err(fail)?;
+        let h = aa.spawn_handler(1, notify, |_| {}).map_err(fail)?;
+        let mut lat = Vec::with_capacity(puts as usize);
+        for i in 0..puts as u64 {
+            lat.push(pair.write_us(&i.to_le_bytes(), mem.addr() + 8 * (i % 512), key)?);
+        }
+        let rep = h
+            .stop()
+            .ok_or_else(|| fail("the handler thread panicked"))?;
+        if rep.entries != puts as u64 {
+            return Err(fail(format!(
+                "handler processed {} of {puts} puts",
+                rep.entries
+            )));
+        }
+        let cpu_pct = rep.cpu_ns as f64 / rep.wall_ns.max(1) as f64 * 100.0;
+        let lat_med = median(lat);
+        for (q, name) in [(0.1, "p10"), (0.5, "median"), (0.9, "p90"), (0.99, "p99")] {
+            let v = rep
+                .notify_quantile_ns(q)
+                .map_or(f64::NAN, |ns| ns as f64 / 1e3);
+            table.push(vec![
+                "live".into(),
+                notify.name().into(),
+                puts.into(),
+                name.into(),
+                v.into(),
+                lat_med.into(),
+                cpu_pct.into(),
+            ]);
+        }
+        meta_rows.push(json!({ "notify": notify.name(), "wakeups": rep.notify_ns.len(), "sleeps": rep.sleeps }));
+        drop(pair);
+        drop(mem);
+    }
+    Ok(ExperimentOutput {
+        table,
+        plots: vec![PlotSpec::line(
+            "Live: handler notification delay (publication -> handler)",
+            "quantile",
+            "notify_us",
+            Some("notify"),
+        )
+        .bars()],
+        sim_events: 0,
+        meta: json!({ "puts": puts, "transport": "shm (two runtimes in one process)", "handlers": meta_rows }),
+    })
+}
