@@ -198,11 +198,14 @@ impl Shared {
     }
 
     pub fn push(&self, c: Completion) {
-        self.completions
-            .lock()
-            .expect("completion queue")
-            .push_back(c);
-        self.delivered.fetch_add(1, Ordering::Release);
+        {
+            let mut q = self.completions.lock().expect("completion queue");
+            q.push_back(c);
+            // Counted under the queue's lock: a waiter checks the count under the same lock
+            // before it sleeps, so it either sees this completion or is already waiting when
+            // the notification below comes (no lost wake-up, no 10 ms sleep).
+            self.delivered.fetch_add(1, Ordering::Release);
+        }
         if self.waiters.load(Ordering::SeqCst) > 0 {
             self.cv.notify_all();
         }
