@@ -2,7 +2,8 @@
 //!
 //! The PART experiments keep the simulator's names and CSV columns (crates/experiments/src/
 //! part/) so that live and simulated tables can be compared column for column; `live-hol`,
-//! `live-stale` and `live-peers` exist only live. Every experiment runs two ranks as two
+//! `live-stale` and `live-peers` exist only live; `dsm-roundtrip` and `dsm-protect` measure the
+//! live DSM (crates/dsm-live). Every experiment runs two ranks as two
 //! [`Runtime`]s in this process, connected by the shared-memory transport users get from
 //! `unpinned run` (a segment in /dev/shm, unlinked once both ranks opened it), so no launcher
 //! is needed. Rank 0 sends, rank 1 is the target.
@@ -11,6 +12,8 @@
 //! 2 vCPUs shared by two engine threads, two page-in threads and the caller, and single
 //! transfers vary by 2-3x.
 
+mod dsm_protect;
+mod dsm_roundtrip;
 mod fault_all;
 mod fault_frequency;
 mod fault_small;
@@ -48,6 +51,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &stale::SPEC,
         &peers::SPEC,
         &vs_sim::SPEC,
+        &dsm_roundtrip::SPEC,
+        &dsm_protect::SPEC,
     ]
 }
 
