@@ -148,12 +148,22 @@ fn pct(mut v: Vec<f64>, p: f64) -> f64 {
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let pings: usize = ctx.param("pings", 300)?;
     let warmup: usize = ctx.param("warmup", 30)?;
+    let rounds: usize = ctx.param("rounds", 3)?;
     let mut table = Table::new(&["context", "rtt_us", "rtt_p10_us", "rtt_p90_us", "pings"]);
-    let total = HandlerContext::ALL.len() as u64;
+    let n = HandlerContext::ALL.len();
+    let total = (n * rounds.max(1)) as u64;
+    // Rounds interleave the contexts so that a noisy neighbour on the shared host spreads
+    // over all of them instead of hitting one.
+    let mut all: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for r in 0..rounds.max(1) {
+        for (k, c) in HandlerContext::ALL.into_iter().enumerate() {
+            all[k].extend(measure(ctx, c, pings.max(1), warmup)?);
+            (ctx.progress)((r * n + k) as u64 + 1, total);
+        }
+    }
     for (k, c) in HandlerContext::ALL.into_iter().enumerate() {
-        let v = measure(ctx, c, pings.max(1), warmup)?;
+        let v = &all[k];
         table.push(vec![c.name().into(), median(v.clone()).into(), pct(v.clone(), 0.1).into(), pct(v.clone(), 0.9).into(), (v.len() as u64).into()]);
-        (ctx.progress)(k as u64 + 1, total);
     }
     let b = Backoff::default();
     Ok(ExperimentOutput {
@@ -161,13 +171,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         plots: vec![PlotSpec::line("Live DSM round trip by receiver handler context", "context", "rtt_us", None).bars()],
         sim_events: 0,
         meta: json!({
-            "pings": pings,
+            "pings_per_round": pings,
+            "rounds": rounds,
             "warmup": warmup,
             "transport": "shm (two runtimes in one process)",
             "message": "64-byte mailbox slot written by PART RDMA write; the answer likewise",
             "sender_context": "polling (the sender's main thread waits and polls)",
             "backoff": {"spin_us": b.spin.as_micros() as u64, "yield_until_us": b.yield_until.as_micros() as u64, "sleep_us": b.sleep.as_micros() as u64},
-            "note": "rtt_us is the median of `pings` round trips after `warmup`; p10/p90 beside it. progress: the receiver's detector thread handles the message; deferred: the detector wakes a worker thread (unpark) that handles it; signal: the detector sends SIGRTMIN+4 with tgkill to a thread whose signal handler handles it; polling: a receiver thread waiting in the DSM polls and handles it.",
+            "note": "rtt_us is the median of all round trips (`rounds` x `pings`, each run after `warmup` unmeasured ones, on fresh runtimes); p10/p90 beside it. progress: the receiver's detector thread handles the message; deferred: the detector wakes a worker thread (unpark) that handles it; signal: the detector sends SIGRTMIN+4 with tgkill to a thread whose signal handler handles it; polling: a receiver thread waiting in the DSM polls and handles it.",
         }),
     })
 }
