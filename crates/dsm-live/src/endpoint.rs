@@ -56,6 +56,16 @@ enum Inflight {
     Data(u32),
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FailKind {
+    /// The peer stopped answering.
+    Dead,
+    /// The peer sent nonsense.
+    Malformed,
+    /// This rank asked for something impossible.
+    Local,
+}
+
 struct Tx {
     peers: Vec<PeerTx>,
     inflight: FxHashMap<WrId, Inflight>,
@@ -95,7 +105,7 @@ pub struct Endpoint {
     local: Mutex<VecDeque<WireMsg>>,
     local_len: AtomicU64,
     failed: AtomicBool,
-    failure: Mutex<Option<(u32, String)>>,
+    failure: Mutex<Option<(u32, String, FailKind)>>,
     quiet: AtomicBool,
     sent: AtomicU64,
     received: AtomicU64,
@@ -210,9 +220,13 @@ impl Endpoint {
     }
 
     fn fail(&self, rank: u32, why: String) {
+        self.fail_kind(rank, why, FailKind::Dead);
+    }
+
+    fn fail_kind(&self, rank: u32, why: String, kind: FailKind) {
         let mut f = self.failure.lock().expect("failure lock");
         if f.is_none() {
-            *f = Some((rank, why));
+            *f = Some((rank, why, kind));
         }
         self.failed.store(true, Ordering::SeqCst);
     }
@@ -223,17 +237,20 @@ impl Endpoint {
             return None;
         }
         let f = self.failure.lock().expect("failure lock");
-        f.as_ref().map(|(rank, why)| DsmLiveError::PeerDead { rank: *rank, why: why.clone() })
+        f.as_ref().map(|(rank, why, kind)| match kind {
+            FailKind::Malformed => DsmLiveError::Malformed { from: *rank, why: why.clone() },
+            FailKind::Dead => DsmLiveError::PeerDead { rank: *rank, why: why.clone() },
+            FailKind::Local => DsmLiveError::Refused(why.clone()),
+        })
     }
 
     /// Record a protocol failure found by a handler (e.g. a malformed message).
     pub fn fail_with(&self, e: &DsmLiveError) {
-        let rank = match e {
-            DsmLiveError::Malformed { from, .. } => *from,
-            DsmLiveError::PeerDead { rank, .. } => *rank,
-            _ => self.rank,
-        };
-        self.fail(rank, e.to_string());
+        match e {
+            DsmLiveError::Malformed { from, why } => self.fail_kind(*from, why.clone(), FailKind::Malformed),
+            DsmLiveError::PeerDead { rank, why } => self.fail_kind(*rank, why.clone(), FailKind::Dead),
+            other => self.fail_kind(self.rank, other.to_string(), FailKind::Local),
+        }
     }
 
     /// From now on completion failures are expected (shutdown) and not recorded.
@@ -275,7 +292,7 @@ impl Endpoint {
                 true
             }
             Err(e) => {
-                self.fail(to, format!("posting a write: {e}"));
+                self.fail_kind(to, format!("posting a write to rank {to}: {e}"), FailKind::Local);
                 false
             }
         }
@@ -311,7 +328,7 @@ impl Endpoint {
                 TxItem::Data { offset, len, .. } => {
                     let (offset, len) = (*offset, *len);
                     if offset + len as u64 > p.data_len {
-                        self.fail(to, format!("data write [{offset}, +{len}) outside the peer's {} B view", p.data_len));
+                        self.fail_kind(to, format!("data write [{offset}, +{len}) to rank {to} lies outside its {} B data range", p.data_len), FailKind::Local);
                         return;
                     }
                     // SAFETY: the private view is mapped for the endpoint's life; the server does
@@ -329,7 +346,7 @@ impl Endpoint {
                             }
                         }
                         Err(e) => {
-                            self.fail(to, format!("posting a data write: {e}"));
+                            self.fail_kind(to, format!("posting a data write to rank {to}: {e}"), FailKind::Local);
                         }
                     }
                     return;
@@ -369,6 +386,17 @@ impl Endpoint {
                 self.pump(&mut tx, p);
             }
         }
+    }
+
+    /// The mailbox of `peer` as (address, key): where its ring for this rank starts is
+    /// `addr + rank * slots * 64`. For tools and tests that talk to the mailbox directly.
+    pub fn mailbox_of(&self, peer: u32) -> Option<(u64, u32)> {
+        self.peers.get(peer as usize).map(|p| (p.mbox, p.mbox_key))
+    }
+
+    /// Slots per ring.
+    pub fn slots(&self) -> usize {
+        self.slots as usize
     }
 
     /// Sends queued or writes not yet completed.
@@ -424,7 +452,7 @@ impl Endpoint {
                     self.received.fetch_add(1, Ordering::Relaxed);
                     match wire::decode(&slot) {
                         Ok(m) => handle(s, m),
-                        Err(e) => self.fail(s, format!("malformed message: {e}")),
+                        Err(e) => self.fail_kind(s, e.to_string(), FailKind::Malformed),
                     }
                     round += 1;
                 }

@@ -33,6 +33,9 @@ pub enum DsmLiveError {
         /// The failed operation.
         why: String,
     },
+    /// This rank asked for something impossible (a bug or a misuse, not a peer's fault).
+    #[error("refused: {0}")]
+    Refused(String),
     /// Only one live DSM space may exist per process (it owns SIGSEGV and a fixed range).
     #[error("a live DSM space already exists in this process")]
     AlreadyRunning,

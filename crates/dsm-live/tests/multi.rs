@@ -65,3 +65,34 @@ fn a_dead_rank_makes_the_others_fail_clearly_not_hang() {
     assert_eq!(r0.status.code(), Some(75), "rank 0 must exit with the peer-failure code: {:?}", r.failures());
     assert_eq!(r.ranks[1].status.code(), Some(3));
 }
+
+#[test]
+fn trace_records_every_workers_faults_barriers_and_locks() {
+    use unpinned_dsm::trace::{TraceHeader, TraceOp, TraceRecord};
+    let path = std::env::temp_dir().join(format!("dsm-live-trace-{}.jsonl", std::process::id()));
+    let p = path.display().to_string();
+    let r = run(2, &["counter", "2", "10"], &[("DSM_LIVE_TRACE", &p)]);
+    ok(&r, "counter with a trace");
+    let text = std::fs::read_to_string(&path).expect("the merged trace file");
+    let _ = std::fs::remove_file(&path);
+    let mut lines = text.lines();
+    let h: TraceHeader = serde_json::from_str(lines.next().expect("header")).expect("header parses");
+    assert_eq!((h.app.as_str(), h.ranks, h.threads_per_rank), ("counter", 2, 2));
+    assert!(h.minipages >= 1);
+    let recs: Vec<TraceRecord> = lines.map(|l| serde_json::from_str(l).expect("record parses")).collect();
+    for rank in 0..2 {
+        for thread in 0..2 {
+            let mine: Vec<&TraceOp> = recs.iter().filter(|r| r.rank == rank && r.thread == thread).map(|r| &r.op).collect();
+            let count = |f: &dyn Fn(&TraceOp) -> bool| mine.iter().filter(|o| f(o)).count();
+            assert_eq!(count(&|o| matches!(o, TraceOp::Lock { id: 0 })), 10, "rank {rank} thread {thread}");
+            assert_eq!(count(&|o| matches!(o, TraceOp::Unlock { id: 0 })), 10);
+            assert_eq!(count(&|o| matches!(o, TraceOp::Barrier)), 3);
+            assert!(mine.iter().all(|o| !matches!(o, TraceOp::Compute { ns: 0 })));
+            assert!(count(&|o| matches!(o, TraceOp::Fault { mp: 0, .. })) <= 20, "at most a read and a write fault per increment");
+        }
+        let faults = recs.iter().filter(|r| r.rank == rank && matches!(r.op, TraceOp::Fault { .. })).count();
+        if rank == 1 {
+            assert!(faults > 0, "rank 1 does not manage the counter: it must fault");
+        }
+    }
+}
