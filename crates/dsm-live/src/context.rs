@@ -37,7 +37,12 @@ pub enum HandlerContext {
 
 impl HandlerContext {
     /// All contexts, in report order.
-    pub const ALL: [HandlerContext; 4] = [HandlerContext::Progress, HandlerContext::Deferred, HandlerContext::Signal, HandlerContext::Polling];
+    pub const ALL: [HandlerContext; 4] = [
+        HandlerContext::Progress,
+        HandlerContext::Deferred,
+        HandlerContext::Signal,
+        HandlerContext::Polling,
+    ];
 
     /// Name in tables and on the command line.
     pub fn name(self) -> &'static str {
@@ -56,7 +61,11 @@ impl std::str::FromStr for HandlerContext {
         HandlerContext::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown handler context {s:?} (valid: progress, deferred, signal, polling)"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown handler context {s:?} (valid: progress, deferred, signal, polling)"
+                )
+            })
     }
 }
 
@@ -74,7 +83,11 @@ pub struct Backoff {
 impl Default for Backoff {
     fn default() -> Self {
         // On a 2-vCPU host shared by engine threads, a long spin starves the peer's engine.
-        Backoff { spin: Duration::from_micros(20), yield_until: Duration::from_millis(2), sleep: Duration::from_micros(100) }
+        Backoff {
+            spin: Duration::from_micros(20),
+            yield_until: Duration::from_millis(2),
+            sleep: Duration::from_micros(100),
+        }
     }
 }
 
@@ -178,10 +191,18 @@ fn install_notify_handler() -> Result<(), DsmLiveError> {
 
 impl Contexts {
     /// Start the detector (and the worker or signal thread) for `svc`.
-    pub fn start<S: Service>(svc: Arc<S>, ctx: HandlerContext, backoff: Backoff) -> Result<Contexts, DsmLiveError> {
+    pub fn start<S: Service>(
+        svc: Arc<S>,
+        ctx: HandlerContext,
+        backoff: Backoff,
+    ) -> Result<Contexts, DsmLiveError> {
         let stop = Arc::new(AtomicBool::new(false));
         let waiting = Arc::new(AtomicU32::new(0));
-        let wake = Arc::new(Wake { pending: AtomicBool::new(false), signal_tid: AtomicI32::new(0), worker: Mutex::new(None) });
+        let wake = Arc::new(Wake {
+            pending: AtomicBool::new(false),
+            signal_tid: AtomicI32::new(0),
+            worker: Mutex::new(None),
+        });
         let mut threads = Vec::new();
         match ctx {
             HandlerContext::Deferred => {
@@ -235,21 +256,31 @@ impl Contexts {
                         drop(slot);
                     })
                     .map_err(|e| DsmLiveError::Os(format!("spawning the signal thread: {e}")))?;
-                let tid = rx.recv().map_err(|_| DsmLiveError::Os("the signal thread did not start".into()))?;
+                let tid = rx
+                    .recv()
+                    .map_err(|_| DsmLiveError::Os("the signal thread did not start".into()))?;
                 wake.signal_tid.store(tid, Ordering::Release);
                 threads.push(h);
             }
             HandlerContext::Progress | HandlerContext::Polling => {}
         }
         {
-            let (svc, stop, wake2, waiting2) = (svc.clone(), stop.clone(), wake.clone(), waiting.clone());
+            let (svc, stop, wake2, waiting2) =
+                (svc.clone(), stop.clone(), wake.clone(), waiting.clone());
             let h = std::thread::Builder::new()
                 .name("dsm-detector".into())
                 .spawn(move || detector(&*svc, ctx, backoff, &stop, &wake2, &waiting2))
                 .map_err(|e| DsmLiveError::Os(format!("spawning the detector: {e}")))?;
             threads.push(h);
         }
-        Ok(Contexts { ctx, backoff, stop, waiting, threads: Mutex::new(threads), wake })
+        Ok(Contexts {
+            ctx,
+            backoff,
+            stop,
+            waiting,
+            threads: Mutex::new(threads),
+            wake,
+        })
     }
 
     /// The context.
@@ -259,7 +290,11 @@ impl Contexts {
 
     /// Block the calling application thread until `done()` holds, handling messages meanwhile
     /// if the context is `polling`. Fails when the endpoint failed (a peer died).
-    pub fn wait_until<S: Service + ?Sized>(&self, svc: &S, mut done: impl FnMut() -> bool) -> Result<(), DsmLiveError> {
+    pub fn wait_until<S: Service + ?Sized>(
+        &self,
+        svc: &S,
+        mut done: impl FnMut() -> bool,
+    ) -> Result<(), DsmLiveError> {
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let r = (|| {
             let mut last = Instant::now();
@@ -305,7 +340,14 @@ impl Drop for Contexts {
     }
 }
 
-fn detector<S: Service>(svc: &S, ctx: HandlerContext, backoff: Backoff, stop: &AtomicBool, wake: &Wake, waiting: &AtomicU32) {
+fn detector<S: Service>(
+    svc: &S,
+    ctx: HandlerContext,
+    backoff: Backoff,
+    stop: &AtomicBool,
+    wake: &Wake,
+    waiting: &AtomicU32,
+) {
     let ep = svc.endpoint();
     let mut last = Instant::now();
     let mut last_beat = Instant::now();
@@ -339,7 +381,9 @@ fn detector<S: Service>(svc: &S, ctx: HandlerContext, backoff: Backoff, stop: &A
                     } else {
                         let tid = wake.signal_tid.load(Ordering::Acquire);
                         // SAFETY: a real-time signal to our own signal thread.
-                        unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, notify_signal()) };
+                        unsafe {
+                            libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, notify_signal())
+                        };
                     }
                 }
             }

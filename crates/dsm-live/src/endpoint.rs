@@ -38,7 +38,11 @@ struct PeerInfo {
 
 enum TxItem {
     Control(WireMsg),
-    Data { offset: u64, len: usize, then: WireMsg },
+    Data {
+        offset: u64,
+        len: usize,
+        then: WireMsg,
+    },
 }
 
 #[derive(Default)]
@@ -117,14 +121,22 @@ impl Endpoint {
     /// Collective: map and expose this rank's mailbox and the data range `[data_base,
     /// +data_len)` (the private view; may be empty), and learn every peer's. `slots` per ring
     /// must be a power of two >= 4.
-    pub fn new(rt: Runtime, data_base: u64, data_len: usize, slots: usize) -> Result<Endpoint, DsmLiveError> {
+    pub fn new(
+        rt: Runtime,
+        data_base: u64,
+        data_len: usize,
+        slots: usize,
+    ) -> Result<Endpoint, DsmLiveError> {
         if !slots.is_power_of_two() || slots < 4 {
-            return Err(DsmLiveError::Config(format!("mailbox slots {slots}: must be a power of two >= 4")));
+            return Err(DsmLiveError::Config(format!(
+                "mailbox slots {slots}: must be a power of two >= 4"
+            )));
         }
         let (rank, size) = (rt.rank(), rt.size());
         let n = size as usize;
         let len = (n * slots * SLOT_BYTES + n * 8 + 8).next_multiple_of(4096);
-        let mbox = Mapping::anon(len).map_err(|e| DsmLiveError::Os(format!("mailbox mapping: {e}")))?;
+        let mbox =
+            Mapping::anon(len).map_err(|e| DsmLiveError::Os(format!("mailbox mapping: {e}")))?;
         // SAFETY: the mailbox is ours, outlives the runtime's use (the endpoint owns both and
         // drops the runtime first), and is only read with volatile loads while peers write.
         let mbox_key = unsafe { rt.expose(mbox.ptr(), mbox.len(), Perms::RW)? };
@@ -145,11 +157,20 @@ impl Endpoint {
         let mut peers = Vec::with_capacity(n);
         for (r, d) in all.iter().enumerate() {
             if d.len() != 32 {
-                return Err(DsmLiveError::Malformed { from: r as u32, why: format!("{}-byte endpoint record (expected 32)", d.len()) });
+                return Err(DsmLiveError::Malformed {
+                    from: r as u32,
+                    why: format!("{}-byte endpoint record (expected 32)", d.len()),
+                });
             }
             let u64_at = |i: usize| u64::from_le_bytes(d[i..i + 8].try_into().expect("8"));
             let u32_at = |i: usize| u32::from_le_bytes(d[i..i + 4].try_into().expect("4"));
-            peers.push(PeerInfo { mbox: u64_at(0), mbox_key: u32_at(8), data: u64_at(12), data_len: u64_at(20), data_key: u32_at(28) });
+            peers.push(PeerInfo {
+                mbox: u64_at(0),
+                mbox_key: u32_at(8),
+                data: u64_at(12),
+                data_len: u64_at(20),
+                data_key: u32_at(28),
+            });
         }
         Ok(Endpoint {
             rt,
@@ -160,8 +181,13 @@ impl Endpoint {
             data_base,
             peers,
             heads: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            tx: Mutex::new(Tx { peers: (0..n).map(|_| PeerTx::default()).collect(), inflight: FxHashMap::default() }),
-            rx: Mutex::new(Rx { unreturned: vec![0; n] }),
+            tx: Mutex::new(Tx {
+                peers: (0..n).map(|_| PeerTx::default()).collect(),
+                inflight: FxHashMap::default(),
+            }),
+            rx: Mutex::new(Rx {
+                unreturned: vec![0; n],
+            }),
             local: Mutex::new(VecDeque::new()),
             local_len: AtomicU64::new(0),
             failed: AtomicBool::new(false),
@@ -212,11 +238,15 @@ impl Endpoint {
     }
 
     fn remote_credit_addr(&self, peer: u32) -> u64 {
-        self.peers[peer as usize].mbox + (self.size as u64 * self.slots * SLOT_BYTES as u64) + self.rank as u64 * 8
+        self.peers[peer as usize].mbox
+            + (self.size as u64 * self.slots * SLOT_BYTES as u64)
+            + self.rank as u64 * 8
     }
 
     fn remote_heartbeat_addr(&self, peer: u32) -> u64 {
-        self.peers[peer as usize].mbox + (self.size as u64 * self.slots * SLOT_BYTES as u64) + self.size as u64 * 8
+        self.peers[peer as usize].mbox
+            + (self.size as u64 * self.slots * SLOT_BYTES as u64)
+            + self.size as u64 * 8
     }
 
     fn fail(&self, rank: u32, why: String) {
@@ -238,8 +268,14 @@ impl Endpoint {
         }
         let f = self.failure.lock().expect("failure lock");
         f.as_ref().map(|(rank, why, kind)| match kind {
-            FailKind::Malformed => DsmLiveError::Malformed { from: *rank, why: why.clone() },
-            FailKind::Dead => DsmLiveError::PeerDead { rank: *rank, why: why.clone() },
+            FailKind::Malformed => DsmLiveError::Malformed {
+                from: *rank,
+                why: why.clone(),
+            },
+            FailKind::Dead => DsmLiveError::PeerDead {
+                rank: *rank,
+                why: why.clone(),
+            },
             FailKind::Local => DsmLiveError::Refused(why.clone()),
         })
     }
@@ -247,8 +283,12 @@ impl Endpoint {
     /// Record a protocol failure found by a handler (e.g. a malformed message).
     pub fn fail_with(&self, e: &DsmLiveError) {
         match e {
-            DsmLiveError::Malformed { from, why } => self.fail_kind(*from, why.clone(), FailKind::Malformed),
-            DsmLiveError::PeerDead { rank, why } => self.fail_kind(*rank, why.clone(), FailKind::Dead),
+            DsmLiveError::Malformed { from, why } => {
+                self.fail_kind(*from, why.clone(), FailKind::Malformed)
+            }
+            DsmLiveError::PeerDead { rank, why } => {
+                self.fail_kind(*rank, why.clone(), FailKind::Dead)
+            }
             other => self.fail_kind(self.rank, other.to_string(), FailKind::Local),
         }
     }
@@ -278,7 +318,9 @@ impl Endpoint {
             return;
         }
         let mut tx = self.tx.lock().expect("tx lock");
-        tx.peers[to as usize].queue.push_back(TxItem::Data { offset, len, then });
+        tx.peers[to as usize]
+            .queue
+            .push_back(TxItem::Data { offset, len, then });
         self.pump(&mut tx, to);
     }
 
@@ -292,7 +334,11 @@ impl Endpoint {
                 true
             }
             Err(e) => {
-                self.fail_kind(to, format!("posting a write to rank {to}: {e}"), FailKind::Local);
+                self.fail_kind(
+                    to,
+                    format!("posting a write to rank {to}: {e}"),
+                    FailKind::Local,
+                );
                 false
             }
         }
@@ -317,7 +363,9 @@ impl Endpoint {
                     }
                     let seq = pt.sent + 1;
                     let slot = wire::encode(seq, m);
-                    let remote = p.mbox + (self.rank as u64 * self.slots + (seq - 1) % self.slots) * SLOT_BYTES as u64;
+                    let remote = p.mbox
+                        + (self.rank as u64 * self.slots + (seq - 1) % self.slots)
+                            * SLOT_BYTES as u64;
                     pt.sent = seq;
                     pt.queue.pop_front();
                     self.sent.fetch_add(1, Ordering::Relaxed);
@@ -333,7 +381,15 @@ impl Endpoint {
                     }
                     // SAFETY: the private view is mapped for the endpoint's life; the server does
                     // not write a minipage it is sending (the protocol serializes it).
-                    let r = unsafe { self.rt.write(to, (self.data_base + offset) as *const u8, p.data + offset, p.data_key, len) };
+                    let r = unsafe {
+                        self.rt.write(
+                            to,
+                            (self.data_base + offset) as *const u8,
+                            p.data + offset,
+                            p.data_key,
+                            len,
+                        )
+                    };
                     match r {
                         Ok(id) => {
                             self.data_writes.fetch_add(1, Ordering::Relaxed);
@@ -346,7 +402,11 @@ impl Endpoint {
                             }
                         }
                         Err(e) => {
-                            self.fail_kind(to, format!("posting a data write to rank {to}: {e}"), FailKind::Local);
+                            self.fail_kind(
+                                to,
+                                format!("posting a data write to rank {to}: {e}"),
+                                FailKind::Local,
+                            );
                         }
                     }
                     return;
@@ -362,7 +422,9 @@ impl Endpoint {
         while let Some(c) = self.rt.poll_completion() {
             any = true;
             let mut tx = self.tx.lock().expect("tx lock");
-            let Some(what) = tx.inflight.remove(&c.wr_id) else { continue };
+            let Some(what) = tx.inflight.remove(&c.wr_id) else {
+                continue;
+            };
             let peer = match what {
                 Inflight::Staged(p, _) => p,
                 Inflight::Data(p) => {
@@ -409,7 +471,9 @@ impl Endpoint {
         let seq = self.heads[sender as usize].load(Ordering::Acquire) + 1;
         // SAFETY: a slot of our mailbox; peers may be writing it, hence the volatile copy and
         // the sequence/check test before use.
-        let s: [u8; SLOT_BYTES] = unsafe { std::ptr::read_volatile(self.ring_slot(sender, seq) as *const [u8; SLOT_BYTES]) };
+        let s: [u8; SLOT_BYTES] = unsafe {
+            std::ptr::read_volatile(self.ring_slot(sender, seq) as *const [u8; SLOT_BYTES])
+        };
         wire::landed(&s, seq).then_some(s)
     }
 
@@ -425,7 +489,9 @@ impl Endpoint {
     /// receive lock (so handlers of one endpoint never run concurrently and per-channel FIFO
     /// order holds). Returns how many were handled; 0 if another thread is polling.
     pub fn handle_pending(&self, mut handle: impl FnMut(u32, WireMsg)) -> usize {
-        let Ok(mut rx) = self.rx.try_lock() else { return 0 };
+        let Ok(mut rx) = self.rx.try_lock() else {
+            return 0;
+        };
         let mut n = 0;
         loop {
             let mut round = 0;
@@ -447,7 +513,13 @@ impl Endpoint {
                     if rx.unreturned[s as usize] >= self.slots / 4 {
                         rx.unreturned[s as usize] = 0;
                         let mut tx = self.tx.lock().expect("tx lock");
-                        self.stage(&mut tx, s, self.remote_credit_addr(s), self.peers[s as usize].mbox_key, &head.to_le_bytes());
+                        self.stage(
+                            &mut tx,
+                            s,
+                            self.remote_credit_addr(s),
+                            self.peers[s as usize].mbox_key,
+                            &head.to_le_bytes(),
+                        );
                     }
                     self.received.fetch_add(1, Ordering::Relaxed);
                     match wire::decode(&slot) {
@@ -470,7 +542,13 @@ impl Endpoint {
         let mut tx = self.tx.lock().expect("tx lock");
         for p in 0..self.size {
             if p != self.rank {
-                self.stage(&mut tx, p, self.remote_heartbeat_addr(p), self.peers[p as usize].mbox_key, &[1u8; 8]);
+                self.stage(
+                    &mut tx,
+                    p,
+                    self.remote_heartbeat_addr(p),
+                    self.peers[p as usize].mbox_key,
+                    &[1u8; 8],
+                );
             }
         }
     }

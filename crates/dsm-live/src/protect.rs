@@ -27,7 +27,9 @@ impl std::str::FromStr for ProtectMode {
         match s {
             "per-page" | "mprotect" => Ok(ProtectMode::PerPage),
             "batched" => Ok(ProtectMode::Batched),
-            _ => Err(format!("unknown protection mode {s:?} (valid: per-page, batched)")),
+            _ => Err(format!(
+                "unknown protection mode {s:?} (valid: per-page, batched)"
+            )),
         }
     }
 }
@@ -57,7 +59,11 @@ fn mprotect(addr: u64, pages: usize, prot: libc::c_int) -> Result<(), DsmLiveErr
     // changing their protection affects no Rust-visible memory.
     let r = unsafe { libc::mprotect(addr as *mut libc::c_void, pages * PAGE_BYTES, prot) };
     if r != 0 {
-        return Err(DsmLiveError::Os(format!("mprotect({addr:#x}, {} pages): {}", pages, std::io::Error::last_os_error())));
+        return Err(DsmLiveError::Os(format!(
+            "mprotect({addr:#x}, {} pages): {}",
+            pages,
+            std::io::Error::last_os_error()
+        )));
     }
     Ok(())
 }
@@ -144,20 +150,41 @@ impl UffdWp {
     /// Register `[addr, addr + len)` (page-aligned) for write-protect tracking.
     pub fn register(addr: u64, len: usize) -> Result<UffdWp, DsmLiveError> {
         // SAFETY: the userfaultfd system call creates a new descriptor; checked below.
-        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) } as libc::c_int;
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) }
+            as libc::c_int;
         if fd < 0 {
-            return Err(DsmLiveError::Os(format!("userfaultfd: {} (needs root or vm.unprivileged_userfaultfd=1)", std::io::Error::last_os_error())));
+            return Err(DsmLiveError::Os(format!(
+                "userfaultfd: {} (needs root or vm.unprivileged_userfaultfd=1)",
+                std::io::Error::last_os_error()
+            )));
         }
         let u = UffdWp { fd };
-        let mut api = UffdioApi { api: UFFD_API, features: UFFD_FEATURE_WP_HUGETLBFS_SHMEM, ioctls: 0 };
+        let mut api = UffdioApi {
+            api: UFFD_API,
+            features: UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+            ioctls: 0,
+        };
         // SAFETY: ioctl on our descriptor with a correctly laid out argument.
         if unsafe { libc::ioctl(fd, UFFDIO_API, &mut api) } != 0 {
-            return Err(DsmLiveError::Os(format!("UFFDIO_API (shared-memory write-protect): {}", std::io::Error::last_os_error())));
+            return Err(DsmLiveError::Os(format!(
+                "UFFDIO_API (shared-memory write-protect): {}",
+                std::io::Error::last_os_error()
+            )));
         }
-        let mut reg = UffdioRegister { range: UffdioRange { start: addr, len: len as u64 }, mode: UFFDIO_REGISTER_MODE_WP, ioctls: 0 };
+        let mut reg = UffdioRegister {
+            range: UffdioRange {
+                start: addr,
+                len: len as u64,
+            },
+            mode: UFFDIO_REGISTER_MODE_WP,
+            ioctls: 0,
+        };
         // SAFETY: as above; the range is the caller's own mapping.
         if unsafe { libc::ioctl(fd, UFFDIO_REGISTER, &mut reg) } != 0 {
-            return Err(DsmLiveError::Os(format!("UFFDIO_REGISTER (write-protect): {}", std::io::Error::last_os_error())));
+            return Err(DsmLiveError::Os(format!(
+                "UFFDIO_REGISTER (write-protect): {}",
+                std::io::Error::last_os_error()
+            )));
         }
         Ok(u)
     }
@@ -165,12 +192,18 @@ impl UffdWp {
     /// Write-protect (`on`) or unprotect `pages` pages from `addr` in one call.
     pub fn write_protect(&self, addr: u64, pages: usize, on: bool) -> Result<(), DsmLiveError> {
         let mut wp = UffdioWriteprotect {
-            range: UffdioRange { start: addr, len: (pages * PAGE_BYTES) as u64 },
+            range: UffdioRange {
+                start: addr,
+                len: (pages * PAGE_BYTES) as u64,
+            },
             mode: if on { UFFDIO_WRITEPROTECT_MODE_WP } else { 0 },
         };
         // SAFETY: ioctl on our descriptor with a correctly laid out argument.
         if unsafe { libc::ioctl(self.fd, UFFDIO_WRITEPROTECT, &mut wp) } != 0 {
-            return Err(DsmLiveError::Os(format!("UFFDIO_WRITEPROTECT: {}", std::io::Error::last_os_error())));
+            return Err(DsmLiveError::Os(format!(
+                "UFFDIO_WRITEPROTECT: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         Ok(())
     }
@@ -191,16 +224,39 @@ mod tests {
     fn batched_merges_runs_and_per_page_does_not() {
         let len = 8 * PAGE_BYTES;
         // SAFETY: a fresh anonymous mapping owned by the test.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         assert_ne!(p, libc::MAP_FAILED);
         let a = p as u64;
-        let mut ch: Vec<Change> = (0..8).rev().map(|i| Change { addr: a + (i * PAGE_BYTES) as u64, pages: 1, access: Access::Read }).collect();
+        let mut ch: Vec<Change> = (0..8)
+            .rev()
+            .map(|i| Change {
+                addr: a + (i * PAGE_BYTES) as u64,
+                pages: 1,
+                access: Access::Read,
+            })
+            .collect();
         assert_eq!(apply(ProtectMode::PerPage, &mut ch).unwrap(), 8);
         assert_eq!(apply(ProtectMode::Batched, &mut ch).unwrap(), 1);
         ch[3].access = Access::Write;
         assert_eq!(apply(ProtectMode::Batched, &mut ch).unwrap(), 3);
-        let mut bad = [Change { addr: a + 1, pages: 1, access: Access::Read }];
-        assert!(matches!(apply(ProtectMode::Batched, &mut bad), Err(DsmLiveError::Os(_))));
+        let mut bad = [Change {
+            addr: a + 1,
+            pages: 1,
+            access: Access::Read,
+        }];
+        assert!(matches!(
+            apply(ProtectMode::Batched, &mut bad),
+            Err(DsmLiveError::Os(_))
+        ));
         // SAFETY: our mapping.
         unsafe { libc::munmap(p, len) };
     }

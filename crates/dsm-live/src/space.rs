@@ -84,10 +84,14 @@ impl SpaceConfig {
     pub fn from_env(threads_per_rank: usize) -> Result<SpaceConfig, DsmLiveError> {
         let mut c = SpaceConfig::new(threads_per_rank);
         if let Ok(v) = std::env::var(ENV_CONTEXT) {
-            c.context = v.parse().map_err(|e| DsmLiveError::Config(format!("{ENV_CONTEXT}: {e}")))?;
+            c.context = v
+                .parse()
+                .map_err(|e| DsmLiveError::Config(format!("{ENV_CONTEXT}: {e}")))?;
         }
         if let Ok(v) = std::env::var(ENV_PROTECT) {
-            c.protect = v.parse().map_err(|e| DsmLiveError::Config(format!("{ENV_PROTECT}: {e}")))?;
+            c.protect = v
+                .parse()
+                .map_err(|e| DsmLiveError::Config(format!("{ENV_PROTECT}: {e}")))?;
         }
         c.trace = std::env::var_os(ENV_TRACE).map(Into::into);
         Ok(c)
@@ -167,7 +171,9 @@ fn die(rank: u32, e: &DsmLiveError) -> ! {
 
 impl Inner {
     fn ctx(&self) -> &Contexts {
-        self.ctx.get().expect("contexts start before the space is shared")
+        self.ctx
+            .get()
+            .expect("contexts start before the space is shared")
     }
 
     fn slot(&self) -> usize {
@@ -175,7 +181,12 @@ impl Inner {
             if s.get() == u32::MAX {
                 let n = self.next_slot.fetch_add(1, Ordering::Relaxed);
                 if n as usize >= MAX_THREADS {
-                    die(self.rank, &DsmLiveError::Config(format!("more than {MAX_THREADS} threads touched shared memory")));
+                    die(
+                        self.rank,
+                        &DsmLiveError::Config(format!(
+                            "more than {MAX_THREADS} threads touched shared memory"
+                        )),
+                    );
                 }
                 s.set(n);
             }
@@ -192,7 +203,11 @@ impl Inner {
             match ev {
                 Event::SetAccess { mp, access } => {
                     let m = views.minipages()[mp as usize];
-                    changes.push(Change { addr: m.view_addr, pages: m.view_pages, access });
+                    changes.push(Change {
+                        addr: m.view_addr,
+                        pages: m.view_pages,
+                        access,
+                    });
                 }
                 Event::Resume { thread } => resumes.push(thread),
             }
@@ -210,9 +225,21 @@ impl Inner {
         }
         while let Some((to, msg)) = node.poll_message() {
             match msg {
-                Msg::Data { mp, write, notices, .. } => {
+                Msg::Data {
+                    mp, write, notices, ..
+                } => {
                     let m = views.minipages()[mp as usize];
-                    self.ep.send_data(to, m.offset, m.len, WireMsg::Dsm(Msg::Data { mp, write, notices, bytes: Vec::new() }));
+                    self.ep.send_data(
+                        to,
+                        m.offset,
+                        m.len,
+                        WireMsg::Dsm(Msg::Data {
+                            mp,
+                            write,
+                            notices,
+                            bytes: Vec::new(),
+                        }),
+                    );
                 }
                 other => self.ep.send(to, WireMsg::Dsm(other)),
             }
@@ -224,17 +251,29 @@ impl Inner {
         let bad = |why: String| Err(DsmLiveError::Malformed { from, why });
         let (mp, node) = match msg {
             Msg::Request { mp, from, .. } | Msg::Ack { mp, from, .. } => (*mp, Some(*from)),
-            Msg::Invalidate { mp, requestor } | Msg::Transfer { mp, requestor, .. } => (*mp, Some(*requestor)),
+            Msg::Invalidate { mp, requestor } | Msg::Transfer { mp, requestor, .. } => {
+                (*mp, Some(*requestor))
+            }
             Msg::Grant { mp, .. } | Msg::Invalidated { mp } | Msg::Data { mp, .. } => (*mp, None),
         };
         if node.is_some_and(|n| n >= self.size) {
-            return bad(format!("rank {} out of range in {msg:?}", node.unwrap_or(0)));
+            return bad(format!(
+                "rank {} out of range in {msg:?}",
+                node.unwrap_or(0)
+            ));
         }
         if matches!(msg, Msg::Request { .. } | Msg::Ack { .. }) && mp % self.size != self.rank {
-            return bad(format!("{msg:?} sent to rank {}, which does not manage minipage {mp}", self.rank));
+            return bad(format!(
+                "{msg:?} sent to rank {}, which does not manage minipage {mp}",
+                self.rank
+            ));
         }
         if mp >= known {
-            return if matches!(msg, Msg::Request { .. }) { Ok(false) } else { bad(format!("unknown minipage {mp} in {msg:?}")) };
+            return if matches!(msg, Msg::Request { .. }) {
+                Ok(false)
+            } else {
+                bad(format!("unknown minipage {mp} in {msg:?}"))
+            };
         }
         Ok(true)
     }
@@ -250,7 +289,10 @@ impl Inner {
             Ok(false) => {
                 let mut p = self.parked.lock().expect("parked");
                 if p.len() >= 1 << 20 {
-                    self.ep.fail_with(&DsmLiveError::Malformed { from, why: "more than 2^20 requests for unallocated minipages".into() });
+                    self.ep.fail_with(&DsmLiveError::Malformed {
+                        from,
+                        why: "more than 2^20 requests for unallocated minipages".into(),
+                    });
                 } else {
                     p.push((from, msg));
                 }
@@ -263,7 +305,10 @@ impl Inner {
         match msg {
             WireMsg::LockReq { id, thread } => {
                 if id % self.size != self.rank || thread as usize >= MAX_THREADS {
-                    return self.ep.fail_with(&DsmLiveError::Malformed { from, why: format!("lock request {id} (thread {thread}) at rank {}", self.rank) });
+                    return self.ep.fail_with(&DsmLiveError::Malformed {
+                        from,
+                        why: format!("lock request {id} (thread {thread}) at rank {}", self.rank),
+                    });
                 }
                 let mut s = self.sync.lock().expect("sync");
                 let l = s.locks.entry(id).or_default();
@@ -278,10 +323,16 @@ impl Inner {
             WireMsg::Unlock { id } => {
                 let mut s = self.sync.lock().expect("sync");
                 let Some(l) = s.locks.get_mut(&id) else {
-                    return self.ep.fail_with(&DsmLiveError::Malformed { from, why: format!("unlock of lock {id}, which is not held") });
+                    return self.ep.fail_with(&DsmLiveError::Malformed {
+                        from,
+                        why: format!("unlock of lock {id}, which is not held"),
+                    });
                 };
                 if l.holder.map(|h| h.0) != Some(from) {
-                    return self.ep.fail_with(&DsmLiveError::Malformed { from, why: format!("unlock of lock {id} held by {:?}", l.holder) });
+                    return self.ep.fail_with(&DsmLiveError::Malformed {
+                        from,
+                        why: format!("unlock of lock {id} held by {:?}", l.holder),
+                    });
                 }
                 l.holder = l.queue.pop_front();
                 if let Some((r, t)) = l.holder {
@@ -291,11 +342,17 @@ impl Inner {
             }
             WireMsg::LockGrant { thread, .. } => match self.granted.get(thread as usize) {
                 Some(g) => g.store(true, Ordering::Release),
-                None => self.ep.fail_with(&DsmLiveError::Malformed { from, why: format!("lock grant for thread {thread}") }),
+                None => self.ep.fail_with(&DsmLiveError::Malformed {
+                    from,
+                    why: format!("lock grant for thread {thread}"),
+                }),
             },
             WireMsg::BarrierArrive { epoch } => {
                 if self.rank != 0 {
-                    return self.ep.fail_with(&DsmLiveError::Malformed { from, why: "barrier arrival at a rank other than 0".into() });
+                    return self.ep.fail_with(&DsmLiveError::Malformed {
+                        from,
+                        why: "barrier arrival at a rank other than 0".into(),
+                    });
                 }
                 let mut s = self.sync.lock().expect("sync");
                 let n = s.root.entry(epoch).or_insert(0);
@@ -362,7 +419,8 @@ impl Inner {
             }
             epoch
         };
-        self.ctx().wait_until(self, || self.released.load(Ordering::Acquire) >= epoch)
+        self.ctx()
+            .wait_until(self, || self.released.load(Ordering::Acquire) >= epoch)
     }
 }
 
@@ -386,7 +444,10 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut l
     #[cfg(target_arch = "x86_64")]
     // SAFETY: on x86-64 Linux the third argument is a ucontext_t; REG_ERR holds the page-fault
     // error code, whose bit 1 is set for writes.
-    let write = Some(unsafe { (*(uctx as *mut libc::ucontext_t)).uc_mcontext.gregs[libc::REG_ERR as usize] } & 2 != 0);
+    let write = Some(
+        unsafe { (*(uctx as *mut libc::ucontext_t)).uc_mcontext.gregs[libc::REG_ERR as usize] } & 2
+            != 0,
+    );
     #[cfg(not(target_arch = "x86_64"))]
     let write = {
         let _ = uctx;
@@ -417,7 +478,10 @@ fn install_segv() -> Result<(), DsmLiveError> {
         libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut())
     };
     if r != 0 {
-        return Err(DsmLiveError::Os(format!("sigaction(SIGSEGV): {}", std::io::Error::last_os_error())));
+        return Err(DsmLiveError::Os(format!(
+            "sigaction(SIGSEGV): {}",
+            std::io::Error::last_os_error()
+        )));
     }
     Ok(())
 }
@@ -438,14 +502,23 @@ impl LiveSpace {
     /// Build the space over `rt` (collective: every rank calls it with the same `cfg`).
     pub fn new(rt: Runtime, cfg: SpaceConfig) -> Result<LiveSpace, DsmLiveError> {
         if cfg.threads_per_rank == 0 || cfg.threads_per_rank > MAX_THREADS / 2 {
-            return Err(DsmLiveError::Config(format!("threads_per_rank {} must be 1..={}", cfg.threads_per_rank, MAX_THREADS / 2)));
+            return Err(DsmLiveError::Config(format!(
+                "threads_per_rank {} must be 1..={}",
+                cfg.threads_per_rank,
+                MAX_THREADS / 2
+            )));
         }
         if !SPACE.load(Ordering::Acquire).is_null() {
             return Err(DsmLiveError::AlreadyRunning);
         }
         let views = Views::new(cfg.views)?;
         let (rank, size) = (rt.rank(), rt.size());
-        let ep = Endpoint::new(rt, views.private_base() as u64, views.private_len(), cfg.mailbox_slots)?;
+        let ep = Endpoint::new(
+            rt,
+            views.private_base() as u64,
+            views.private_len(),
+            cfg.mailbox_slots,
+        )?;
         let inner = Arc::new(Inner {
             ep,
             rank,
@@ -471,7 +544,15 @@ impl LiveSpace {
         });
         let ctx = Contexts::start(inner.clone(), cfg.context, cfg.backoff)?;
         let _ = inner.ctx.set(ctx);
-        if SPACE.compare_exchange(std::ptr::null_mut(), Arc::as_ptr(&inner) as *mut Inner, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if SPACE
+            .compare_exchange(
+                std::ptr::null_mut(),
+                Arc::as_ptr(&inner) as *mut Inner,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
             inner.ctx().stop();
             return Err(DsmLiveError::AlreadyRunning);
         }
@@ -481,7 +562,10 @@ impl LiveSpace {
             return Err(e);
         }
         inner.ep.runtime().barrier()?;
-        Ok(LiveSpace { inner, finished: false })
+        Ok(LiveSpace {
+            inner,
+            finished: false,
+        })
     }
 
     /// The handler context.
@@ -524,17 +608,28 @@ impl LiveSpace {
                         if self.inner.tracer.is_some() {
                             Tracer::start_worker(rank as u32, t as u32);
                         }
-                        f(self, Worker { id: rank * tpr + t, count });
+                        f(
+                            self,
+                            Worker {
+                                id: rank * tpr + t,
+                                count,
+                            },
+                        );
                         if let Some(tr) = &self.inner.tracer {
                             tr.end_worker();
                         }
                     })
                 })
                 .collect();
-            hs.into_iter().map(|h| h.join().is_err()).filter(|&p| p).count()
+            hs.into_iter()
+                .map(|h| h.join().is_err())
+                .filter(|&p| p)
+                .count()
         });
         if panicked > 0 {
-            return Err(SpaceError(format!("{panicked} worker thread(s) of rank {rank} panicked")));
+            return Err(SpaceError(format!(
+                "{panicked} worker thread(s) of rank {rank} panicked"
+            )));
         }
         Ok(())
     }
@@ -554,7 +649,9 @@ impl LiveSpace {
         let i = &self.inner;
         i.barrier_arrive(i.tpr)?;
         let t0 = std::time::Instant::now();
-        i.ctx().wait_until(&**i, || !i.ep.busy() || t0.elapsed() > std::time::Duration::from_secs(5))?;
+        i.ctx().wait_until(&**i, || {
+            !i.ep.busy() || t0.elapsed() > std::time::Duration::from_secs(5)
+        })?;
         if let Some(t) = &i.tracer {
             t.write_part(i.rank)?;
         }
@@ -581,7 +678,12 @@ impl Drop for LiveSpace {
         let _ = self.finish_inner();
         self.inner.ctx().stop();
         let me = Arc::as_ptr(&self.inner) as *mut Inner;
-        let _ = SPACE.compare_exchange(me, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire);
+        let _ = SPACE.compare_exchange(
+            me,
+            std::ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
     }
 }
 
@@ -607,8 +709,16 @@ impl SharedSpace for LiveSpace {
                 .clone()
                 .map(|mp| {
                     let m = views.minipages()[mp as usize];
-                    let access = if mp % i.size == i.rank { Access::Write } else { Access::None };
-                    Change { addr: m.view_addr, pages: m.view_pages, access }
+                    let access = if mp % i.size == i.rank {
+                        Access::Write
+                    } else {
+                        Access::None
+                    };
+                    Change {
+                        addr: m.view_addr,
+                        pages: m.view_pages,
+                        access,
+                    }
                 })
                 .collect();
             protect::apply(ProtectMode::Batched, &mut changes)?;
@@ -617,7 +727,9 @@ impl SharedSpace for LiveSpace {
         let known = i.views.read().expect("views").minipages().len() as u32;
         let ready: Vec<(u32, Msg)> = {
             let mut p = i.parked.lock().expect("parked");
-            let (ready, later): (Vec<_>, Vec<_>) = p.drain(..).partition(|(_, m)| matches!(m, Msg::Request { mp, .. } if *mp < known));
+            let (ready, later): (Vec<_>, Vec<_>) = p
+                .drain(..)
+                .partition(|(_, m)| matches!(m, Msg::Request { mp, .. } if *mp < known));
             *p = later;
             ready
         };
@@ -651,8 +763,17 @@ impl SharedSpace for LiveSpace {
             tr.enter(TraceOp::Lock { id });
         }
         i.granted[t].store(false, Ordering::Relaxed);
-        i.ep.send(id % i.size, WireMsg::LockReq { id, thread: t as u32 });
-        if let Err(e) = i.ctx().wait_until(&**i, || i.granted[t].load(Ordering::Acquire)) {
+        i.ep.send(
+            id % i.size,
+            WireMsg::LockReq {
+                id,
+                thread: t as u32,
+            },
+        );
+        if let Err(e) = i
+            .ctx()
+            .wait_until(&**i, || i.granted[t].load(Ordering::Acquire))
+        {
             die(i.rank, &e);
         }
         i.locks.fetch_add(1, Ordering::Relaxed);

@@ -29,7 +29,10 @@ pub struct Tracer {
 impl Tracer {
     /// Record into `path` (rank parts are `PATH.rankN`, merged by rank 0 at the end).
     pub fn new(path: PathBuf) -> Tracer {
-        Tracer { path, records: Mutex::new(Vec::new()) }
+        Tracer {
+            path,
+            records: Mutex::new(Vec::new()),
+        }
     }
 
     /// The calling thread is worker `thread` of `rank` from now on.
@@ -42,18 +45,28 @@ impl Tracer {
         if let Some((rank, thread, last)) = WORKER.with(|w| w.take()) {
             let ns = last.elapsed().as_nanos() as u64;
             if ns > 0 {
-                self.records.lock().expect("trace").push(TraceRecord { rank, thread, op: TraceOp::Compute { ns } });
+                self.records.lock().expect("trace").push(TraceRecord {
+                    rank,
+                    thread,
+                    op: TraceOp::Compute { ns },
+                });
             }
         }
     }
 
     /// A worker enters the DSM with `op` (no-op on other threads).
     pub fn enter(&self, op: TraceOp) {
-        let Some((rank, thread, last)) = WORKER.with(|w| w.get()) else { return };
+        let Some((rank, thread, last)) = WORKER.with(|w| w.get()) else {
+            return;
+        };
         let ns = last.elapsed().as_nanos() as u64;
         let mut r = self.records.lock().expect("trace");
         if ns > 0 {
-            r.push(TraceRecord { rank, thread, op: TraceOp::Compute { ns } });
+            r.push(TraceRecord {
+                rank,
+                thread,
+                op: TraceOp::Compute { ns },
+            });
         }
         r.push(TraceRecord { rank, thread, op });
     }
@@ -82,15 +95,22 @@ impl Tracer {
             out.push_str(&serde_json::to_string(r).map_err(|e| DsmLiveError::Os(e.to_string()))?);
             out.push('\n');
         }
-        std::fs::write(self.part_path(rank), out).map_err(|e| DsmLiveError::Os(format!("writing trace part: {e}")))
+        std::fs::write(self.part_path(rank), out)
+            .map_err(|e| DsmLiveError::Os(format!("writing trace part: {e}")))
     }
 
     /// Merge the part files of every rank (by rank, each in thread program order) behind
     /// `header` into the trace file, and remove the parts.
     pub fn merge(&self, header: &TraceHeader) -> Result<(), DsmLiveError> {
-        let io = |e: std::io::Error| DsmLiveError::Os(format!("trace {}: {e}", self.path.display()));
+        let io =
+            |e: std::io::Error| DsmLiveError::Os(format!("trace {}: {e}", self.path.display()));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&self.path).map_err(io)?);
-        writeln!(f, "{}", serde_json::to_string(header).map_err(|e| DsmLiveError::Os(e.to_string()))?).map_err(io)?;
+        writeln!(
+            f,
+            "{}",
+            serde_json::to_string(header).map_err(|e| DsmLiveError::Os(e.to_string()))?
+        )
+        .map_err(io)?;
         for r in 0..header.ranks {
             let p = self.part_path(r);
             let s = std::fs::read_to_string(&p).map_err(io)?;

@@ -31,7 +31,12 @@ pub struct ViewConfig {
 
 impl Default for ViewConfig {
     fn default() -> Self {
-        ViewConfig { base_addr: 0x5a00_0000_0000, heap_bytes: 256 << 20, virtual_bytes: 1 << 30, large_minipage_pages: 1 }
+        ViewConfig {
+            base_addr: 0x5a00_0000_0000,
+            heap_bytes: 256 << 20,
+            virtual_bytes: 1 << 30,
+            large_minipage_pages: 1,
+        }
     }
 }
 
@@ -76,14 +81,20 @@ impl Views {
     /// Create the memfd, map the private view and reserve the application range at
     /// `cfg.base_addr` with `MAP_FIXED_NOREPLACE` (fails if anything is mapped there).
     pub fn new(cfg: ViewConfig) -> Result<Views, DsmLiveError> {
-        if cfg.heap_bytes == 0 || cfg.heap_bytes % PAGE_BYTES != 0 || cfg.virtual_bytes % PAGE_BYTES != 0 || cfg.virtual_bytes == 0 {
+        if cfg.heap_bytes == 0
+            || !cfg.heap_bytes.is_multiple_of(PAGE_BYTES)
+            || !cfg.virtual_bytes.is_multiple_of(PAGE_BYTES)
+            || cfg.virtual_bytes == 0
+        {
             return Err(DsmLiveError::Config(format!(
                 "heap_bytes {} and virtual_bytes {} must be non-zero multiples of {PAGE_BYTES}",
                 cfg.heap_bytes, cfg.virtual_bytes
             )));
         }
-        if cfg.base_addr % PAGE_BYTES as u64 != 0 || cfg.large_minipage_pages == 0 {
-            return Err(DsmLiveError::Config("base_addr must be page-aligned and large_minipage_pages >= 1".into()));
+        if !cfg.base_addr.is_multiple_of(PAGE_BYTES as u64) || cfg.large_minipage_pages == 0 {
+            return Err(DsmLiveError::Config(
+                "base_addr must be page-aligned and large_minipage_pages >= 1".into(),
+            ));
         }
         let name = CString::new("unpinned-dsm").expect("no NUL");
         // SAFETY: plain system calls on our own new descriptor; results are checked.
@@ -100,7 +111,14 @@ impl Views {
         }
         // SAFETY: a fresh shared mapping of our memfd, anywhere.
         let private = unsafe {
-            libc::mmap(std::ptr::null_mut(), cfg.heap_bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                cfg.heap_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
         };
         if private == libc::MAP_FAILED {
             let e = os_err("mmap(private view)");
@@ -114,7 +132,10 @@ impl Views {
                 cfg.base_addr as *mut libc::c_void,
                 cfg.virtual_bytes,
                 libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
                 -1,
                 0,
             )
@@ -136,7 +157,15 @@ impl Views {
             }
             return Err(e);
         }
-        Ok(Views { cfg, fd, private: private as *mut u8, next_phys: 0, small: None, next_virt: 0, mps: Vec::new() })
+        Ok(Views {
+            cfg,
+            fd,
+            private: private as *mut u8,
+            next_phys: 0,
+            small: None,
+            next_virt: 0,
+            mps: Vec::new(),
+        })
     }
 
     /// The configuration.
@@ -173,12 +202,22 @@ impl Views {
     fn map_view(&mut self, pages: usize, phys: usize) -> Result<u64, DsmLiveError> {
         let len = pages * PAGE_BYTES;
         if self.next_virt + len > self.cfg.virtual_bytes {
-            return Err(DsmLiveError::Alloc(format!("out of virtual space ({} bytes reserved)", self.cfg.virtual_bytes)));
+            return Err(DsmLiveError::Alloc(format!(
+                "out of virtual space ({} bytes reserved)",
+                self.cfg.virtual_bytes
+            )));
         }
         let addr = self.cfg.base_addr + self.next_virt as u64;
         // SAFETY: `addr` lies in the range we reserved; MAP_FIXED replaces only our reservation.
         let r = unsafe {
-            libc::mmap(addr as *mut libc::c_void, len, libc::PROT_NONE, libc::MAP_SHARED | libc::MAP_FIXED, self.fd, phys as libc::off_t)
+            libc::mmap(
+                addr as *mut libc::c_void,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                self.fd,
+                phys as libc::off_t,
+            )
         };
         if r == libc::MAP_FAILED {
             return Err(os_err("mmap(view)"));
@@ -189,7 +228,11 @@ impl Views {
 
     /// Place an object of `bytes` aligned to `align`; returns (its address, the ids of its
     /// new minipages). Views start with no access; the caller sets the initial protections.
-    pub fn alloc(&mut self, bytes: usize, align: usize) -> Result<(u64, std::ops::Range<u32>), DsmLiveError> {
+    pub fn alloc(
+        &mut self,
+        bytes: usize,
+        align: usize,
+    ) -> Result<(u64, std::ops::Range<u32>), DsmLiveError> {
         if bytes == 0 || !align.is_power_of_two() || align > PAGE_BYTES {
             return Err(DsmLiveError::Alloc(format!(
                 "alloc({bytes}, {align}): size must be > 0 and align a power of two <= {PAGE_BYTES}"
@@ -199,10 +242,15 @@ impl Views {
         if bytes <= PAGE_BYTES / 2 {
             // Small: share a physical page, own a virtual page.
             let (page, used) = match self.small {
-                Some((p, u)) if u.next_multiple_of(align) + bytes <= PAGE_BYTES => (p, u.next_multiple_of(align)),
+                Some((p, u)) if u.next_multiple_of(align) + bytes <= PAGE_BYTES => {
+                    (p, u.next_multiple_of(align))
+                }
                 _ => {
                     if self.next_phys + PAGE_BYTES > self.cfg.heap_bytes {
-                        return Err(DsmLiveError::Alloc(format!("out of shared memory ({} bytes)", self.cfg.heap_bytes)));
+                        return Err(DsmLiveError::Alloc(format!(
+                            "out of shared memory ({} bytes)",
+                            self.cfg.heap_bytes
+                        )));
                     }
                     let p = self.next_phys;
                     self.next_phys += PAGE_BYTES;
@@ -212,7 +260,13 @@ impl Views {
             let view = self.map_view(1, page)?;
             self.small = Some((page, used + bytes));
             let addr = view + used as u64;
-            self.mps.push(MinipageInfo { view_addr: view, view_pages: 1, addr, len: bytes, offset: (page + used) as u64 });
+            self.mps.push(MinipageInfo {
+                view_addr: view,
+                view_pages: 1,
+                addr,
+                len: bytes,
+                offset: (page + used) as u64,
+            });
             return Ok((addr, first..first + 1));
         }
         let pages = bytes.div_ceil(PAGE_BYTES);
@@ -249,7 +303,10 @@ impl Drop for Views {
     fn drop(&mut self) {
         // SAFETY: our own mappings and descriptor; nothing uses them after drop.
         unsafe {
-            libc::munmap(self.cfg.base_addr as *mut libc::c_void, self.cfg.virtual_bytes);
+            libc::munmap(
+                self.cfg.base_addr as *mut libc::c_void,
+                self.cfg.virtual_bytes,
+            );
             libc::munmap(self.private as *mut libc::c_void, self.cfg.heap_bytes);
             libc::close(self.fd);
         }
@@ -262,7 +319,13 @@ mod tests {
 
     #[test]
     fn small_objects_share_a_page_with_separate_views() {
-        let mut v = Views::new(ViewConfig { base_addr: 0x5b00_0000_0000, heap_bytes: 1 << 20, virtual_bytes: 1 << 22, large_minipage_pages: 1 }).unwrap();
+        let mut v = Views::new(ViewConfig {
+            base_addr: 0x5b00_0000_0000,
+            heap_bytes: 1 << 20,
+            virtual_bytes: 1 << 22,
+            large_minipage_pages: 1,
+        })
+        .unwrap();
         let (a, ra) = v.alloc(8, 8).unwrap();
         let (b, rb) = v.alloc(8, 8).unwrap();
         let ma = v.minipages()[ra.start as usize];

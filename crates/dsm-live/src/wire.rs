@@ -123,16 +123,34 @@ impl R<'_> {
 }
 
 fn payload(m: &WireMsg) -> [u8; PAYLOAD] {
-    let mut w = W { b: [0; PAYLOAD], at: 0 };
+    let mut w = W {
+        b: [0; PAYLOAD],
+        at: 0,
+    };
     match m {
-        WireMsg::Dsm(Msg::Request { mp, from, write }) => w.u8(1).u32(*mp).u32(*from).u8(*write as u8),
-        WireMsg::Dsm(Msg::Invalidate { mp, requestor }) => w.u8(2).u32(*mp).u32(*requestor),
-        WireMsg::Dsm(Msg::Transfer { mp, requestor, write, notices }) => {
-            w.u8(3).u32(*mp).u32(*requestor).u8(*write as u8).u32(*notices)
+        WireMsg::Dsm(Msg::Request { mp, from, write }) => {
+            w.u8(1).u32(*mp).u32(*from).u8(*write as u8)
         }
+        WireMsg::Dsm(Msg::Invalidate { mp, requestor }) => w.u8(2).u32(*mp).u32(*requestor),
+        WireMsg::Dsm(Msg::Transfer {
+            mp,
+            requestor,
+            write,
+            notices,
+        }) => w
+            .u8(3)
+            .u32(*mp)
+            .u32(*requestor)
+            .u8(*write as u8)
+            .u32(*notices),
         WireMsg::Dsm(Msg::Grant { mp, notices }) => w.u8(4).u32(*mp).u32(*notices),
         WireMsg::Dsm(Msg::Invalidated { mp }) => w.u8(5).u32(*mp),
-        WireMsg::Dsm(Msg::Data { mp, write, notices, bytes: _ }) => w.u8(6).u32(*mp).u8(*write as u8).u32(*notices),
+        WireMsg::Dsm(Msg::Data {
+            mp,
+            write,
+            notices,
+            bytes: _,
+        }) => w.u8(6).u32(*mp).u8(*write as u8).u32(*notices),
         WireMsg::Dsm(Msg::Ack { mp, from, write }) => w.u8(7).u32(*mp).u32(*from).u8(*write as u8),
         WireMsg::LockReq { id, thread } => w.u8(8).u32(*id).u32(*thread),
         WireMsg::LockGrant { id, thread } => w.u8(9).u32(*id).u32(*thread),
@@ -166,18 +184,51 @@ pub fn landed(s: &[u8; SLOT_BYTES], seq: u64) -> bool {
 
 /// Decode a landed slot.
 pub fn decode(s: &[u8; SLOT_BYTES]) -> Result<WireMsg, WireError> {
-    let mut r = R { b: &s[8..8 + PAYLOAD], at: 0 };
+    let mut r = R {
+        b: &s[8..8 + PAYLOAD],
+        at: 0,
+    };
     let tag = r.u8();
     Ok(match tag {
-        1 => WireMsg::Dsm(Msg::Request { mp: r.u32(), from: r.u32(), write: r.bool("write")? }),
-        2 => WireMsg::Dsm(Msg::Invalidate { mp: r.u32(), requestor: r.u32() }),
-        3 => WireMsg::Dsm(Msg::Transfer { mp: r.u32(), requestor: r.u32(), write: r.bool("write")?, notices: r.u32() }),
-        4 => WireMsg::Dsm(Msg::Grant { mp: r.u32(), notices: r.u32() }),
+        1 => WireMsg::Dsm(Msg::Request {
+            mp: r.u32(),
+            from: r.u32(),
+            write: r.bool("write")?,
+        }),
+        2 => WireMsg::Dsm(Msg::Invalidate {
+            mp: r.u32(),
+            requestor: r.u32(),
+        }),
+        3 => WireMsg::Dsm(Msg::Transfer {
+            mp: r.u32(),
+            requestor: r.u32(),
+            write: r.bool("write")?,
+            notices: r.u32(),
+        }),
+        4 => WireMsg::Dsm(Msg::Grant {
+            mp: r.u32(),
+            notices: r.u32(),
+        }),
         5 => WireMsg::Dsm(Msg::Invalidated { mp: r.u32() }),
-        6 => WireMsg::Dsm(Msg::Data { mp: r.u32(), write: r.bool("write")?, notices: r.u32(), bytes: Vec::new() }),
-        7 => WireMsg::Dsm(Msg::Ack { mp: r.u32(), from: r.u32(), write: r.bool("write")? }),
-        8 => WireMsg::LockReq { id: r.u32(), thread: r.u32() },
-        9 => WireMsg::LockGrant { id: r.u32(), thread: r.u32() },
+        6 => WireMsg::Dsm(Msg::Data {
+            mp: r.u32(),
+            write: r.bool("write")?,
+            notices: r.u32(),
+            bytes: Vec::new(),
+        }),
+        7 => WireMsg::Dsm(Msg::Ack {
+            mp: r.u32(),
+            from: r.u32(),
+            write: r.bool("write")?,
+        }),
+        8 => WireMsg::LockReq {
+            id: r.u32(),
+            thread: r.u32(),
+        },
+        9 => WireMsg::LockGrant {
+            id: r.u32(),
+            thread: r.u32(),
+        },
         10 => WireMsg::Unlock { id: r.u32() },
         11 => WireMsg::BarrierArrive { epoch: r.u64() },
         12 => WireMsg::BarrierRelease { epoch: r.u64() },
@@ -194,14 +245,38 @@ mod tests {
     #[test]
     fn every_message_round_trips_and_damage_is_detected() {
         let all = vec![
-            WireMsg::Dsm(Msg::Request { mp: 7, from: 1, write: true }),
-            WireMsg::Dsm(Msg::Invalidate { mp: 8, requestor: 2 }),
-            WireMsg::Dsm(Msg::Transfer { mp: 9, requestor: 3, write: false, notices: 4 }),
+            WireMsg::Dsm(Msg::Request {
+                mp: 7,
+                from: 1,
+                write: true,
+            }),
+            WireMsg::Dsm(Msg::Invalidate {
+                mp: 8,
+                requestor: 2,
+            }),
+            WireMsg::Dsm(Msg::Transfer {
+                mp: 9,
+                requestor: 3,
+                write: false,
+                notices: 4,
+            }),
             WireMsg::Dsm(Msg::Grant { mp: 10, notices: 5 }),
             WireMsg::Dsm(Msg::Invalidated { mp: 11 }),
-            WireMsg::Dsm(Msg::Data { mp: 12, write: true, notices: 6, bytes: Vec::new() }),
-            WireMsg::Dsm(Msg::Ack { mp: 13, from: 0, write: false }),
-            WireMsg::LockReq { id: u32::MAX, thread: 3 },
+            WireMsg::Dsm(Msg::Data {
+                mp: 12,
+                write: true,
+                notices: 6,
+                bytes: Vec::new(),
+            }),
+            WireMsg::Dsm(Msg::Ack {
+                mp: 13,
+                from: 0,
+                write: false,
+            }),
+            WireMsg::LockReq {
+                id: u32::MAX,
+                thread: 3,
+            },
             WireMsg::LockGrant { id: 1, thread: 2 },
             WireMsg::Unlock { id: 5 },
             WireMsg::BarrierArrive { epoch: 1 << 40 },
@@ -212,17 +287,30 @@ mod tests {
         for (i, m) in all.iter().enumerate() {
             let s = encode(i as u64 + 1, m);
             assert!(landed(&s, i as u64 + 1));
-            assert!(!landed(&s, i as u64 + 2), "a slot of an older lap is not the expected one");
+            assert!(
+                !landed(&s, i as u64 + 2),
+                "a slot of an older lap is not the expected one"
+            );
             assert_eq!(&decode(&s).unwrap(), m);
             let mut torn = s;
             torn[20] ^= 1;
-            assert!(!landed(&torn, i as u64 + 1), "a partly written slot is not accepted");
+            assert!(
+                !landed(&torn, i as u64 + 1),
+                "a partly written slot is not accepted"
+            );
         }
         assert!(!landed(&[0; SLOT_BYTES], 1));
         let mut bad = encode(1, &WireMsg::Ping { seq: 1 });
         bad[8] = 200;
         assert_eq!(decode(&bad), Err(WireError::UnknownTag(200)));
-        let mut bad = encode(1, &WireMsg::Dsm(Msg::Request { mp: 1, from: 0, write: true }));
+        let mut bad = encode(
+            1,
+            &WireMsg::Dsm(Msg::Request {
+                mp: 1,
+                from: 0,
+                write: true,
+            }),
+        );
         bad[8 + 9] = 7;
         assert_eq!(decode(&bad), Err(WireError::BadBool("write")));
     }

@@ -17,7 +17,11 @@ static N: AtomicU32 = AtomicU32::new(0);
 
 /// Two endpoints; rank r exposes `data[r]` (if any) as its data range.
 fn pair(data: [Option<(u64, usize)>; 2]) -> (Endpoint, Endpoint, PathBuf) {
-    let dir = PathBuf::from(format!("/dev/shm/unpinned-dsmep-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let dir = PathBuf::from(format!(
+        "/dev/shm/unpinned-dsmep-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let seg = dir.join("segment");
     let mut cfgs: Vec<Config> = (0..2).map(|r| Config::new(r, 2)).collect();
@@ -44,7 +48,10 @@ fn pair(data: [Option<(u64, usize)>; 2]) -> (Endpoint, Endpoint, PathBuf) {
 fn until(what: &str, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {
-        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
         std::thread::yield_now();
     }
 }
@@ -94,7 +101,10 @@ fn data_lands_before_its_notice() {
                 assert_eq!(m, WireMsg::Ping { seq: round as u64 });
                 // SAFETY: the data write completed before the notice was posted.
                 let d = unsafe { &dst.as_slice()[4096..4096 + 3000] };
-                assert!(d.iter().all(|&x| x == round + 1), "notice before its data in round {round}");
+                assert!(
+                    d.iter().all(|&x| x == round + 1),
+                    "notice before its data in round {round}"
+                );
                 seen = true;
             });
             seen
@@ -102,7 +112,11 @@ fn data_lands_before_its_notice() {
     }
     // Outside the peer's data range: a typed failure, no write.
     a.send_data(1, 3 * 4096, 8192, WireMsg::Ping { seq: 99 });
-    assert!(matches!(a.failure(), Some(DsmLiveError::Refused(_))), "{:?}", a.failure());
+    assert!(
+        matches!(a.failure(), Some(DsmLiveError::Refused(_))),
+        "{:?}",
+        a.failure()
+    );
     drop((a, b));
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -124,7 +138,9 @@ fn a_hostile_slot_is_a_typed_error_not_a_panic() {
     });
     assert_eq!(handled, 0);
     match b.failure() {
-        Some(DsmLiveError::Malformed { from: 0, why }) => assert!(why.contains("unknown message tag 238"), "{why}"),
+        Some(DsmLiveError::Malformed { from: 0, why }) => {
+            assert!(why.contains("unknown message tag 238"), "{why}")
+        }
         other => panic!("expected a malformed-message error, got {other:?}"),
     }
     drop((a, b));

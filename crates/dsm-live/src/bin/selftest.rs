@@ -19,12 +19,16 @@ use unpinned_dsm::space::{SharedSpace, Worker};
 use unpinned_dsm_live::{launch_space, LiveSpace, SpaceConfig};
 
 fn usage() -> ! {
-    eprintln!("usage: dsm-live-selftest counter THREADS ITERS | litmus mp|sb|iriw ITERS SEED | die");
+    eprintln!(
+        "usage: dsm-live-selftest counter THREADS ITERS | litmus mp|sb|iriw ITERS SEED | die"
+    );
     std::process::exit(2)
 }
 
 fn arg<T: std::str::FromStr>(a: &[String], i: usize) -> T {
-    a.get(i).and_then(|s| s.parse().ok()).unwrap_or_else(|| usage())
+    a.get(i)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| usage())
 }
 
 fn space(threads: usize, app: &str) -> LiveSpace {
@@ -74,7 +78,15 @@ fn counter(threads: usize, iters: u64) -> i32 {
     })
     .expect("workers");
     let st = s.stats();
-    eprintln!("rank {}: counter ok={} faults r/w {}/{} locks {} msgs {}", s.rank(), bad.lock().unwrap().is_none(), st.read_faults, st.write_faults, st.locks, st.endpoint.sent);
+    eprintln!(
+        "rank {}: counter ok={} faults r/w {}/{} locks {} msgs {}",
+        s.rank(),
+        bad.lock().unwrap().is_none(),
+        st.read_faults,
+        st.write_faults,
+        st.locks,
+        st.endpoint.sent
+    );
     s.finish().expect("finish");
     match bad.into_inner().unwrap() {
         None => 0,
@@ -150,20 +162,36 @@ fn litmus(kind: &str, iters: usize, seed: u64) -> i32 {
             };
             if let Some((a, b)) = r {
                 // 1: the new value of this iteration, 0: an older one, 2: impossible garbage.
-                let new = |r: u64| if r == v { 1 } else if r < v { 0 } else { 2 };
-                results.lock().unwrap().push((i as u32, w.id as u32, new(a), new(b)));
+                let new = |r: u64| {
+                    if r == v {
+                        1
+                    } else if r < v {
+                        0
+                    } else {
+                        2
+                    }
+                };
+                results
+                    .lock()
+                    .unwrap()
+                    .push((i as u32, w.id as u32, new(a), new(b)));
             }
         }
         s.barrier(w);
     })
     .expect("workers");
-    let mine: Vec<u8> = results.into_inner().unwrap().iter().flat_map(|&(i, w, a, b)| {
-        let mut v = i.to_le_bytes().to_vec();
-        v.extend_from_slice(&w.to_le_bytes());
-        v.push(a);
-        v.push(b);
-        v
-    }).collect();
+    let mine: Vec<u8> = results
+        .into_inner()
+        .unwrap()
+        .iter()
+        .flat_map(|&(i, w, a, b)| {
+            let mut v = i.to_le_bytes().to_vec();
+            v.extend_from_slice(&w.to_le_bytes());
+            v.push(a);
+            v.push(b);
+            v
+        })
+        .collect();
     let all = s.runtime().all_gather(&mine).expect("all_gather");
     let rank = s.rank();
     let st = s.stats();
@@ -196,14 +224,20 @@ fn litmus(kind: &str, iters: usize, seed: u64) -> i32 {
             _ => {
                 let (r1, r2) = m[&1];
                 let (r3, r4) = m[&3];
-                (format!("r1={r1} r2={r2} r3={r3} r4={r4}"), r1 == 1 && r2 == 0 && r3 == 1 && r4 == 0)
+                (
+                    format!("r1={r1} r2={r2} r3={r3} r4={r4}"),
+                    r1 == 1 && r2 == 0 && r3 == 1 && r4 == 0,
+                )
             }
         };
         let garbage = m.values().any(|&(a, b)| a == 2 || b == 2);
         forbidden += (bad || garbage) as usize;
         *hist.entry(key).or_default() += 1;
     }
-    eprintln!("litmus {kind} (seed {seed}, {iters} runs): {hist:?}; rank 0 faults r/w {}/{}", st.read_faults, st.write_faults);
+    eprintln!(
+        "litmus {kind} (seed {seed}, {iters} runs): {hist:?}; rank 0 faults r/w {}/{}",
+        st.read_faults, st.write_faults
+    );
     if forbidden > 0 {
         eprintln!("litmus {kind}: {forbidden} forbidden outcomes (not sequentially consistent)");
         return 1;
@@ -231,7 +265,14 @@ fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
     let code = match a.first().map(String::as_str) {
         Some("counter") => counter(arg(&a, 1), arg(&a, 2)),
-        Some("litmus") => litmus(a.get(1).map(String::as_str).filter(|k| ["mp", "sb", "iriw"].contains(k)).unwrap_or_else(|| usage()), arg(&a, 2), arg(&a, 3)),
+        Some("litmus") => litmus(
+            a.get(1)
+                .map(String::as_str)
+                .filter(|k| ["mp", "sb", "iriw"].contains(k))
+                .unwrap_or_else(|| usage()),
+            arg(&a, 2),
+            arg(&a, 3),
+        ),
         Some("die") => die(),
         _ => usage(),
     };

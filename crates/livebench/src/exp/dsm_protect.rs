@@ -25,7 +25,13 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
 };
 
 fn changes(addr: u64, pages: usize, access: Access) -> Vec<Change> {
-    (0..pages).map(|p| Change { addr: addr + (p * PAGE_BYTES) as u64, pages: 1, access }).collect()
+    (0..pages)
+        .map(|p| Change {
+            addr: addr + (p * PAGE_BYTES) as u64,
+            pages: 1,
+            access,
+        })
+        .collect()
 }
 
 fn touch(addr: u64, pages: usize, v: u8) {
@@ -38,7 +44,13 @@ fn touch(addr: u64, pages: usize, v: u8) {
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let reps: usize = ctx.param("reps", 300)?;
     let base: u64 = ctx.param("base_addr", 0x5c00_0000_0000u64)?;
-    let mut views = Views::new(ViewConfig { base_addr: base, heap_bytes: 1 << 20, virtual_bytes: 1 << 20, large_minipage_pages: 1 }).map_err(fail)?;
+    let mut views = Views::new(ViewConfig {
+        base_addr: base,
+        heap_bytes: 1 << 20,
+        virtual_bytes: 1 << 20,
+        large_minipage_pages: 1,
+    })
+    .map_err(fail)?;
     let (addr, _) = views.alloc(8 * PAGE_BYTES, PAGE_BYTES).map_err(fail)?;
     apply(ProtectMode::Batched, &mut changes(addr, 8, Access::Write)).map_err(fail)?;
     let uffd = UffdWp::register(addr, 8 * PAGE_BYTES);
@@ -63,10 +75,25 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 touch(addr, pages, i as u8);
                 let t0 = Instant::now();
                 match mech {
-                    "mprotect-per-page" => calls = apply(ProtectMode::PerPage, &mut changes(addr, pages, Access::Read)).map_err(fail)?,
-                    "mprotect-batched" => calls = apply(ProtectMode::Batched, &mut changes(addr, pages, Access::Read)).map_err(fail)?,
+                    "mprotect-per-page" => {
+                        calls = apply(
+                            ProtectMode::PerPage,
+                            &mut changes(addr, pages, Access::Read),
+                        )
+                        .map_err(fail)?
+                    }
+                    "mprotect-batched" => {
+                        calls = apply(
+                            ProtectMode::Batched,
+                            &mut changes(addr, pages, Access::Read),
+                        )
+                        .map_err(fail)?
+                    }
                     _ => {
-                        uffd.as_ref().map_err(|e| fail(e.to_string()))?.write_protect(addr, pages, true).map_err(fail)?;
+                        uffd.as_ref()
+                            .map_err(|e| fail(e.to_string()))?
+                            .write_protect(addr, pages, true)
+                            .map_err(fail)?;
                         calls = 1;
                     }
                 }
@@ -76,13 +103,26 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 }
                 // Back to read-write (untimed) for the next repetition.
                 match mech {
-                    "uffd-wp" => uffd.as_ref().map_err(|e| fail(e.to_string()))?.write_protect(addr, pages, false).map_err(fail)?,
+                    "uffd-wp" => uffd
+                        .as_ref()
+                        .map_err(|e| fail(e.to_string()))?
+                        .write_protect(addr, pages, false)
+                        .map_err(fail)?,
                     _ => {
-                        apply(ProtectMode::Batched, &mut changes(addr, pages, Access::Write)).map_err(fail)?;
+                        apply(
+                            ProtectMode::Batched,
+                            &mut changes(addr, pages, Access::Write),
+                        )
+                        .map_err(fail)?;
                     }
                 }
             }
-            table.push(vec![mech.into(), (pages as u64).into(), median(t).into(), (calls as u64).into()]);
+            table.push(vec![
+                mech.into(),
+                (pages as u64).into(),
+                median(t).into(),
+                (calls as u64).into(),
+            ]);
             (ctx.progress)(done, total);
         }
     }
@@ -90,7 +130,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     drop(views);
     Ok(ExperimentOutput {
         table,
-        plots: vec![PlotSpec::line("Live protection change (RW -> RO) of a Multiview view", "mechanism", "time_us", Some("pages")).bars()],
+        plots: vec![PlotSpec::line(
+            "Live protection change (RW -> RO) of a Multiview view",
+            "mechanism",
+            "time_us",
+            Some("pages"),
+        )
+        .bars()],
         sim_events: 0,
         meta: json!({
             "reps": reps,

@@ -25,7 +25,8 @@ use super::{fail, median};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "dsm-roundtrip",
     system: "live",
-    description: "Live DSM: control-message ping-pong round trip with the receiver's handler in each context",
+    description:
+        "Live DSM: control-message ping-pong round trip with the receiver's handler in each context",
     run,
 };
 
@@ -55,7 +56,11 @@ static RUNS: AtomicU64 = AtomicU64::new(0);
 /// Two endpoints over a fresh shm segment with a bootstrap directory (endpoint setup is a
 /// collective, so both are built on their own threads).
 fn endpoints(ctx: &RunContext) -> Result<(Endpoint, Endpoint, PathBuf), ExperimentError> {
-    let tag = format!("{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed));
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
     let dir = PathBuf::from(format!("/dev/shm/unpinned-dsmrt-{tag}"));
     std::fs::create_dir_all(&dir).map_err(fail)?;
     let cfgs: Vec<Config> = (0..2)
@@ -82,7 +87,11 @@ fn endpoints(ctx: &RunContext) -> Result<(Endpoint, Endpoint, PathBuf), Experime
     }
     let mut eps = Vec::new();
     for h in hs {
-        eps.push(h.join().map_err(|_| fail("endpoint thread panicked"))?.map_err(fail)?);
+        eps.push(
+            h.join()
+                .map_err(|_| fail("endpoint thread panicked"))?
+                .map_err(fail)?,
+        );
     }
     let _ = std::fs::remove_file(&seg);
     let b = eps.pop().expect("2");
@@ -91,10 +100,21 @@ fn endpoints(ctx: &RunContext) -> Result<(Endpoint, Endpoint, PathBuf), Experime
 }
 
 /// Round trips (us) with the receiver in `context`.
-fn measure(ctx: &RunContext, context: HandlerContext, pings: usize, warmup: usize) -> Result<Vec<f64>, ExperimentError> {
+fn measure(
+    ctx: &RunContext,
+    context: HandlerContext,
+    pings: usize,
+    warmup: usize,
+) -> Result<Vec<f64>, ExperimentError> {
     let (a, b, dir) = endpoints(ctx)?;
-    let sender = Arc::new(PingPong { ep: a, pongs: AtomicU64::new(0) });
-    let receiver = Arc::new(PingPong { ep: b, pongs: AtomicU64::new(0) });
+    let sender = Arc::new(PingPong {
+        ep: a,
+        pongs: AtomicU64::new(0),
+    });
+    let receiver = Arc::new(PingPong {
+        ep: b,
+        pongs: AtomicU64::new(0),
+    });
     let backoff = Backoff::default();
     let cs = Contexts::start(sender.clone(), HandlerContext::Polling, backoff).map_err(fail)?;
     let cr = Arc::new(Contexts::start(receiver.clone(), context, backoff).map_err(fail)?);
@@ -163,12 +183,24 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     }
     for (k, c) in HandlerContext::ALL.into_iter().enumerate() {
         let v = &all[k];
-        table.push(vec![c.name().into(), median(v.clone()).into(), pct(v.clone(), 0.1).into(), pct(v.clone(), 0.9).into(), (v.len() as u64).into()]);
+        table.push(vec![
+            c.name().into(),
+            median(v.clone()).into(),
+            pct(v.clone(), 0.1).into(),
+            pct(v.clone(), 0.9).into(),
+            (v.len() as u64).into(),
+        ]);
     }
     let b = Backoff::default();
     Ok(ExperimentOutput {
         table,
-        plots: vec![PlotSpec::line("Live DSM round trip by receiver handler context", "context", "rtt_us", None).bars()],
+        plots: vec![PlotSpec::line(
+            "Live DSM round trip by receiver handler context",
+            "context",
+            "rtt_us",
+            None,
+        )
+        .bars()],
         sim_events: 0,
         meta: json!({
             "pings_per_round": pings,
