@@ -58,6 +58,8 @@ enum Inflight {
     /// A control slot, a credit or a heartbeat: the staging buffer lives until completion.
     Staged(u32, #[allow(dead_code)] Box<[u8; SLOT_BYTES]>),
     Data(u32),
+    /// An RDMA read; on success `then` is delivered locally.
+    Read(u32, WireMsg),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,7 +91,9 @@ pub struct EndpointStats {
     pub received: u64,
     /// Data writes posted.
     pub data_writes: u64,
-    /// Bytes of data written.
+    /// Data reads posted (read faults served from a shared copy).
+    pub data_reads: u64,
+    /// Bytes of data written or read.
     pub data_bytes: u64,
 }
 
@@ -114,6 +118,7 @@ pub struct Endpoint {
     sent: AtomicU64,
     received: AtomicU64,
     data_writes: AtomicU64,
+    data_reads: AtomicU64,
     data_bytes: AtomicU64,
 }
 
@@ -196,6 +201,7 @@ impl Endpoint {
             sent: AtomicU64::new(0),
             received: AtomicU64::new(0),
             data_writes: AtomicU64::new(0),
+            data_reads: AtomicU64::new(0),
             data_bytes: AtomicU64::new(0),
         })
     }
@@ -221,6 +227,7 @@ impl Endpoint {
             sent: self.sent.load(Ordering::Relaxed),
             received: self.received.load(Ordering::Relaxed),
             data_writes: self.data_writes.load(Ordering::Relaxed),
+            data_reads: self.data_reads.load(Ordering::Relaxed),
             data_bytes: self.data_bytes.load(Ordering::Relaxed),
         }
     }
@@ -415,6 +422,44 @@ impl Endpoint {
         }
     }
 
+    /// Read `len` bytes at `offset` of `from`'s data range into the same offset of ours, then
+    /// deliver `then` locally (as if this rank had sent it to itself).
+    pub fn read_then(&self, from: u32, offset: u64, len: usize, then: WireMsg) {
+        let Some(p) = self.peers.get(from as usize).copied() else {
+            return self.fail_kind(
+                from,
+                format!("RDMA read from rank {from}: no such rank"),
+                FailKind::Local,
+            );
+        };
+        if from == self.rank || offset + len as u64 > p.data_len {
+            return self.fail_kind(from, format!("RDMA read [{offset}, +{len}) from rank {from}: outside its data range or this rank"), FailKind::Local);
+        }
+        let mut tx = self.tx.lock().expect("tx lock");
+        // SAFETY: the destination is this rank's private view at a minipage the protocol gives
+        // to this read alone (the requestor's copy is invalid and its manager busy with it).
+        match unsafe {
+            self.rt.read(
+                from,
+                (self.data_base + offset) as *mut u8,
+                p.data + offset,
+                p.data_key,
+                len,
+            )
+        } {
+            Ok(id) => {
+                self.data_reads.fetch_add(1, Ordering::Relaxed);
+                self.data_bytes.fetch_add(len as u64, Ordering::Relaxed);
+                tx.inflight.insert(id, Inflight::Read(from, then));
+            }
+            Err(e) => self.fail_kind(
+                from,
+                format!("posting an RDMA read from rank {from}: {e}"),
+                FailKind::Local,
+            ),
+        }
+    }
+
     /// Take completions (releasing staged buffers and blocked notices, recording failures)
     /// and retry sends that waited for credits.
     pub fn progress(&self) {
@@ -427,6 +472,13 @@ impl Endpoint {
             };
             let peer = match what {
                 Inflight::Staged(p, _) => p,
+                Inflight::Read(p, then) => {
+                    if c.status.is_ok() {
+                        self.local.lock().expect("local queue").push_back(then);
+                        self.local_len.fetch_add(1, Ordering::Release);
+                    }
+                    p
+                }
                 Inflight::Data(p) => {
                     if tx.peers[p as usize].blocked_on == Some(c.wr_id) {
                         tx.peers[p as usize].blocked_on = None;

@@ -41,6 +41,8 @@ pub const MAX_THREADS: usize = 1024;
 pub const ENV_CONTEXT: &str = "DSM_LIVE_CONTEXT";
 /// Environment variable: protection mechanism (`per-page`, `batched`).
 pub const ENV_PROTECT: &str = "DSM_LIVE_PROTECT";
+/// Environment variable: `0` turns off RDMA reads from shared copies (default `1`).
+pub const ENV_RDMA_READ: &str = "DSM_LIVE_RDMA_READ";
 /// Environment variable: record a trace into this file.
 pub const ENV_TRACE: &str = "DSM_LIVE_TRACE";
 
@@ -59,6 +61,8 @@ pub struct SpaceConfig {
     pub backoff: Backoff,
     /// Mailbox slots per peer ring.
     pub mailbox_slots: usize,
+    /// Serve read faults on shared minipages by an RDMA read from a non-manager copy.
+    pub rdma_read_shared: bool,
     /// Record a trace into this file.
     pub trace: Option<std::path::PathBuf>,
     /// Application name for the trace header.
@@ -75,12 +79,14 @@ impl SpaceConfig {
             views: ViewConfig::default(),
             backoff: Backoff::default(),
             mailbox_slots: 256,
+            rdma_read_shared: true,
             trace: None,
             app: "app".into(),
         }
     }
 
-    /// Defaults overridden by [`ENV_CONTEXT`], [`ENV_PROTECT`] and [`ENV_TRACE`].
+    /// Defaults overridden by [`ENV_CONTEXT`], [`ENV_PROTECT`], [`ENV_TRACE`] and
+    /// [`ENV_RDMA_READ`].
     pub fn from_env(threads_per_rank: usize) -> Result<SpaceConfig, DsmLiveError> {
         let mut c = SpaceConfig::new(threads_per_rank);
         if let Ok(v) = std::env::var(ENV_CONTEXT) {
@@ -94,6 +100,17 @@ impl SpaceConfig {
                 .map_err(|e| DsmLiveError::Config(format!("{ENV_PROTECT}: {e}")))?;
         }
         c.trace = std::env::var_os(ENV_TRACE).map(Into::into);
+        if let Ok(v) = std::env::var(ENV_RDMA_READ) {
+            c.rdma_read_shared = match v.as_str() {
+                "1" => true,
+                "0" => false,
+                _ => {
+                    return Err(DsmLiveError::Config(format!(
+                        "{ENV_RDMA_READ}={v:?}: use 0 or 1"
+                    )))
+                }
+            };
+        }
         Ok(c)
     }
 }
@@ -137,6 +154,7 @@ struct Inner {
     size: u32,
     tpr: usize,
     protect: ProtectMode,
+    rdma_read: bool,
     views: RwLock<Views>,
     node: Mutex<Node>,
     /// Requests for minipages not allocated here yet (a faster rank's setup).
@@ -225,6 +243,25 @@ impl Inner {
         }
         while let Some((to, msg)) = node.poll_message() {
             match msg {
+                // A read of a shared minipage whose server is neither this manager nor the
+                // requestor: the requestor pulls the data by RDMA read, the server is not
+                // disturbed (spec dsm.md). The copy cannot change meanwhile: the manager
+                // serves nothing else for this minipage until the requestor's Ack.
+                Msg::Transfer {
+                    mp,
+                    requestor,
+                    write: false,
+                    notices: 0,
+                } if self.rdma_read
+                    && to != self.rank
+                    && to != requestor
+                    && node
+                        .manager_view(mp)
+                        .is_some_and(|(owner, copies)| owner.is_none() && copies.contains(&to)) =>
+                {
+                    self.ep
+                        .send(requestor, WireMsg::ReadFrom { mp, server: to });
+                }
                 Msg::Data {
                     mp, write, notices, ..
                 } => {
@@ -367,6 +404,30 @@ impl Inner {
             }
             WireMsg::BarrierRelease { epoch } => {
                 self.released.fetch_max(epoch, Ordering::AcqRel);
+            }
+            WireMsg::ReadFrom { mp, server } => {
+                let views = self.views.read().expect("views");
+                match views.minipages().get(mp as usize) {
+                    Some(m)
+                        if server < self.size && server != self.rank && from == mp % self.size =>
+                    {
+                        self.ep.read_then(
+                            server,
+                            m.offset,
+                            m.len,
+                            WireMsg::Dsm(Msg::Data {
+                                mp,
+                                write: false,
+                                notices: 0,
+                                bytes: Vec::new(),
+                            }),
+                        );
+                    }
+                    _ => self.ep.fail_with(&DsmLiveError::Malformed {
+                        from,
+                        why: format!("read-from of minipage {mp} at rank {server}"),
+                    }),
+                }
             }
             WireMsg::Ping { seq } => self.ep.send(from, WireMsg::Pong { seq }),
             WireMsg::Pong { .. } | WireMsg::Dsm(_) => {}
@@ -525,6 +586,7 @@ impl LiveSpace {
             size,
             tpr: cfg.threads_per_rank,
             protect: cfg.protect,
+            rdma_read: cfg.rdma_read_shared,
             views: RwLock::new(views),
             node: Mutex::new(Node::new(rank, size, 0)),
             parked: Mutex::new(Vec::new()),

@@ -46,6 +46,14 @@ pub enum WireMsg {
         /// Barrier number.
         epoch: u64,
     },
+    /// Manager -> requestor of a read: pull `mp` with an RDMA read from `server`'s shared read
+    /// copy (instead of a transfer notice to the server), then acknowledge as after `Data`.
+    ReadFrom {
+        /// Minipage.
+        mp: u32,
+        /// A rank holding a read copy.
+        server: u32,
+    },
     /// Round-trip probe (dsm-roundtrip).
     Ping {
         /// Sequence number.
@@ -159,6 +167,7 @@ fn payload(m: &WireMsg) -> [u8; PAYLOAD] {
         WireMsg::BarrierRelease { epoch } => w.u8(12).u64(*epoch),
         WireMsg::Ping { seq } => w.u8(13).u64(*seq),
         WireMsg::Pong { seq } => w.u8(14).u64(*seq),
+        WireMsg::ReadFrom { mp, server } => w.u8(15).u32(*mp).u32(*server),
     };
     w.b
 }
@@ -234,6 +243,10 @@ pub fn decode(s: &[u8; SLOT_BYTES]) -> Result<WireMsg, WireError> {
         12 => WireMsg::BarrierRelease { epoch: r.u64() },
         13 => WireMsg::Ping { seq: r.u64() },
         14 => WireMsg::Pong { seq: r.u64() },
+        15 => WireMsg::ReadFrom {
+            mp: r.u32(),
+            server: r.u32(),
+        },
         t => return Err(WireError::UnknownTag(t)),
     })
 }
@@ -283,6 +296,7 @@ mod tests {
             WireMsg::BarrierRelease { epoch: 3 },
             WireMsg::Ping { seq: 99 },
             WireMsg::Pong { seq: 100 },
+            WireMsg::ReadFrom { mp: 14, server: 2 },
         ];
         for (i, m) in all.iter().enumerate() {
             let s = encode(i as u64 + 1, m);

@@ -157,3 +157,15 @@ fn trace_records_every_workers_faults_barriers_and_locks() {
         }
     }
 }
+
+#[test]
+fn shared_reads_are_pulled_by_rdma_read_from_a_non_manager_copy() {
+    ok(
+        &run(3, &["readshare", "20"], &[]),
+        "readshare with RDMA reads",
+    );
+    ok(
+        &run(3, &["readshare", "10"], &[("DSM_LIVE_RDMA_READ", "0")]),
+        "readshare with transfer notices only",
+    );
+}

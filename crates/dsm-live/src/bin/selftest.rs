@@ -8,6 +8,9 @@
 //!   one. Iteration `i` uses variable pair `i % 3` and writes the value `i`, so a read sees
 //!   either the new value (`i`) or an old one (`< i`), and stale read copies from earlier
 //!   iterations must have been invalidated.
+//! - `readshare ITERS`: 3 ranks; rank 1 writes a minipage managed by rank 0, rank 2 reads it,
+//!   then rank 0 reads it: a shared copy not at the manager, so rank 0 pulls it with an RDMA
+//!   read from rank 1 (unless `DSM_LIVE_RDMA_READ=0`). Every read must see the value written.
 //! - `die`: rank 1 exits right after setup; rank 0 then faults on a minipage rank 1 manages
 //!   and must fail with a clear error (exit code 75), not hang.
 //!
@@ -245,6 +248,50 @@ fn litmus(kind: &str, iters: usize, seed: u64) -> i32 {
     0
 }
 
+fn readshare(iters: u64) -> i32 {
+    let s = space(1, "readshare");
+    if s.ranks() != 3 {
+        eprintln!("readshare needs 3 ranks");
+        return 2;
+    }
+    let x = alloc_u64(&s); // minipage 0: managed by rank 0
+    let bad = Mutex::new(0u64);
+    s.spawn_workers(|s, w| {
+        for i in 1..=iters {
+            s.barrier(w);
+            if s.rank() == 1 {
+                wr(x, i);
+            }
+            s.barrier(w);
+            if s.rank() == 2 && rd(x) != i {
+                *bad.lock().unwrap() += 1;
+            }
+            s.barrier(w);
+            if s.rank() == 0 && rd(x) != i {
+                *bad.lock().unwrap() += 1;
+            }
+        }
+        s.barrier(w);
+    })
+    .expect("workers");
+    let st = s.stats();
+    let rank = s.rank();
+    s.finish().expect("finish");
+    let bad = bad.into_inner().unwrap();
+    eprintln!(
+        "rank {rank}: readshare wrong reads {bad}, RDMA reads {}, data writes {}",
+        st.endpoint.data_reads, st.endpoint.data_writes
+    );
+    let want_reads = std::env::var("DSM_LIVE_RDMA_READ").map_or(true, |v| v != "0");
+    if bad > 0
+        || (rank == 0 && want_reads && st.endpoint.data_reads != iters)
+        || (!want_reads && st.endpoint.data_reads != 0)
+    {
+        return 1;
+    }
+    0
+}
+
 fn die() -> i32 {
     let s = space(1, "die");
     let _a = alloc_u64(&s);
@@ -273,6 +320,7 @@ fn main() {
             arg(&a, 2),
             arg(&a, 3),
         ),
+        Some("readshare") => readshare(arg(&a, 1)),
         Some("die") => die(),
         _ => usage(),
     };
