@@ -70,7 +70,7 @@ pub struct SpaceConfig {
 }
 
 impl SpaceConfig {
-    /// Defaults: `progress` context, batched protection, 256 MiB heap.
+    /// Defaults: `progress` context, batched protection, 1 GiB heap (sparse), 4 GiB of views.
     pub fn new(threads_per_rank: usize) -> SpaceConfig {
         SpaceConfig {
             threads_per_rank,

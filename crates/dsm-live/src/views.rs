@@ -31,10 +31,12 @@ pub struct ViewConfig {
 
 impl Default for ViewConfig {
     fn default() -> Self {
+        // The memfd is sparse and the views are reserved, not committed: generous sizes cost
+        // nothing until touched.
         ViewConfig {
             base_addr: 0x5a00_0000_0000,
-            heap_bytes: 256 << 20,
-            virtual_bytes: 1 << 30,
+            heap_bytes: 1 << 30,
+            virtual_bytes: 4 << 30,
             large_minipage_pages: 1,
         }
     }
