@@ -11,6 +11,9 @@
 //! - `readshare ITERS`: 3 ranks; rank 1 writes a minipage managed by rank 0, rank 2 reads it,
 //!   then rank 0 reads it: a shared copy not at the manager, so rank 0 pulls it with an RDMA
 //!   read from rank 1 (unless `DSM_LIVE_RDMA_READ=0`). Every read must see the value written.
+//! - `faultcost ITERS`: 2 ranks alternately write one minipage (each write takes ownership
+//!   and data from the other rank) with a barrier after each; prints the median iteration
+//!   time minus the median of barriers alone (about a write fault served by the peer, us).
 //! - `die`: rank 1 exits right after setup; rank 0 then faults on a minipage rank 1 manages
 //!   and must fail with a clear error (exit code 75), not hang.
 //!
@@ -292,6 +295,51 @@ fn readshare(iters: u64) -> i32 {
     0
 }
 
+fn faultcost(iters: u64) -> i32 {
+    let s = space(1, "faultcost");
+    let x = alloc_u64(&s);
+    let out = Mutex::new((0.0, 0.0));
+    s.spawn_workers(|s, w| {
+        for _ in 0..20 {
+            s.barrier(w);
+        }
+        // Medians of single iterations: robust to a descheduled rank on a loaded host.
+        let med = |mut v: Vec<f64>| {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[v.len() / 2]
+        };
+        let mut bars = Vec::new();
+        for _ in 0..iters {
+            let t = std::time::Instant::now();
+            s.barrier(w);
+            bars.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        let mut boths = Vec::new();
+        for i in 0..iters {
+            let t = std::time::Instant::now();
+            if i % 2 == s.rank() as u64 {
+                wr(x, i);
+            }
+            s.barrier(w);
+            boths.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        let (barrier_us, both_us) = (med(bars), med(boths));
+        *out.lock().unwrap() = (barrier_us, both_us);
+    })
+    .expect("workers");
+    let st = s.stats();
+    let rank = s.rank();
+    s.finish().expect("finish");
+    let (b, both) = out.into_inner().unwrap();
+    eprintln!(
+        "rank {rank}: context {} barrier {b:.1} us, write+barrier {both:.1} us, write fault ~{:.1} us; faults w {}",
+        std::env::var("DSM_LIVE_CONTEXT").unwrap_or_else(|_| "progress".into()),
+        both - b,
+        st.write_faults
+    );
+    0
+}
+
 fn die() -> i32 {
     let s = space(1, "die");
     let _a = alloc_u64(&s);
@@ -321,6 +369,7 @@ fn main() {
             arg(&a, 3),
         ),
         Some("readshare") => readshare(arg(&a, 1)),
+        Some("faultcost") => faultcost(arg(&a, 1)),
         Some("die") => die(),
         _ => usage(),
     };
