@@ -62,7 +62,7 @@
 //!
 //! `unpinned live dsm-protect` (RW -> RO of present, dirty pages; median us):
 //! `mprotect` per page 2.2 (1 page) / 14.5-24.6 (8 pages, 8 calls); one batched `mprotect`
-//! 2.2 / 2.1-2.1; userfaultfd write-protect 1.0 / 1.9.
+//! 2.2 / 2.1; userfaultfd write-protect 1.0 / 1.9.
 //!
 //! `dsm-live-selftest faultcost 400` (median iteration with a write fault served by the peer
 //! minus the median barrier; two runs per context): progress 134-139 us, deferred 151-165,
