@@ -648,7 +648,9 @@ impl LiveSpace {
         }
     }
 
-    /// The runtime (bootstrap collectives such as `all_gather` for results).
+    /// The runtime, for bootstrap collectives (`all_gather`, `barrier`) only: its completion
+    /// queue belongs to the DSM, which takes every completion, so work requests posted here
+    /// would never be seen completing.
     pub fn runtime(&self) -> &Runtime {
         self.inner.ep.runtime()
     }
