@@ -53,4 +53,14 @@ pub trait SharedSpace: Sync {
     fn lock(&self, worker: Worker, id: u32);
     /// Releases global lock `id`.
     fn unlock(&self, worker: Worker, id: u32);
+    /// Optional access hook: `worker` is about to read (or, with `write`, write) the `len`
+    /// bytes at `ptr` of a shared allocation.
+    ///
+    /// Applications call it once per shared range around their loops (not per element), so
+    /// it stays cheap. A DSM that catches accesses with page protection ignores it (the
+    /// default does nothing); a tracing space that emulates coherence in software uses it to
+    /// record the faults the access would take.
+    fn access(&self, worker: Worker, ptr: *const u8, len: usize, write: bool) {
+        let _ = (worker, ptr, len, write);
+    }
 }

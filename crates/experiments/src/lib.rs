@@ -70,12 +70,13 @@ pub struct ExperimentSpec {
 }
 
 pub mod aa;
+pub mod dsm;
 pub mod part;
 mod odp;
 
 /// Every experiment, in report order.
 pub fn all() -> Vec<&'static ExperimentSpec> {
-    part::specs().into_iter().chain(odp::specs()).chain(aa::specs()).collect()
+    part::specs().into_iter().chain(odp::specs()).chain(aa::specs()).chain(dsm::specs()).collect()
 }
 
 /// Look up an experiment by name.

@@ -10,6 +10,7 @@
 //! - [`faults`]: packet fault injection (loss, duplication, reordering, corruption, delay).
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
 //! - [`world`]: the event loop.
+//! - [`dsm`]: replay of DSM traces on the reference cluster's calibration.
 
 #![warn(missing_docs)]
 
@@ -17,6 +18,7 @@ pub mod aa;
 pub mod faults;
 pub mod bench;
 pub mod conformance;
+pub mod dsm;
 pub mod invariants;
 pub mod memory;
 pub mod net;
