@@ -72,6 +72,17 @@ enum Command {
     /// Run a live experiment: two ranks of the live runtime in this process, real memory and
     /// faults (or list them with --list).
     Live(live_cmd::LiveArgs),
+    /// One rank of a DSM application on the live DSM (run it under `unpinned run -n N --`):
+    /// `unpinned dsm-run APP [--threads T] [--context C] [--input small|medium|spec] ...`
+    /// (the `unpinned-dsm-run` program; `unpinned dsm-run --help` lists the options).
+    DsmRun(DsmRunArgs),
+}
+
+#[derive(Args, Debug)]
+struct DsmRunArgs {
+    /// APP and its options (passed to unpinned-dsm-run as they are).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP ARGS")]
+    args: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +251,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Calibrate(a) => calibrate_cmd::run(a),
         Command::Live(a) => live_cmd::run(a),
+        Command::DsmRun(a) => std::process::exit(unpinned_dsm_run::main_with(&a.args)),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
     };
     match result {

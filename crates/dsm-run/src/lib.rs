@@ -227,24 +227,92 @@ pub fn result_file(dir: &Path, app: &str, ranks: u32, threads: u32) -> PathBuf {
     dir.join(format!("{app}-{ranks}x{threads}.json"))
 }
 
-/// The `unpinned-dsm-run` binary for launchers: [`ENV_BINARY`], else next to the current
-/// executable or one directory up (test binaries live in `target/*/deps`).
-pub fn binary_path() -> Result<PathBuf, String> {
+/// The program and leading arguments a launcher starts on every rank to run `unpinned-dsm-run`
+/// (followed by [`RunArgs::to_args`]): [`ENV_BINARY`] if set; the current executable with
+/// `dsm-run` if it is the `unpinned` tool (`unpinned dsm-run` is the same program); else the
+/// `unpinned-dsm-run` binary next to the current executable or one directory up (test
+/// binaries live in `target/*/deps`).
+pub fn command() -> Result<(PathBuf, Vec<String>), String> {
     if let Some(p) = std::env::var_os(ENV_BINARY) {
-        return Ok(p.into());
+        return Ok((p.into(), Vec::new()));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    if exe.file_name().is_some_and(|n| n == "unpinned") {
+        return Ok((exe, vec!["dsm-run".into()]));
+    }
     let dir = exe.parent().ok_or("no directory of the current executable")?;
     for d in [Some(dir), dir.parent()].into_iter().flatten() {
         let p = d.join("unpinned-dsm-run");
         if p.is_file() {
-            return Ok(p);
+            return Ok((p, Vec::new()));
         }
     }
     Err(format!(
         "unpinned-dsm-run not found next to {} (build it: cargo build -p unpinned-dsm-run, or set {ENV_BINARY})",
         exe.display()
     ))
+}
+
+/// The whole program of a rank (`unpinned-dsm-run ARGS` and `unpinned dsm-run ARGS`): parse,
+/// run, print rank 0's line, write `--result`; returns the exit code.
+pub fn main_with(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return 0;
+    }
+    if args.first().map(String::as_str) == Some("--burn") {
+        match args.get(1).and_then(|v| v.parse::<f64>().ok()).filter(|s| *s > 0.0) {
+            Some(s) => {
+                burn(s);
+                return 0;
+            }
+            None => {
+                eprintln!("unpinned-dsm-run: --burn SECONDS (positive)");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let a = match RunArgs::parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("unpinned-dsm-run: {e}\n{USAGE}");
+            return EXIT_USAGE;
+        }
+    };
+    match run_rank(&a) {
+        Ok(None) => 0,
+        Ok(Some(r)) => {
+            println!("{}", r.line());
+            if let Some(p) = &a.result {
+                let text = serde_json::to_string_pretty(&r).expect("a result serialises");
+                if let Err(e) = std::fs::write(p, text) {
+                    eprintln!("unpinned-dsm-run: writing {}: {e}", p.display());
+                    return EXIT_WRONG;
+                }
+            }
+            if r.correct {
+                0
+            } else {
+                EXIT_WRONG
+            }
+        }
+        Err(e) => {
+            eprintln!("unpinned-dsm-run ({}): {e}", a.app);
+            EXIT_WRONG
+        }
+    }
+}
+
+/// `--burn SECONDS`: a CPU-bound process (the extra load of `dsm-load`), spinning until
+/// killed or for at most SECONDS.
+pub fn burn(seconds: f64) {
+    let t0 = Instant::now();
+    let mut x = 1u64;
+    while t0.elapsed().as_secs_f64() < seconds {
+        for _ in 0..100_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
 }
 
 /// Per-rank counters, as gathered (fixed little-endian layout).

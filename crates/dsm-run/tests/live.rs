@@ -90,3 +90,54 @@ fn trace_totals_of_live_and_tracing_runs_agree_on_synchronisation() {
     assert!(l.faults > 0 && t.faults > 0);
     assert!(l.faults <= 4 * t.faults && t.faults <= 4 * l.faults, "fault counts of different orders: live {} vs traced {}", l.faults, t.faults);
 }
+
+/// `unpinned live dsm-apps` / `dsm-load` with tiny parameters: the columns, correct
+/// live rows, speedups against the 1 x 1 run, traces and results where the replay finds them.
+#[test]
+fn live_dsm_apps_and_dsm_load_experiments() {
+    use unpinned_experiments::RunContext;
+    use unpinned_livebench::exp;
+    std::env::set_var(unpinned_dsm_run::ENV_BINARY, env!("CARGO_BIN_EXE_unpinned-dsm-run"));
+    let dir = tmp("traces");
+    let run = |name: &str, params: &[(&str, &str)]| {
+        let ctx = RunContext {
+            profile: exp::live_profile(),
+            seed: 1,
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            progress: &|_, _| {},
+        };
+        (exp::find(name).expect("registered").run)(&ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let d = dir.display().to_string();
+    let o = run("dsm-apps", &[("apps", "sor,is"), ("nodes", "1,2"), ("threads", "1"), ("contexts", "progress,polling"), ("traces", &d)]);
+    let t = &o.table;
+    let want = ["app", "context", "nodes", "threads_per_node", "time_s", "speedup", "faults_per_s", "barriers_per_s", "locks_per_s", "correct", "driver"];
+    assert_eq!(&t.columns[..want.len()], want);
+    assert_eq!(t.rows.len(), 2 * 2 * 2);
+    let c = |n: &str| t.col(n).unwrap();
+    for r in &t.rows {
+        assert_eq!(r[c("correct")].to_text(), "1", "{r:?}");
+        assert_eq!(r[c("driver")].to_text(), "live");
+        assert!(r[c("time_s")].as_f64().unwrap() > 0.0);
+        let one = r[c("nodes")].to_text() == "1";
+        assert_eq!(r[c("faults_per_s")].as_f64().unwrap() == 0.0, one, "{r:?}");
+        if one {
+            assert_eq!(r[c("speedup")].as_f64().unwrap(), 1.0);
+        }
+    }
+    for p in &o.plots {
+        unpinned_report::render_svg(t, p).unwrap();
+    }
+    // Traces of the first context's runs, with results, where `unpinned sim dsm-apps` reads them.
+    for app in ["sor", "is"] {
+        for n in [1, 2] {
+            let tr = Trace::parse(&std::fs::read_to_string(unpinned_dsm_run::trace_file(&dir, app, n, 1)).unwrap()).unwrap();
+            assert_eq!((tr.header.app.as_str(), tr.header.ranks), (app, n));
+            assert!(result(&unpinned_dsm_run::result_file(&dir, app, n, 1)).correct);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let l = run("dsm-load", &[("apps", "nbody"), ("nodes", "2"), ("threads", "1"), ("contexts", "signal")]);
+    assert_eq!(l.table.rows.len(), 1);
+    assert_eq!(l.table.rows[0][l.table.col("correct").unwrap()].to_text(), "1");
+}

@@ -3,7 +3,8 @@
 //! The PART experiments keep the simulator's names and CSV columns (crates/experiments/src/
 //! part/) so that live and simulated tables can be compared column for column; `live-hol`,
 //! `live-stale` and `live-peers` exist only live; `dsm-roundtrip` and `dsm-protect` measure the
-//! live DSM (crates/dsm-live). Every experiment runs two ranks as two
+//! live DSM (crates/dsm-live); `dsm-apps` and `dsm-load` run the DSM applications on it, each
+//! rank a real process (the only live experiments that launch processes). Every experiment runs two ranks as two
 //! [`Runtime`]s in this process, connected by the shared-memory transport users get from
 //! `unpinned run` (a segment in /dev/shm, unlinked once both ranks opened it), so no launcher
 //! is needed. Rank 0 sends, rank 1 is the target.
@@ -12,6 +13,7 @@
 //! 2 vCPUs shared by two engine threads, two page-in threads and the caller, and single
 //! transfers vary by 2-3x.
 
+mod dsm_apps;
 mod dsm_protect;
 mod dsm_roundtrip;
 mod fault_all;
@@ -53,6 +55,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &vs_sim::SPEC,
         &dsm_roundtrip::SPEC,
         &dsm_protect::SPEC,
+        &dsm_apps::SPEC_APPS,
+        &dsm_apps::SPEC_LOAD,
     ]
 }
 
