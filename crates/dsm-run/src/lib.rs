@@ -24,19 +24,22 @@
 //!   time the worker was descheduled and the cost of handlers that ran on its CPU); the
 //!   tracing space uses the thread's CPU clock. On the 2-vCPU development machine with more
 //!   threads than CPUs, live computation is therefore larger.
-//! - **Faults** are real protection faults: the live DSM faults on every access to a
-//!   minipage without the right copy, including reads and writes of setup data the tracing
-//!   space does not trace (setup is untraced in both, but in the live DSM the first parallel
-//!   touches find the data where setup left it: at rank 0 and the minipages' managers); the
-//!   tracing space counts only the ranges the app announces through `SharedSpace::access`,
-//!   per 4 KiB minipage. Large live objects are also cut into one-page minipages, so fault
-//!   counts agree when the announced ranges are exactly what the app touches; they differ
-//!   where an app touches less (or more) than it announces, and where a live page read by
-//!   a thread was invalidated while a neighbour thread of the same rank still computes.
+//! - **Faults** in a live trace are real protection faults of the workers; the tracing space
+//!   records a fault when a rank touches, through a range the app announces with
+//!   `SharedSpace::access`, a 4 KiB minipage it has no valid copy of in its software
+//!   emulation. The two start from different states: the emulation starts every minipage
+//!   writable at its manager (`mp % ranks`) and ignores setup, while live, rank 0's untraced
+//!   setup writes really fault and move the minipages it initialised to rank 0, so the first
+//!   parallel touches of other ranks fault where the emulation says the data is already
+//!   theirs (and vice versa). Announced ranges that are wider or narrower than the real
+//!   accesses make further differences.
 //! - **Barriers and locks** are the app's own calls in both and agree exactly.
 //!
-//! `crates/dsm-run/tests/live.rs` compares the totals of one app both ways (see
-//! `trace_totals_of_live_and_tracing_runs_agree_on_synchronisation`).
+//! Measured (SOR, small input, 2 ranks x 2 threads, debug build, loaded 2-vCPU VM): live 39
+//! faults (17 writes), 32 barrier records, 0.61 ms computation; tracing space 36 faults (17
+//! writes), 32 barrier records, 0.54 ms computation. The test
+//! `trace_totals_of_live_and_tracing_runs_agree_on_synchronisation` (tests/live.rs) prints
+//! them and asserts equal barrier and lock records and fault counts within a factor of 4.
 
 #![warn(missing_docs)]
 
