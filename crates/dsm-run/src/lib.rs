@@ -307,11 +307,13 @@ pub fn main_with(args: &[String]) -> i32 {
 }
 
 /// `--burn SECONDS`: a CPU-bound process (the extra load of `dsm-load`), spinning until
-/// killed or for at most SECONDS.
+/// killed, for at most SECONDS, or until its parent is gone (an interrupted experiment must
+/// not leave spinning orphans).
 pub fn burn(seconds: f64) {
     let t0 = Instant::now();
+    let parent = std::os::unix::process::parent_id();
     let mut x = 1u64;
-    while t0.elapsed().as_secs_f64() < seconds {
+    while t0.elapsed().as_secs_f64() < seconds && std::os::unix::process::parent_id() == parent {
         for _ in 0..100_000 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
