@@ -73,8 +73,9 @@ enum Command {
     /// faults (or list them with --list).
     Live(live_cmd::LiveArgs),
     /// One rank of a DSM application on the live DSM (run it under `unpinned run -n N --`):
-    /// `unpinned dsm-run APP [--threads T] [--context C] [--input small|medium|spec] ...`
-    /// (the `unpinned-dsm-run` program; `unpinned dsm-run --help` lists the options).
+    /// `unpinned dsm-run APP [--threads T] [--context progress|deferred|signal|polling]
+    /// [--input small|medium|spec] [--protect batched|per-page] [--trace FILE] [--result FILE]`
+    /// (the same program as `unpinned-dsm-run`).
     DsmRun(DsmRunArgs),
 }
 
