@@ -87,6 +87,18 @@ enum Command {
     /// cluster workers).
     #[command(hide = true)]
     RunPoint(sweep::RunPointArgs),
+    /// One rank of a DSM application on the live DSM (run it under `unpinned run -n N --`):
+    /// `unpinned dsm-run APP [--threads T] [--context progress|deferred|signal|polling]
+    /// [--input small|medium|spec] [--protect batched|per-page] [--trace FILE] [--result FILE]`
+    /// (the same program as `unpinned-dsm-run`).
+    DsmRun(DsmRunArgs),
+}
+
+#[derive(Args, Debug)]
+struct DsmRunArgs {
+    /// APP and its options (passed to unpinned-dsm-run as they are).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP ARGS")]
+    args: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -258,6 +270,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay_cmd::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::RunPoint(a) => sweep::run_point_cmd(a),
+        Command::DsmRun(a) => std::process::exit(unpinned_dsm_run::main_with(&a.args)),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
     };
     match result {

@@ -252,6 +252,19 @@ impl Node {
         self.events.pop_front()
     }
 
+    /// The manager's record of `mp` as (owner, nodes with a valid copy), on its manager only
+    /// (`None` elsewhere). A driver uses it to let a read be served by an RDMA read from a
+    /// shared copy instead of a transfer notice (spec: "may pull the data with an RDMA read").
+    pub fn manager_view(&self, mp: Mp) -> Option<(Option<NodeId>, Vec<NodeId>)> {
+        if self.manager_of(mp) != self.id {
+            return None;
+        }
+        Some(match self.managed.get(&mp) {
+            Some(m) => (m.owner, m.copies.clone()),
+            None => (Some(self.id), vec![self.id]),
+        })
+    }
+
     /// No request outstanding and nothing to send.
     pub fn is_idle(&self) -> bool {
         self.pending.is_empty() && self.outbox.is_empty()

@@ -113,3 +113,38 @@ fn the_tracing_emulation_agrees_with_the_protocol_on_barrier_ordered_apps() {
         assert_eq!(s.requests, s.faults, "{app}");
     }
 }
+
+#[test]
+fn traces_from_a_directory_are_replayed_and_bad_ones_are_named() {
+    // The files `unpinned live dsm-apps --set exp.traces=DIR` writes (APP-NxT.jsonl and the
+    // run's result APP-NxT.json); here written from tracing-space runs.
+    let dir = std::env::temp_dir().join(format!("dsm-traces-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (n, correct) in [(1u32, true), (2, false)] {
+        let mut a = create("sor", Input::Small).unwrap();
+        let (trace, verdict) = run_traced(a.as_mut(), n as usize, 1).unwrap();
+        verdict.unwrap();
+        std::fs::write(dir.join(format!("sor-{n}x1.jsonl")), trace.to_json_lines()).unwrap();
+        std::fs::write(dir.join(format!("sor-{n}x1.json")), format!("{{\"correct\": {correct}}}")).unwrap();
+    }
+    let d = dir.display().to_string();
+    let o = run("dsm-apps", &[("apps", "sor"), ("nodes", "1,2,4"), ("threads", "1"), ("contexts", "interrupt"), ("traces", &d)]);
+    let t = &o.table;
+    // No trace for 4 nodes: skipped and listed.
+    assert_eq!(t.rows.len(), 2);
+    assert_eq!(o.meta["trace_source"], "live");
+    assert_eq!(o.meta["missing_traces"][0], "sor-4x1");
+    // The recorded verdict, not a recomputed one.
+    let correct: Vec<String> = t.rows.iter().map(|r| r[col(t, "correct")].to_text()).collect();
+    assert_eq!(correct, ["1", "0"]);
+    std::fs::write(dir.join("sor-2x1.jsonl"), "{\"not\": \"a trace\"}\n").unwrap();
+    let ctx = RunContext {
+        profile: Profile::forth_arm(),
+        seed: 1,
+        params: [("apps", "sor"), ("nodes", "1,2"), ("threads", "1"), ("traces", d.as_str())].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        progress: &|_, _| {},
+    };
+    let e = (find("dsm-apps").unwrap().run)(&ctx).err().unwrap().to_string();
+    assert!(e.contains("sor-2x1.jsonl"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

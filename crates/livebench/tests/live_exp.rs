@@ -182,3 +182,30 @@ fn live_peers_ours_without_the_peer() {
     assert_eq!(o.table.rows.len(), 8); // 8, 16, 32, 64 B x put, get
     assert!((0..8).all(|r| text(&o.table, r, "system") == "unpinned"));
 }
+
+#[test]
+fn dsm_roundtrip_every_context_answers() {
+    let o = run("dsm-roundtrip", &[("pings", "20"), ("warmup", "2"), ("rounds", "1")]);
+    assert_eq!(cols(&o.table), ["context", "rtt_us", "rtt_p10_us", "rtt_p90_us", "pings"]);
+    let ctxs: Vec<String> = (0..o.table.rows.len()).map(|r| text(&o.table, r, "context")).collect();
+    assert_eq!(ctxs, ["progress", "deferred", "signal", "polling"]);
+    for r in 0..o.table.rows.len() {
+        assert_eq!(num(&o.table, r, "pings"), 20.0);
+        assert!(num(&o.table, r, "rtt_us") > 0.0);
+    }
+}
+
+#[test]
+fn dsm_protect_batched_makes_one_call() {
+    let o = run("dsm-protect", &[("reps", "5")]);
+    assert_eq!(cols(&o.table), ["mechanism", "pages", "time_us", "calls"]);
+    for r in 0..o.table.rows.len() {
+        let calls = num(&o.table, r, "calls");
+        let pages = num(&o.table, r, "pages");
+        match text(&o.table, r, "mechanism").as_str() {
+            "mprotect-per-page" => assert_eq!(calls, pages),
+            _ => assert_eq!(calls, 1.0),
+        }
+        assert!(num(&o.table, r, "time_us") > 0.0);
+    }
+}

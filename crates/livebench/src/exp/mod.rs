@@ -4,7 +4,9 @@
 //! part/) so that live and simulated tables can be compared column for column; `live-hol`,
 //! `live-stale` and `live-peers` exist only live. The Active Access `aa-dht-link` keeps the
 //! simulator's name and columns (plus `driver`); `aa-notify` exists only live (issue 5).
-//! Every experiment runs two ranks as two
+//! `dsm-roundtrip` and `dsm-protect` measure the live DSM (crates/dsm-live); `dsm-apps` and
+//! `dsm-load` run the DSM applications on it, each rank a real process (the only live
+//! experiments that launch processes). Every other experiment runs two ranks as two
 //! [`Runtime`]s in this process, connected by the shared-memory transport users get from
 //! `unpinned run` (a segment in /dev/shm, unlinked once both ranks opened it), so no launcher
 //! is needed. Rank 0 sends, rank 1 is the target.
@@ -15,6 +17,9 @@
 
 mod aa_dht_link;
 mod aa_notify;
+mod dsm_apps;
+mod dsm_protect;
+mod dsm_roundtrip;
 mod fault_all;
 mod fault_frequency;
 mod fault_small;
@@ -54,6 +59,10 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &vs_sim::SPEC,
         &aa_notify::SPEC,
         &aa_dht_link::SPEC,
+        &dsm_roundtrip::SPEC,
+        &dsm_protect::SPEC,
+        &dsm_apps::SPEC_APPS,
+        &dsm_apps::SPEC_LOAD,
     ]
 }
 

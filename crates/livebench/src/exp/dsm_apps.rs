@@ -1,0 +1,294 @@
+//! Live `dsm-apps` and `dsm-load` (spec dsm.md, "Experiments"): the DSM applications on the
+//! live Multiview DSM, every rank a real process started like `unpinned run` (shared-memory
+//! transport), per handler context, 1, 2, 4 ranks x 1, 2 threads per rank; `dsm-load` adds
+//! one CPU-bound process per rank for the duration of each run. The columns are those of the
+//! simulator's `dsm-apps` with `driver = live`.
+//!
+//! Each point is one launch of `unpinned-dsm-run` (or `unpinned dsm-run`, see
+//! [`unpinned_dsm_run::command`]); rank 0 times the parallel phase, checks the answer and
+//! reports the counters of all ranks. Parameters (`--set exp.NAME=...`): `apps`, `nodes`,
+//! `threads`, `contexts` (comma lists), `input` (small|medium|spec, default small), `reps`
+//! (launches per point, the fastest correct one is kept; default 1), and `traces=DIR`: record
+//! the trace of every run of the first context into `DIR/APP-NxT.jsonl` (with its result in
+//! `DIR/APP-NxT.json`), which `unpinned sim dsm-apps --set exp.traces=DIR` replays.
+//!
+//! All ranks share the machine: on the 2-vCPU development VM, 4 ranks x 2 threads are 8
+//! workers plus a detector (and a page-in thread) per rank on 2 CPUs, so live "speedups" mostly
+//! measure overhead and oversubscription, not the cluster's scaling (that is what the replay
+//! predicts).
+//!
+//! # Measured (development VM, 2 vCPUs shared with five other engineers' builds, release)
+//!
+//! Every row of every run below was correct (192 of 192 each). Medians over the 8 apps of the
+//! parallel-phase time, one launch per point (single runs vary by 2-5x on this machine):
+//!
+//! | run                        | context  | 1x1    | 2x1    | 4x1     | 4x2     |
+//! |----------------------------|----------|--------|--------|---------|---------|
+//! | dsm-apps, medium input     | progress | 27 ms  | 84 ms  | 201 ms  | 161 ms  |
+//! |                            | deferred | 27 ms  | 84 ms  | 112 ms  | 126 ms  |
+//! |                            | signal   | 25 ms  | 85 ms  | 233 ms  | 143 ms  |
+//! |                            | polling  | 24 ms  | 98 ms  | 170 ms  | 122 ms  |
+//! | dsm-load, small input      | progress | 2 ms   | 520 ms | 1388 ms | 1695 ms |
+//! |                            | polling  | 0.4 ms | 401 ms | 1038 ms | 1334 ms |
+//!
+//! More ranks are slower here, not faster: every rank adds a detector (and page-in) thread
+//! that polls with back-off, and the workers of all ranks share 2 CPUs, so a fault or a
+//! barrier waits for a descheduled peer; with a spinning process per rank (`dsm-load`) that
+//! wait becomes a scheduler time slice and runs take 5-50x longer. Only SOR (1x2: 2.3x in
+//! progress, 3.0x deferred) and Water (polling 1x2: 3.0x) show a speedup, within one rank, in
+//! single noisy runs. Lock-heavy TSP on one rank shows the handler context directly: its ~2000
+//! lock requests go to the rank itself through the mailbox, handled by the waiting thread in
+//! `polling` (10 ms) but by the backed-off detector in `progress` (76 ms), `deferred` (96 ms)
+//! and `signal` (121 ms).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use unpinned_dsm_apps::names;
+use unpinned_dsm_live::{HandlerContext, ProtectMode};
+use unpinned_dsm_run::{command, result_file, trace_file, RunArgs, RunResult};
+use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_live::launch::{launch, LaunchOptions};
+use unpinned_report::{PlotSpec, Table};
+
+use super::fail;
+
+/// `dsm-apps`, live.
+pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
+    name: "dsm-apps",
+    system: "live",
+    description: "Live DSM apps: time, speedup and rates per handler context on 1, 2, 4 ranks x 1, 2 threads (real processes, real faults)",
+    run: run_apps,
+};
+
+/// `dsm-load`, live.
+pub static SPEC_LOAD: ExperimentSpec = ExperimentSpec {
+    name: "dsm-load",
+    system: "live",
+    description: "Live dsm-apps with one extra CPU-bound process per rank during each run",
+    run: run_load,
+};
+
+fn run_apps(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    run(ctx, false)
+}
+
+fn run_load(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    run(ctx, true)
+}
+
+/// A comma-separated parameter.
+fn list<T: std::str::FromStr>(ctx: &RunContext, name: &str, default: &str) -> Result<Vec<T>, ExperimentError> {
+    let text: String = ctx.param(name, default.to_string())?;
+    let v: Result<Vec<T>, _> = text.split(',').map(|s| s.trim().parse::<T>()).collect();
+    match v {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(ExperimentError::BadParam(name.into(), text)),
+    }
+}
+
+/// CPU-bound processes that live as long as this value.
+struct Burners(Vec<Child>);
+
+impl Burners {
+    fn start(n: u32, prog: &PathBuf, prefix: &[String]) -> Result<Burners, ExperimentError> {
+        let mut v = Burners(Vec::new());
+        for _ in 0..n {
+            let c = Command::new(prog)
+                .args(prefix)
+                .args(["--burn", "600"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| fail(format!("starting a CPU-bound process: {e}")))?;
+            v.0.push(c);
+        }
+        Ok(v)
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One point: the fastest correct of `reps` launches (or the last failure).
+#[allow(clippy::too_many_arguments)]
+fn point(
+    prog: &PathBuf,
+    prefix: &[String],
+    args: &RunArgs,
+    nodes: u32,
+    reps: u32,
+    load: bool,
+    scratch: &std::path::Path,
+) -> Result<Result<RunResult, String>, ExperimentError> {
+    let mut best: Option<RunResult> = None;
+    let mut last_err = String::new();
+    for _ in 0..reps.max(1) {
+        let mut a = args.clone();
+        let out = a.result.clone().unwrap_or_else(|| scratch.join("result.json"));
+        a.result = Some(out.clone());
+        let _ = std::fs::remove_file(&out);
+        let mut o = LaunchOptions::new(nodes, prog);
+        o.args = prefix.iter().cloned().chain(a.to_args()).collect();
+        o.timeout = Duration::from_secs(300);
+        o.grace = Duration::from_secs(10);
+        let burners = if load { Some(Burners::start(nodes, prog, prefix)?) } else { None };
+        let rep = launch(&o).map_err(fail)?;
+        drop(burners);
+        let res: Option<RunResult> = std::fs::read_to_string(&out).ok().and_then(|t| serde_json::from_str(&t).ok());
+        match res {
+            Some(r) if r.correct && rep.success() => {
+                if best.as_ref().is_none_or(|b| r.time_s < b.time_s) {
+                    best = Some(r);
+                }
+            }
+            Some(r) => last_err = format!("wrong answer: {}", r.error.unwrap_or_default()),
+            None => last_err = rep.failures().join("; "),
+        }
+    }
+    Ok(best.ok_or(last_err))
+}
+
+fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError> {
+    let apps: Vec<String> = list(ctx, "apps", &names().join(","))?;
+    let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4")?;
+    let threads: Vec<usize> = list(ctx, "threads", "1,2")?;
+    let contexts: Vec<HandlerContext> = list(ctx, "contexts", "progress,deferred,signal,polling")?;
+    let input: unpinned_dsm_apps::Input = ctx.param("input", unpinned_dsm_apps::Input::Small)?;
+    let reps: u32 = ctx.param("reps", 1)?;
+    let traces: String = ctx.param("traces", String::new())?;
+    if let Some(a) = apps.iter().find(|a| !names().contains(&a.as_str())) {
+        return Err(ExperimentError::BadParam("apps".into(), format!("unknown app {a:?} (known: {})", names().join(", "))));
+    }
+    if nodes.iter().any(|&n| n == 0 || n > 16) || threads.iter().any(|&t| t == 0 || t > 8) {
+        return Err(ExperimentError::BadParam("nodes/threads".into(), format!("{nodes:?} x {threads:?} (nodes 1..=16, threads 1..=8)")));
+    }
+    let trace_dir = (!traces.is_empty()).then(|| PathBuf::from(&traces));
+    if let Some(d) = &trace_dir {
+        std::fs::create_dir_all(d).map_err(|e| ExperimentError::BadParam("traces".into(), format!("{traces}: {e}")))?;
+    }
+    let (prog, prefix) = command().map_err(fail)?;
+    let scratch = std::env::temp_dir().join(format!("unpinned-live-dsm-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(fail)?;
+    let mut table = Table::new(&[
+        "app",
+        "context",
+        "nodes",
+        "threads_per_node",
+        "time_s",
+        "speedup",
+        "faults_per_s",
+        "barriers_per_s",
+        "locks_per_s",
+        "correct",
+        "driver",
+        "faults",
+        "messages",
+        "data_kib",
+    ]);
+    let total = (apps.len() * contexts.len() * nodes.len() * threads.len()) as u64;
+    let mut done = 0;
+    let mut failures = Vec::new();
+    for app in &apps {
+        for (ci, &c) in contexts.iter().enumerate() {
+            let mut base_s: Option<f64> = None;
+            for &n in &nodes {
+                for &t in &threads {
+                    let mut a = RunArgs {
+                        app: app.clone(),
+                        input,
+                        threads: t,
+                        context: c,
+                        protect: ProtectMode::Batched,
+                        trace: None,
+                        result: None,
+                        die_rank: None,
+                    };
+                    if let (Some(d), 0) = (&trace_dir, ci) {
+                        a.trace = Some(trace_file(d, app, n, t as u32));
+                        a.result = Some(result_file(d, app, n, t as u32));
+                    }
+                    let r = point(&prog, &prefix, &a, n, reps, load, &scratch)?;
+                    done += 1;
+                    (ctx.progress)(done, total);
+                    let (time_s, correct, faults, barriers, locks, messages, kib) = match &r {
+                        Ok(r) => (r.time_s, 1u32, r.faults(), r.barriers, r.locks, r.messages, r.data_bytes as f64 / 1024.0),
+                        Err(e) => {
+                            failures.push(format!("{app} {} {n}x{t}: {e}", c.name()));
+                            (f64::NAN, 0, 0, 0, 0, 0, f64::NAN)
+                        }
+                    };
+                    if n == 1 && t == 1 && correct == 1 {
+                        base_s = Some(time_s);
+                    }
+                    let rate = |x: u64| if correct == 1 { x as f64 / time_s } else { f64::NAN };
+                    table.push(vec![
+                        app.clone().into(),
+                        c.name().into(),
+                        n.into(),
+                        (t as u32).into(),
+                        time_s.into(),
+                        base_s.map_or(f64::NAN, |b| b / time_s).into(),
+                        rate(faults).into(),
+                        rate(barriers).into(),
+                        rate(locks).into(),
+                        correct.into(),
+                        "live".into(),
+                        faults.into(),
+                        messages.into(),
+                        kib.into(),
+                    ]);
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let what = if load { " with one CPU-bound process per rank" } else { "" };
+    let max_nodes = nodes.iter().max().copied().unwrap_or(1).to_string();
+    let mut plots = Vec::new();
+    for &t in &threads {
+        let mut p = PlotSpec::line(&format!("Live speedup, progress context, {t} thread(s) per rank{what}"), "nodes", "speedup", Some("app"))
+            .only("context", "progress")
+            .only("threads_per_node", &t.to_string());
+        if !plots.is_empty() {
+            p = p.suffix(&format!("speedup-{t}t"));
+        }
+        plots.push(p);
+    }
+    for &t in &threads {
+        plots.push(
+            PlotSpec::line(&format!("Live run time on {max_nodes} ranks x {t} thread(s) per handler context{what}"), "app", "time_s", Some("context"))
+                .bars()
+                .only("nodes", &max_nodes)
+                .only("threads_per_node", &t.to_string())
+                .suffix(&format!("contexts-{t}t")),
+        );
+    }
+    Ok(ExperimentOutput {
+        table,
+        plots,
+        sim_events: 0,
+        meta: json!({
+            "driver": "live",
+            "load_procs_per_node": u32::from(load),
+            "input": format!("{input:?}").to_lowercase(),
+            "reps": reps,
+            "apps": apps,
+            "traces": traces,
+            "program": prog.display().to_string(),
+            "time_s": "parallel phase on rank 0 (bootstrap barrier release to its workers' end), fastest correct of reps launches",
+            "speedup": "time on 1 rank x 1 thread / time, same app and context",
+            "faults": "read + write faults of all ranks in the parallel phase",
+            "machine": format!("{} CPUs online; every rank, thread, detector and page-in thread shares them", std::thread::available_parallelism().map_or(0, |n| n.get())),
+            "failed_points": failures,
+        }),
+    })
+}
