@@ -14,7 +14,7 @@
 //!
 //! This is the same routing as the simulator's `World::service` (crates/sim/src/world.rs),
 //! with real threads, memory and packets instead of modelled ones. The pagemap windows of
-//! [`LiveMemory`] are valid for the turn that read them and the turns beginning within
+//! [`LiveMemory`](crate::memory::LiveMemory) are valid for the turn that read them and the turns beginning within
 //! [`LoopOptions::residency_ttl`].
 //!
 //! # Who drives (progress engine, as in MPI / UCX)
@@ -61,7 +61,7 @@ use unpinned_core::time::Instant;
 use unpinned_part::{EngineStats, Event, PartEngine};
 
 use crate::fault_handler::{HandlerConfig, HandlerOutput};
-use crate::memory::{LiveMemory, MemStats};
+use crate::memory::MemStats;
 use crate::transport::{InPlace, SendError, Sleeper, Transport};
 
 /// Maps the monotonic clock onto the engine's time.
