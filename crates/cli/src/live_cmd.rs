@@ -1,6 +1,6 @@
 //! `unpinned live EXPERIMENT`: the live experiments (real memory, real faults, two ranks in
 //! this process over the shared-memory transport; no launcher needed), with the simulator's
-//! names and CSV columns for the PART ones. Also used by `unpinned reproduce --live`.
+//! names and CSV columns for the PART ones. Also used by `unpinned reproduce` (unless `--no-live`).
 
 use std::path::{Path, PathBuf};
 
@@ -89,7 +89,7 @@ pub fn run(a: &LiveArgs) -> Result<(), CliError> {
 /// Failed experiments: (name, message).
 pub type Failures = Vec<(String, String)>;
 
-/// Run every live experiment into `out` (for `unpinned reproduce --live`); report entries are
+/// Run every live experiment into `out` (for `unpinned reproduce`); report entries are
 /// named `live/NAME`. Failures are returned beside the entries.
 pub fn run_all(
     p: &ProfileArgs,

@@ -82,7 +82,7 @@ fn profile_check_file() {
 #[test]
 fn reproduce_writes_index() {
     let dir = scratch("reproduce");
-    let o = unpinned(&["reproduce", "--quiet", "--out", dir.to_str().unwrap()]);
+    let o = unpinned(&["reproduce", "--quiet", "--no-live", "--out", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let index = dir.join("index.html");
     assert!(index.exists());
