@@ -100,3 +100,16 @@ fn reproduce_writes_index() {
 fn unpinned_experiments_names(html: &str) -> Vec<String> {
     html.split("href=\"#").skip(1).filter_map(|s| s.split('"').next()).map(str::to_string).collect()
 }
+
+#[test]
+fn dsm_run_runs_an_app_on_two_ranks_and_checks_it() {
+    // The README's command: `unpinned run -n 2 -- unpinned dsm-run APP ...`.
+    let exe = env!("CARGO_BIN_EXE_unpinned");
+    let o = unpinned(&["run", "-n", "2", "--timeout", "60", "--", exe, "dsm-run", "nbody", "--threads", "2", "--context", "deferred"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(out.contains("nbody (small) on 2 ranks x 2 threads, context deferred: correct"), "{out}");
+    let o = unpinned(&["dsm-run", "no-such-app"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unknown application"));
+}

@@ -92,7 +92,10 @@ impl RunArgs {
         let mut it = args.iter();
         let app = it.next().ok_or("missing APP")?.clone();
         if !names().contains(&app.as_str()) {
-            return Err(format!("unknown application {app:?} (known: {})", names().join(", ")));
+            return Err(format!(
+                "unknown application {app:?} (known: {})",
+                names().join(", ")
+            ));
         }
         let mut a = RunArgs {
             app,
@@ -109,7 +112,9 @@ impl RunArgs {
             match flag.as_str() {
                 "--input" => a.input = v.parse()?,
                 "--threads" => {
-                    a.threads = v.parse().map_err(|_| format!("--threads {v:?}: not a number"))?;
+                    a.threads = v
+                        .parse()
+                        .map_err(|_| format!("--threads {v:?}: not a number"))?;
                     if a.threads == 0 || a.threads > 64 {
                         return Err(format!("--threads {v}: use 1..=64"));
                     }
@@ -118,7 +123,12 @@ impl RunArgs {
                 "--protect" => a.protect = v.parse().map_err(|e| format!("--protect: {e}"))?,
                 "--trace" => a.trace = Some(v.into()),
                 "--result" => a.result = Some(v.into()),
-                "--die-rank" => a.die_rank = Some(v.parse().map_err(|_| format!("--die-rank {v:?}: not a number"))?),
+                "--die-rank" => {
+                    a.die_rank = Some(
+                        v.parse()
+                            .map_err(|_| format!("--die-rank {v:?}: not a number"))?,
+                    )
+                }
                 _ => return Err(format!("unknown option {flag:?}")),
             }
         }
@@ -243,7 +253,9 @@ pub fn command() -> Result<(PathBuf, Vec<String>), String> {
     if exe.file_name().is_some_and(|n| n == "unpinned") {
         return Ok((exe, vec!["dsm-run".into()]));
     }
-    let dir = exe.parent().ok_or("no directory of the current executable")?;
+    let dir = exe
+        .parent()
+        .ok_or("no directory of the current executable")?;
     for d in [Some(dir), dir.parent()].into_iter().flatten() {
         let p = d.join("unpinned-dsm-run");
         if p.is_file() {
@@ -264,7 +276,11 @@ pub fn main_with(args: &[String]) -> i32 {
         return 0;
     }
     if args.first().map(String::as_str) == Some("--burn") {
-        match args.get(1).and_then(|v| v.parse::<f64>().ok()).filter(|s| *s > 0.0) {
+        match args
+            .get(1)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| *s > 0.0)
+        {
             Some(s) => {
                 burn(s);
                 return 0;
@@ -329,7 +345,11 @@ fn encode(v: [u64; STAT_WORDS]) -> Vec<u8> {
 
 fn decode(b: &[u8]) -> Result<[u64; STAT_WORDS], String> {
     if b.len() != STAT_WORDS * 8 {
-        return Err(format!("a rank sent {} bytes of counters, expected {}", b.len(), STAT_WORDS * 8));
+        return Err(format!(
+            "a rank sent {} bytes of counters, expected {}",
+            b.len(),
+            STAT_WORDS * 8
+        ));
     }
     let mut v = [0u64; STAT_WORDS];
     for (i, c) in b.chunks_exact(8).enumerate() {
@@ -362,11 +382,17 @@ pub fn run_rank(a: &RunArgs) -> Result<Option<RunResult>, String> {
     }
     let t0 = Instant::now();
     let app_ref: &dyn unpinned_dsm_apps::App = app.as_ref();
-    space.spawn_workers(|s, w| app_ref.work(s, w)).map_err(|e| e.0)?;
+    space
+        .spawn_workers(|s, w| app_ref.work(s, w))
+        .map_err(|e| e.0)?;
     let time_s = t0.elapsed().as_secs_f64();
     // Counters of the parallel phase only (the check below faults too).
     let st = space.stats();
-    let verdict = if space.rank() == 0 { app.check(&space) } else { Ok(()) };
+    let verdict = if space.rank() == 0 {
+        app.check(&space)
+    } else {
+        Ok(())
+    };
     let mine = encode([
         st.read_faults,
         st.write_faults,
@@ -377,7 +403,10 @@ pub fn run_rank(a: &RunArgs) -> Result<Option<RunResult>, String> {
         st.endpoint.data_bytes,
         0,
     ]);
-    let all = space.runtime().all_gather(&mine).map_err(|e| e.to_string())?;
+    let all = space
+        .runtime()
+        .all_gather(&mine)
+        .map_err(|e| e.to_string())?;
     let rank = space.rank();
     let (ranks, threads) = (space.ranks() as u32, space.threads_per_rank() as u32);
     space.finish().map_err(|e| e.0)?;
@@ -421,10 +450,32 @@ mod tests {
 
     #[test]
     fn arguments_round_trip_and_bad_ones_are_errors() {
-        let a = RunArgs::parse(&s(&["lu", "--threads", "2", "--context", "signal", "--trace", "/tmp/t", "--input", "medium"])).unwrap();
-        assert_eq!((a.threads, a.context, a.input), (2, HandlerContext::Signal, Input::Medium));
+        let a = RunArgs::parse(&s(&[
+            "lu",
+            "--threads",
+            "2",
+            "--context",
+            "signal",
+            "--trace",
+            "/tmp/t",
+            "--input",
+            "medium",
+        ]))
+        .unwrap();
+        assert_eq!(
+            (a.threads, a.context, a.input),
+            (2, HandlerContext::Signal, Input::Medium)
+        );
         assert_eq!(RunArgs::parse(&a.to_args()).unwrap(), a);
-        for bad in [&["nope"][..], &[], &["sor", "--threads"], &["sor", "--threads", "0"], &["sor", "--context", "isr"], &["sor", "--frob", "1"], &["sor", "--input", "huge"]] {
+        for bad in [
+            &["nope"][..],
+            &[],
+            &["sor", "--threads"],
+            &["sor", "--threads", "0"],
+            &["sor", "--context", "isr"],
+            &["sor", "--frob", "1"],
+            &["sor", "--input", "huge"],
+        ] {
             assert!(RunArgs::parse(&s(bad)).is_err(), "{bad:?}");
         }
     }

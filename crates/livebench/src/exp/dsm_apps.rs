@@ -80,7 +80,11 @@ fn run_load(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
 }
 
 /// A comma-separated parameter.
-fn list<T: std::str::FromStr>(ctx: &RunContext, name: &str, default: &str) -> Result<Vec<T>, ExperimentError> {
+fn list<T: std::str::FromStr>(
+    ctx: &RunContext,
+    name: &str,
+    default: &str,
+) -> Result<Vec<T>, ExperimentError> {
     let text: String = ctx.param(name, default.to_string())?;
     let v: Result<Vec<T>, _> = text.split(',').map(|s| s.trim().parse::<T>()).collect();
     match v {
@@ -133,17 +137,26 @@ fn point(
     let mut last_err = String::new();
     for _ in 0..reps.max(1) {
         let mut a = args.clone();
-        let out = a.result.clone().unwrap_or_else(|| scratch.join("result.json"));
+        let out = a
+            .result
+            .clone()
+            .unwrap_or_else(|| scratch.join("result.json"));
         a.result = Some(out.clone());
         let _ = std::fs::remove_file(&out);
         let mut o = LaunchOptions::new(nodes, prog);
         o.args = prefix.iter().cloned().chain(a.to_args()).collect();
         o.timeout = Duration::from_secs(300);
         o.grace = Duration::from_secs(10);
-        let burners = if load { Some(Burners::start(nodes, prog, prefix)?) } else { None };
+        let burners = if load {
+            Some(Burners::start(nodes, prog, prefix)?)
+        } else {
+            None
+        };
         let rep = launch(&o).map_err(fail)?;
         drop(burners);
-        let res: Option<RunResult> = std::fs::read_to_string(&out).ok().and_then(|t| serde_json::from_str(&t).ok());
+        let res: Option<RunResult> = std::fs::read_to_string(&out)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
         match res {
             Some(r) if r.correct && rep.success() => {
                 if best.as_ref().is_none_or(|b| r.time_s < b.time_s) {
@@ -166,14 +179,21 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
     let reps: u32 = ctx.param("reps", 1)?;
     let traces: String = ctx.param("traces", String::new())?;
     if let Some(a) = apps.iter().find(|a| !names().contains(&a.as_str())) {
-        return Err(ExperimentError::BadParam("apps".into(), format!("unknown app {a:?} (known: {})", names().join(", "))));
+        return Err(ExperimentError::BadParam(
+            "apps".into(),
+            format!("unknown app {a:?} (known: {})", names().join(", ")),
+        ));
     }
     if nodes.iter().any(|&n| n == 0 || n > 16) || threads.iter().any(|&t| t == 0 || t > 8) {
-        return Err(ExperimentError::BadParam("nodes/threads".into(), format!("{nodes:?} x {threads:?} (nodes 1..=16, threads 1..=8)")));
+        return Err(ExperimentError::BadParam(
+            "nodes/threads".into(),
+            format!("{nodes:?} x {threads:?} (nodes 1..=16, threads 1..=8)"),
+        ));
     }
     let trace_dir = (!traces.is_empty()).then(|| PathBuf::from(&traces));
     if let Some(d) = &trace_dir {
-        std::fs::create_dir_all(d).map_err(|e| ExperimentError::BadParam("traces".into(), format!("{traces}: {e}")))?;
+        std::fs::create_dir_all(d)
+            .map_err(|e| ExperimentError::BadParam("traces".into(), format!("{traces}: {e}")))?;
     }
     let (prog, prefix) = command().map_err(fail)?;
     let scratch = std::env::temp_dir().join(format!("unpinned-live-dsm-{}", std::process::id()));
@@ -220,7 +240,15 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
                     done += 1;
                     (ctx.progress)(done, total);
                     let (time_s, correct, faults, barriers, locks, messages, kib) = match &r {
-                        Ok(r) => (r.time_s, 1u32, r.faults(), r.barriers, r.locks, r.messages, r.data_bytes as f64 / 1024.0),
+                        Ok(r) => (
+                            r.time_s,
+                            1u32,
+                            r.faults(),
+                            r.barriers,
+                            r.locks,
+                            r.messages,
+                            r.data_bytes as f64 / 1024.0,
+                        ),
                         Err(e) => {
                             failures.push(format!("{app} {} {n}x{t}: {e}", c.name()));
                             (f64::NAN, 0, 0, 0, 0, 0, f64::NAN)
@@ -229,7 +257,13 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
                     if n == 1 && t == 1 && correct == 1 {
                         base_s = Some(time_s);
                     }
-                    let rate = |x: u64| if correct == 1 { x as f64 / time_s } else { f64::NAN };
+                    let rate = |x: u64| {
+                        if correct == 1 {
+                            x as f64 / time_s
+                        } else {
+                            f64::NAN
+                        }
+                    };
                     table.push(vec![
                         app.clone().into(),
                         c.name().into(),
@@ -251,13 +285,22 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    let what = if load { " with one CPU-bound process per rank" } else { "" };
+    let what = if load {
+        " with one CPU-bound process per rank"
+    } else {
+        ""
+    };
     let max_nodes = nodes.iter().max().copied().unwrap_or(1).to_string();
     let mut plots = Vec::new();
     for &t in &threads {
-        let mut p = PlotSpec::line(&format!("Live speedup, progress context, {t} thread(s) per rank{what}"), "nodes", "speedup", Some("app"))
-            .only("context", "progress")
-            .only("threads_per_node", &t.to_string());
+        let mut p = PlotSpec::line(
+            &format!("Live speedup, progress context, {t} thread(s) per rank{what}"),
+            "nodes",
+            "speedup",
+            Some("app"),
+        )
+        .only("context", "progress")
+        .only("threads_per_node", &t.to_string());
         if !plots.is_empty() {
             p = p.suffix(&format!("speedup-{t}t"));
         }
@@ -265,11 +308,18 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
     }
     for &t in &threads {
         plots.push(
-            PlotSpec::line(&format!("Live run time on {max_nodes} ranks x {t} thread(s) per handler context{what}"), "app", "time_s", Some("context"))
-                .bars()
-                .only("nodes", &max_nodes)
-                .only("threads_per_node", &t.to_string())
-                .suffix(&format!("contexts-{t}t")),
+            PlotSpec::line(
+                &format!(
+                    "Live run time on {max_nodes} ranks x {t} thread(s) per handler context{what}"
+                ),
+                "app",
+                "time_s",
+                Some("context"),
+            )
+            .bars()
+            .only("nodes", &max_nodes)
+            .only("threads_per_node", &t.to_string())
+            .suffix(&format!("contexts-{t}t")),
         );
     }
     Ok(ExperimentOutput {
