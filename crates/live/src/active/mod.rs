@@ -48,6 +48,7 @@
 //! active flush under 5 ms: the per-entry futex wake on the engine thread and the context
 //! switches are the suspects, not confirmed.
 
+pub mod checkpoint;
 pub mod dht;
 pub mod flush;
 pub mod handler;
