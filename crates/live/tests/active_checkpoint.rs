@@ -46,7 +46,14 @@ fn remote_writes_checkpoint_incrementally_and_restore_exactly() {
         let key = unsafe { dst.expose(mem.ptr(), mem.len(), Perms::RW).unwrap() };
         // SAFETY: the mapping stays mapped while the checkpointer lives.
         let mut cp = unsafe {
-            Checkpointer::start(dst.active(), 5, 1 << 14, mem.addr(), mem.len() as u64, notify)
+            Checkpointer::start(
+                dst.active(),
+                5,
+                1 << 14,
+                mem.addr(),
+                mem.len() as u64,
+                notify,
+            )
         }
         .unwrap();
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);

@@ -63,3 +63,19 @@ fn access_counter_equals_the_true_count_three_processes() {
 fn access_counter_equals_the_true_count_polling_handler() {
     counter(2, "poll", "6");
 }
+
+fn loggets(n: u32, notify: &str, seed: &str) {
+    let mut o = LaunchOptions::new(n, env!("CARGO_BIN_EXE_unpinned-live-aa"));
+    o.args = vec!["loggets".into(), notify.into(), "200".into(), seed.into()];
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(10);
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}
+
+/// Logged gets replay to the same state (issue 5's test), across processes, while other
+/// ranks' puts keep changing the data behind the gets.
+#[test]
+fn logged_gets_replay_to_the_same_state_three_processes() {
+    loggets(3, "sleep", "8");
+}

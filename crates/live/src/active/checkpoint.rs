@@ -14,14 +14,14 @@
 //! puts are complete (e.g. after their `flush`) and no new ones are issued until it returns.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant as StdInstant};
+use std::time::Duration;
 
 pub use unpinned_aa::checkpoint::Delta;
 use unpinned_aa::log::EntryKind;
 use unpinned_core::memory::PAGE_BYTES;
 
+use super::drain::wait_drained;
 use super::handler::{Handler, HandlerReport, Notify};
 use super::state::LogShared;
 use super::{ActiveAccess, ActiveError, PageBits};
@@ -153,17 +153,13 @@ impl Checkpointer {
     /// Wait until the handler has processed every entry reserved in the log so far: the
     /// entries of all puts completed before the call.
     fn drain(&self) -> Result<(), CheckpointError> {
-        let mark = self.log.ring.lock().expect("access log").log.stats().reserved;
-        let t0 = StdInstant::now();
-        while self.log.processed.load(Ordering::SeqCst) < mark {
-            if t0.elapsed() > self.drain_timeout {
-                return Err(CheckpointError::DrainTimeout(
-                    self.drain_timeout.as_millis() as u64
-                ));
-            }
-            std::thread::sleep(Duration::from_micros(20));
+        if wait_drained(&self.log, self.drain_timeout) {
+            Ok(())
+        } else {
+            Err(CheckpointError::DrainTimeout(
+                self.drain_timeout.as_millis() as u64,
+            ))
         }
-        Ok(())
     }
 
     fn copy(&mut self, pages: &[u64]) -> Delta {

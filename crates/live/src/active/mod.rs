@@ -50,8 +50,10 @@
 
 pub mod checkpoint;
 pub mod dht;
+mod drain;
 pub mod flush;
 pub mod handler;
+pub mod loggets;
 pub mod memory;
 mod notify;
 pub(crate) mod state;

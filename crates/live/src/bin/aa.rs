@@ -10,6 +10,11 @@
 //!   `count_all` (puts and gets served and their metadata logged); every rank makes OPS
 //!   random puts and gets to other ranks' objects, active-flushes, and each rank's handler
 //!   counts must equal the true counts gathered from all ranks. Exits 1 otherwise.
+//! - `loggets NOTIFY OPS SEED`: logging of gets for fault tolerance: every rank's region logs
+//!   the gets it serves with their data; every rank makes OPS random gets (folded into its
+//!   state, per target) and plain puts (which change the data behind later gets) to other
+//!   ranks; then every target replays each source's logged gets and the folds must equal the
+//!   sources' states. Exits 1 otherwise.
 
 use std::process::ExitCode;
 
@@ -290,12 +295,133 @@ fn counter(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+const LOGGETS_REGION_BYTES: u64 = 4 * 4096;
+
+/// The reader's state: a fold over the bytes its gets returned, in order.
+fn fold(state: u64, data: &[u8]) -> u64 {
+    data.iter()
+        .fold(state, |s, &b| s.wrapping_mul(31).wrapping_add(b as u64))
+}
+
+fn loggets(args: &[String]) -> Result<(), String> {
+    use unpinned_live::active::loggets::GetLogger;
+    use unpinned_live::mapping::Mapping;
+    use unpinned_live::Perms;
+    let [notify, ops, seed] = args else {
+        return Err("usage: loggets poll|sleep OPS SEED".into());
+    };
+    let notify: Notify = notify.parse()?;
+    let ops: u32 = ops.parse().map_err(|e| format!("OPS: {e}"))?;
+    let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
+    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let (me, size) = (rt.rank(), rt.size());
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let mem = Mapping::anon(LOGGETS_REGION_BYTES as usize).map_err(|x| e(&x))?;
+    // SAFETY: fresh private mapping, not yet exposed.
+    unsafe {
+        for i in 0..mem.len() {
+            *mem.ptr().add(i) = (i as u8).wrapping_mul(7).wrapping_add(me as u8);
+        }
+    }
+    // SAFETY: the mapping lives until the end of this function, after the last barrier; we
+    // read it only after the barrier that follows every rank's accesses.
+    let key = unsafe { rt.expose(mem.ptr(), mem.len(), Perms::RW) }.map_err(|x| e(&x))?;
+    let logger = GetLogger::start(
+        rt.active(),
+        3,
+        1 << 16,
+        mem.addr(),
+        mem.len() as u64,
+        notify,
+    )
+    .map_err(|x| e(&x))?;
+    let regions = rt
+        .exchange(mem.addr(), mem.len() as u64, key)
+        .map_err(|x| e(&x))?;
+    // Per target: (state, gets).
+    let mut states = vec![(0u64, 0u64); size as usize];
+    let mut rng = Rng(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut buf = vec![0u8; 512];
+    let mut puts = 0u64;
+    for _ in 0..ops {
+        let mut t = rng.below(size as u64) as u32;
+        if t == me {
+            t = (t + 1) % size;
+        }
+        let len = 1 + rng.below(512);
+        let off = rng.below(LOGGETS_REGION_BYTES - len);
+        let r = regions[t as usize];
+        let b = &mut buf[..len as usize];
+        if rng.below(2) == 0 {
+            rt.read_blocking(t, b, r.addr + off, r.key)
+                .map_err(|x| e(&x))?;
+            let s = &mut states[t as usize];
+            *s = (fold(s.0, b), s.1 + 1);
+        } else {
+            for x in b.iter_mut() {
+                *x = rng.next() as u8;
+            }
+            rt.write_blocking(t, b, r.addr + off, r.key)
+                .map_err(|x| e(&x))?;
+            puts += 1;
+        }
+    }
+    // Every rank's accesses are complete: replay the log of every source.
+    rt.barrier().map_err(|x| e(&x))?;
+    let (replayed, stale, kept_bytes) = logger
+        .with_store(|st| {
+            let mut out = Vec::with_capacity(16 * size as usize);
+            let mut stale = 0u64;
+            for s in 0..size {
+                let (mut f, mut n) = (0u64, 0u64);
+                for (_, addr, data) in st.replay(s) {
+                    f = fold(f, data);
+                    n += 1;
+                    // SAFETY: a logged get lies inside our exposed region; every access
+                    // is complete (barrier above), so nobody writes it now.
+                    let now = unsafe {
+                        std::slice::from_raw_parts(*addr as usize as *const u8, data.len())
+                    };
+                    stale += u64::from(now != data.as_slice());
+                }
+                out.extend_from_slice(&f.to_le_bytes());
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            (out, stale, st.bytes())
+        })
+        .ok_or_else(|| format!("rank {me}: the handler did not drain its log"))?;
+    let all = rt.all_gather(&replayed).map_err(|x| e(&x))?;
+    let mut gets = 0u64;
+    for t in (0..size).filter(|&t| t != me) {
+        let d = &all[t as usize];
+        let at = 16 * me as usize;
+        let f = u64::from_le_bytes(d[at..at + 8].try_into().expect("8"));
+        let n = u64::from_le_bytes(d[at + 8..at + 16].try_into().expect("8"));
+        let (want_f, want_n) = states[t as usize];
+        if (f, n) != (want_f, want_n) {
+            return Err(format!(
+                "rank {me}: replay of rank {t}'s log gives {n} gets, state {f:#x}; the reader saw {want_n} gets, state {want_f:#x}"
+            ));
+        }
+        gets += n;
+    }
+    rt.barrier().map_err(|x| e(&x))?;
+    let rep = logger.stop().ok_or("the handler panicked")?;
+    println!(
+        "rank {me}: {gets} gets (and {puts} puts) replayed from the targets' logs to the same state; this rank's log kept {kept_bytes} bytes in {} entries, {stale} of which differ from its memory now",
+        rep.entries
+    );
+    rt.barrier().map_err(|x| e(&x))?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {
         Some("dht") => dht(&args[1..]),
         Some("counter") => counter(&args[1..]),
-        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED".into()),
+        Some("loggets") => loggets(&args[1..]),
+        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
