@@ -79,3 +79,17 @@ fn loggets(n: u32, notify: &str, seed: &str) {
 fn logged_gets_replay_to_the_same_state_three_processes() {
     loggets(3, "sleep", "8");
 }
+
+/// The fault-tolerant parallel sort across processes: sorted, a permutation of the input, and
+/// the lost rank's output rebuilt from the logs alone. `UNPINNED_AA_SORT_KEYS` raises the
+/// keys per rank (default 3000).
+#[test]
+fn fault_tolerant_sort_three_processes() {
+    let keys = std::env::var("UNPINNED_AA_SORT_KEYS").unwrap_or_else(|_| "3000".into());
+    let mut o = LaunchOptions::new(3, env!("CARGO_BIN_EXE_unpinned-live-aa"));
+    o.args = vec!["sort".into(), "sleep".into(), keys, "9".into()];
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(10);
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}

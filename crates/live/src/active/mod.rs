@@ -55,6 +55,7 @@ pub mod flush;
 pub mod handler;
 pub mod loggets;
 pub mod memory;
+pub mod sort;
 mod notify;
 pub(crate) mod state;
 

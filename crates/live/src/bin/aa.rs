@@ -15,6 +15,12 @@
 //!   state, per target) and plain puts (which change the data behind later gets) to other
 //!   ranks; then every target replays each source's logged gets and the folds must equal the
 //!   sources' states. Exits 1 otherwise.
+//! - `sort NOTIFY KEYS_PER_RANK SEED`: the fault-tolerant parallel sort: every rank sorts
+//!   its seeded random keys and fetches its bucket from every other rank with gets that the
+//!   targets log with their data; outputs are checked sorted, in range and a permutation of
+//!   the input; then the last rank drops its output, every rank zeroes its key region, and
+//!   the last rank rebuilds its output from the targets' logs (and its own seeded input): it
+//!   must be identical. Exits 1 otherwise.
 
 use std::process::ExitCode;
 
@@ -415,13 +421,176 @@ fn loggets(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// (count, wrapping sum, xor) of keys: a permutation check across ranks.
+fn digest(keys: &[u64]) -> [u64; 3] {
+    keys.iter().fold([0, 0, 0], |d, &k| {
+        [
+            d[0] + 1,
+            d[1].wrapping_add(k),
+            d[2] ^ k.rotate_left((k % 64) as u32),
+        ]
+    })
+}
+
+fn sort(args: &[String]) -> Result<(), String> {
+    use unpinned_live::active::loggets::GetLogger;
+    use unpinned_live::active::sort::{
+        bucket_bounds, bucket_of, keys_from_bytes, merge_runs, splitters,
+    };
+    use unpinned_live::mapping::Mapping;
+    use unpinned_live::Perms;
+    let [notify, n, seed] = args else {
+        return Err("usage: sort poll|sleep KEYS_PER_RANK SEED".into());
+    };
+    let notify: Notify = notify.parse()?;
+    let n: u64 = n.parse().map_err(|e| format!("KEYS_PER_RANK: {e}"))?;
+    let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
+    if n == 0 || n > 1 << 24 {
+        return Err("KEYS_PER_RANK must be 1..=16777216".into());
+    }
+    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let (me, size) = (rt.rank(), rt.size());
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    // The input of rank r: reproducible from the seed (a restarted rank reads it again).
+    let input = |r: u32| -> Vec<u64> {
+        let mut rng = Rng(seed ^ (r as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut k: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+        k.sort_unstable();
+        k
+    };
+    let keys = input(me);
+    let region_bytes = (n * 8).div_ceil(4096) * 4096;
+    let mem = Mapping::anon(region_bytes as usize).map_err(|x| e(&x))?;
+    // SAFETY: fresh private mapping of `region_bytes` >= 8 n bytes, not yet exposed.
+    unsafe { std::ptr::copy_nonoverlapping(keys.as_ptr() as *const u8, mem.ptr(), keys.len() * 8) };
+    // SAFETY: the mapping lives until the end of this function, after the last barrier; we
+    // write it again only after the barrier that follows every rank's gets.
+    let key = unsafe { rt.expose(mem.ptr(), mem.len(), Perms::RW) }.map_err(|x| e(&x))?;
+    // The log holds at least the largest get (a whole bucket) with its header.
+    let log_bytes = u32::try_from((n * 8 + 4096).next_power_of_two().max(1 << 16))
+        .map_err(|_| "KEYS_PER_RANK too large for one access log")?;
+    let logger = GetLogger::start(rt.active(), 4, log_bytes, mem.addr(), region_bytes, notify)
+        .map_err(|x| e(&x))?;
+    let regions = rt
+        .exchange(mem.addr(), mem.len() as u64, key)
+        .map_err(|x| e(&x))?;
+    let sp = splitters(size);
+    let bounds: Vec<u8> = bucket_bounds(&keys, &sp)
+        .into_iter()
+        .flat_map(|(o, l)| [o.to_le_bytes(), l.to_le_bytes()])
+        .flatten()
+        .collect();
+    let all_bounds = rt.all_gather(&bounds).map_err(|x| e(&x))?;
+    let bound = |src: u32, b: u32| -> (u64, u64) {
+        let d = &all_bounds[src as usize][16 * b as usize..16 * b as usize + 16];
+        let w = |i: usize| u64::from_le_bytes(d[i..i + 8].try_into().expect("8"));
+        (w(0), w(8))
+    };
+    // The exchange: my bucket from every rank, with gets (logged at the targets).
+    let t0 = std::time::Instant::now();
+    let mut runs = Vec::with_capacity(size as usize);
+    let mut fetched_bytes = 0u64;
+    for src in 0..size {
+        let (off, len) = bound(src, me);
+        if src == me {
+            runs.push(keys[off as usize / 8..(off + len) as usize / 8].to_vec());
+        } else if len > 0 {
+            let r = regions[src as usize];
+            let mut buf = vec![0u8; len as usize];
+            rt.read_blocking(src, &mut buf, r.addr + off, r.key)
+                .map_err(|x| e(&x))?;
+            fetched_bytes += len;
+            runs.push(keys_from_bytes(&buf));
+        }
+    }
+    let out = merge_runs(&runs);
+    let secs = t0.elapsed().as_secs_f64();
+    if !out.windows(2).all(|w| w[0] <= w[1])
+        || out.iter().any(|&k| bucket_of(&sp, k) != me as usize)
+    {
+        return Err(format!(
+            "rank {me}: output not sorted or outside its bucket"
+        ));
+    }
+    let pack = |d: [u64; 3]| -> Vec<u8> { d.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let mut mine = pack(digest(&keys));
+    mine.extend(pack(digest(&out)));
+    let all = rt.all_gather(&mine).map_err(|x| e(&x))?;
+    let sum = |at: usize| -> [u64; 3] {
+        all.iter().fold([0, 0, 0], |s, d| {
+            let w =
+                |i: usize| u64::from_le_bytes(d[at + 8 * i..at + 8 * i + 8].try_into().expect("8"));
+            [s[0] + w(0), s[1].wrapping_add(w(1)), s[2] ^ w(2)]
+        })
+    };
+    if sum(0) != sum(24) {
+        return Err(format!(
+            "rank {me}: the outputs are not a permutation of the inputs"
+        ));
+    }
+    // Recovery: the last rank loses its output; every rank reuses (zeroes) its key region,
+    // so only the logs still hold the data the lost rank fetched.
+    let lost = size - 1;
+    rt.barrier().map_err(|x| e(&x))?;
+    // SAFETY: every rank's gets are complete (barrier above) and none follows.
+    unsafe { std::ptr::write_bytes(mem.ptr(), 0, mem.len()) };
+    let replay: Vec<u8> = if me == lost {
+        Vec::new()
+    } else {
+        logger
+            .with_store(|st| {
+                st.replay(lost)
+                    .flat_map(|(_, _, d)| d.iter().copied())
+                    .collect()
+            })
+            .ok_or_else(|| format!("rank {me}: the handler did not drain its log"))?
+    };
+    let logged = rt.all_gather(&replay).map_err(|x| e(&x))?;
+    if me == lost {
+        let own = input(me);
+        let (off, len) = bound(me, me);
+        let mut runs = vec![own[off as usize / 8..(off + len) as usize / 8].to_vec()];
+        runs.extend(
+            logged
+                .iter()
+                .enumerate()
+                .filter(|&(t, _)| t as u32 != me)
+                .map(|(_, d)| keys_from_bytes(d)),
+        );
+        let rebuilt = merge_runs(&runs);
+        if rebuilt != out {
+            return Err(format!(
+                "rank {me}: output rebuilt from the logs differs ({} keys vs {})",
+                rebuilt.len(),
+                out.len()
+            ));
+        }
+        println!(
+            "rank {me}: output of {} keys rebuilt from {} bytes of the other ranks' logs = the lost output",
+            rebuilt.len(),
+            logged.iter().map(Vec::len).sum::<usize>()
+        );
+    }
+    rt.barrier().map_err(|x| e(&x))?;
+    let rep = logger.stop().ok_or("the handler panicked")?;
+    println!(
+        "rank {me}: sorted {} keys of {} ({fetched_bytes} bytes fetched with logged gets, exchange + merge {secs:.4} s); {} gets logged here",
+        out.len(),
+        n * size as u64,
+        rep.entries
+    );
+    rt.barrier().map_err(|x| e(&x))?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {
         Some("dht") => dht(&args[1..]),
         Some("counter") => counter(&args[1..]),
         Some("loggets") => loggets(&args[1..]),
-        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED".into()),
+        Some("sort") => sort(&args[1..]),
+        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED | sort poll|sleep KEYS_PER_RANK SEED".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
