@@ -93,3 +93,15 @@ fn fault_tolerant_sort_three_processes() {
     let r = launch(&o).unwrap();
     assert!(r.success(), "{:?}", r.failures());
 }
+
+/// Incremental checkpoints of remotely written pages restore the exact image, across
+/// processes (every rank checkpoints its region while the others write into it).
+#[test]
+fn checkpoints_restore_the_exact_image_three_processes() {
+    let mut o = LaunchOptions::new(3, env!("CARGO_BIN_EXE_unpinned-live-aa"));
+    o.args = vec!["checkpoint".into(), "poll".into(), "5".into(), "10".into()];
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(10);
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}

@@ -21,6 +21,11 @@
 //!   the input; then the last rank drops its output, every rank zeroes its key region, and
 //!   the last rank rebuilds its output from the targets' logs (and its own seeded input): it
 //!   must be identical. Exits 1 otherwise.
+//! - `checkpoint NOTIFY EPOCHS SEED`: incremental checkpointing of remotely written pages:
+//!   every rank checkpoints its 64-page region (a full base, then one increment per epoch)
+//!   while the other ranks write random ranges of a few hot pages into it; after every
+//!   epoch the base plus the increments must restore the region byte for byte. Prints the
+//!   bytes copied against full checkpoints. Exits 1 otherwise.
 
 use std::process::ExitCode;
 
@@ -583,6 +588,80 @@ fn sort(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+const CHECKPOINT_PAGES: u64 = 64;
+
+fn checkpoint(args: &[String]) -> Result<(), String> {
+    use unpinned_live::active::checkpoint::{restore_into, Checkpointer};
+    use unpinned_live::mapping::Mapping;
+    use unpinned_live::Perms;
+    let [notify, epochs, seed] = args else {
+        return Err("usage: checkpoint poll|sleep EPOCHS SEED".into());
+    };
+    let notify: Notify = notify.parse()?;
+    let epochs: u32 = epochs.parse().map_err(|e| format!("EPOCHS: {e}"))?;
+    let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
+    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let (me, size) = (rt.rank(), rt.size());
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let region = CHECKPOINT_PAGES * 4096;
+    let mem = Mapping::anon(region as usize).map_err(|x| e(&x))?;
+    // SAFETY: the mapping lives until the end of this function, after the last barrier; we
+    // read it only between barriers, while no peer writes it.
+    let key = unsafe { rt.expose(mem.ptr(), mem.len(), Perms::RW) }.map_err(|x| e(&x))?;
+    // SAFETY: as above: the mapping outlives the checkpointer.
+    let mut cp =
+        unsafe { Checkpointer::start(rt.active(), 6, 1 << 16, mem.addr(), region, notify) }
+            .map_err(|x| e(&x))?;
+    let regions = rt
+        .exchange(mem.addr(), mem.len() as u64, key)
+        .map_err(|x| e(&x))?;
+    let mut deltas = vec![cp.full().map_err(|x| e(&x))?];
+    let mut rng = Rng(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut incremental = 0u64;
+    for epoch in 0..epochs {
+        rt.barrier().map_err(|x| e(&x))?;
+        // Every rank writes 1..4 hot pages of every other rank's region.
+        for t in (0..size).filter(|&t| t != me) {
+            let r = regions[t as usize];
+            let hot: Vec<u64> = (0..1 + rng.below(4))
+                .map(|_| rng.below(CHECKPOINT_PAGES))
+                .collect();
+            for _ in 0..10 {
+                let p = hot[rng.below(hot.len() as u64) as usize];
+                let len = 1 + rng.below(6000);
+                let off = (p * 4096 + rng.below(4096)).min(region - len);
+                let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                rt.write_blocking(t, &data, r.addr + off, r.key)
+                    .map_err(|x| e(&x))?;
+            }
+        }
+        // Every write into every region is complete.
+        rt.barrier().map_err(|x| e(&x))?;
+        let d = cp.checkpoint().map_err(|x| e(&x))?;
+        incremental += d.pages.len() as u64 * 4096;
+        deltas.push(d);
+        let mut restored = vec![0xeeu8; region as usize];
+        restore_into(&deltas, mem.addr(), &mut restored).map_err(|x| e(&x))?;
+        // SAFETY: no peer writes the region until the next barrier.
+        let now = unsafe { std::slice::from_raw_parts(mem.ptr(), mem.len()) };
+        if restored != now {
+            return Err(format!(
+                "rank {me} epoch {epoch}: base + increments do not restore the region"
+            ));
+        }
+    }
+    rt.barrier().map_err(|x| e(&x))?;
+    let rep = cp.stop().ok_or("the handler panicked")?;
+    let full = region * epochs as u64;
+    println!(
+        "rank {me}: {epochs} incremental checkpoints restore the region exactly; copied {incremental} bytes vs {full} for full checkpoints ({:.1} %), {} put entries",
+        100.0 * incremental as f64 / full.max(1) as f64,
+        rep.entries
+    );
+    rt.barrier().map_err(|x| e(&x))?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {
@@ -590,7 +669,8 @@ fn main() -> ExitCode {
         Some("counter") => counter(&args[1..]),
         Some("loggets") => loggets(&args[1..]),
         Some("sort") => sort(&args[1..]),
-        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED | sort poll|sleep KEYS_PER_RANK SEED".into()),
+        Some("checkpoint") => checkpoint(&args[1..]),
+        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED | sort poll|sleep KEYS_PER_RANK SEED | checkpoint poll|sleep EPOCHS SEED".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
