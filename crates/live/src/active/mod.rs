@@ -14,6 +14,9 @@
 //!   atomics, RMA lookups, AA deletes).
 //! - [`dht`]: the distributed hash table over real processes (AA inserts and deletes, RMA
 //!   lookups).
+//! - [`checkpoint`]: incremental checkpointing of remotely written pages; [`loggets`]: gets
+//!   logged with their data for replay; [`sort`]: the fault-tolerant parallel sort's pure
+//!   parts (the processes: `unpinned-live-aa sort`).
 //!
 //! The log's reserve / commit, back-pressure and reassembly are crates/aa's (`AccessLog`,
 //! `Reassembler`), unchanged; the decision per page is crates/aa's `PageBits` table.
