@@ -63,3 +63,18 @@ fn access_counter_equals_the_true_count_three_processes() {
 fn access_counter_equals_the_true_count_polling_handler() {
     counter(2, "poll", "6");
 }
+
+/// The reply-based active flush across processes: after every rank's `reply_flush`es, every
+/// handler (50 us per entry) has processed exactly what each source issued.
+#[test]
+fn reply_flush_three_processes_sleeping_handler() {
+    let mut o = LaunchOptions::new(3, env!("CARGO_BIN_EXE_unpinned-live-aa"));
+    o.args = ["reply", "sleep", "200", "50", "7"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(10);
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}

@@ -103,7 +103,8 @@ impl Core {
     pub(crate) fn post_replies(&mut self) {
         let state = self.mem.state().clone();
         let table = &state.replies;
-        if !table.dirty.swap(false, Ordering::AcqRel) {
+        // A plain load first: no write to the shared line on the (usual) idle turn.
+        if !table.dirty.load(Ordering::Acquire) || !table.dirty.swap(false, Ordering::AcqRel) {
             return;
         }
         let now = self.clock.now();
