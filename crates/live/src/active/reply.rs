@@ -20,6 +20,15 @@
 //! Compared with the IOMMU-held flush ([`Runtime::active_flush`]) the target needs no flushing
 //! page, and the source's wait covers every log of the target; but each confirmation costs the
 //! target a write, and the handler must run (a target without a handler gives a timeout).
+//!
+//! # Measured (development VM: 2 vCPUs shared with other jobs; cargo's optimized test profile)
+//!
+//! One 8-byte active put then a flush, two runtimes in one process over the in-memory
+//! transport, polling handler (`tests/active_reply.rs` with `UNPINNED_REPLY_ROUNDS=1000`,
+//! median of 1000, 3 runs): IOMMU-held flush 39.9-40.6 us, reply flush 47.6-48.1 us. The
+//! reply adds a hop: the handler wakes the target's engine, which posts the reply write.
+//! Across 3 processes (shm, sleeping handler at 50 us per entry, 200 puts per rank), the
+//! flushes of one rank to its 2 peers took 24-37 ms, i.e. the handlers' backlog.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
