@@ -385,7 +385,9 @@ int up_aa_flush(up_runtime_t *rt, uint32_t peer, uint64_t flush_addr, uint32_t r
  * up_aa_reply_setup: collective (every rank): expose this rank's reply words and tell every
  * peer where to reply. Errors: UP_ERR_NULL, those of up_exchange.
  * up_aa_write_active: an active put: as up_write, to a page of `peer` marked for active puts
- * (UP_AA_ACTIVE_PUT), counted for up_aa_reply_flush (a plain up_write is not counted).
+ * (UP_AA_ACTIVE_PUT), counted for up_aa_reply_flush. Use it for every put to active pages:
+ * the peer cannot tell counted puts from plain ones, and a plain up_write there would make a
+ * later up_aa_reply_flush return early.
  * up_aa_reply_flush: complete this rank's requests (as up_flush), then wait until `peer`'s
  * handlers have processed every up_aa_write_active issued to it before the call.
  * UP_ERR_CONFIG without up_aa_reply_setup, UP_ERR_TIMEOUT if the peer never confirms (e.g.

@@ -4,8 +4,11 @@
 //! number of active puts it issued.
 //!
 //! - The source counts its active puts per target: it issues them with
-//!   [`Runtime::write_active`] (an RDMA write plus the count; a plain [`Runtime::write`] to an
-//!   active page is not counted, and an active write to a plain page is never confirmed).
+//!   [`Runtime::write_active`] (an RDMA write plus the count). Issue every put to an active
+//!   page of a peer through it: the target cannot tell counted puts from others, so a plain
+//!   [`Runtime::write`] to an active page inflates the peer's reply and a later reply flush
+//!   may return before the latest active puts are processed; an active write to a plain page
+//!   is never confirmed (the flush times out).
 //! - Every rank exposes one reply word per rank ([`Runtime::reply_words`]); each target learns
 //!   where to reply to each source ([`Runtime::reply_connect`]), or all ranks do both at once
 //!   through the bootstrap ([`Runtime::reply_setup`]).
@@ -263,6 +266,8 @@ impl Runtime {
 
     /// An active put: [`Runtime::write`] of `len` bytes to a page of `peer` marked for active
     /// puts, counted for [`Runtime::reply_flush`]. One call is one log entry at the target.
+    /// Use it for every put to active pages of `peer` (see the module doc: plain writes there
+    /// would make the reply flush return early).
     ///
     /// # Safety
     ///
