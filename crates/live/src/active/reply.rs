@@ -57,8 +57,8 @@ struct Dest {
     pdid: Pdid,
     /// Count confirmed by the last completed reply.
     sent: u64,
-    /// A reply is in flight (its count is in `buf`).
-    in_flight: bool,
+    /// A reply is in flight (its count is in `buf`), to this word and key.
+    in_flight: Option<(u64, RemoteKey)>,
     /// The reply's source buffer: a heap word, stable while the write reads it.
     buf: Box<u64>,
     /// Replies that failed (the next processed entry retries).
@@ -126,7 +126,7 @@ impl Core {
         } = &mut *g;
         for (&src, d) in dests.iter_mut() {
             let count = processed.get(&src).copied().unwrap_or(0);
-            if d.in_flight || count <= d.sent {
+            if d.in_flight.is_some() || count <= d.sent {
                 continue;
             }
             *d.buf = count;
@@ -142,7 +142,7 @@ impl Core {
                 len: 8,
             };
             if self.engine.post(now, wr).is_ok() {
-                d.in_flight = true;
+                d.in_flight = Some((d.addr, d.key));
             } else {
                 d.failures += 1;
             }
@@ -159,9 +159,13 @@ impl Core {
         let src = (c.wr_id & !REPLY_WR_BIT) as u32;
         let mut g = table.inner.lock().expect("reply table");
         if let Some(d) = g.dests.get_mut(&src) {
-            d.in_flight = false;
+            let to = d.in_flight.take();
             if c.status.is_ok() {
-                d.sent = *d.buf;
+                // A reply to a word replaced meanwhile (reply_connect again) confirms nothing
+                // there.
+                if to == Some((d.addr, d.key)) {
+                    d.sent = *d.buf;
+                }
                 // The handler may have processed more meanwhile: look again next turn.
                 table.dirty.store(true, Ordering::Release);
             } else {
@@ -235,18 +239,24 @@ impl Runtime {
             .checked_add(8 * self.rank() as u64)
             .ok_or_else(|| LiveError::Invalid("reply word address wraps around".into()))?;
         let table = &self.active.state.replies;
-        table.inner.lock().expect("reply table").dests.insert(
-            source,
-            Dest {
+        let mut g = table.inner.lock().expect("reply table");
+        if let Some(d) = g.dests.get_mut(&source) {
+            // Reconnected: keep the buffer (a reply in flight may still be reading it) and
+            // send the count again to the new word.
+            (d.addr, d.key, d.sent) = (addr, key, 0);
+        } else {
+            let d = Dest {
                 addr,
                 key,
                 pdid: self.pdid,
                 sent: 0,
-                in_flight: false,
+                in_flight: None,
                 buf: Box::new(0),
                 failures: 0,
-            },
-        );
+            };
+            g.dests.insert(source, d);
+        }
+        drop(g);
         // Entries processed before the connection are replied now.
         table.dirty.store(true, Ordering::Release);
         (self.wake)();
