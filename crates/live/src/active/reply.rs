@@ -119,10 +119,13 @@ impl Core {
     /// Post the replies that are due (called at the start of a turn; one atomic load when
     /// nothing changed).
     pub(crate) fn post_replies(&mut self) {
+        // A plain load first: no write to a shared line on the (usual) idle turn.
+        if !self.mem.state().replies.dirty.load(Ordering::Acquire) {
+            return;
+        }
         let state = self.mem.state().clone();
         let table = &state.replies;
-        // A plain load first: no write to the shared line on the (usual) idle turn.
-        if !table.dirty.load(Ordering::Acquire) || !table.dirty.swap(false, Ordering::AcqRel) {
+        if !table.dirty.swap(false, Ordering::AcqRel) {
             return;
         }
         let now = self.clock.now();
