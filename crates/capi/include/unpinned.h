@@ -380,6 +380,25 @@ int up_aa_handler_stop(up_runtime_t *rt, uint32_t iuid, up_aa_handler_stats_t *o
 int up_aa_flush(up_runtime_t *rt, uint32_t peer, uint64_t flush_addr, uint32_t rkey);
 
 /*
+ * The reply-based active flush (no flushing page): peers' handlers reply with an RDMA write of
+ * how many active puts of this rank they processed.
+ * up_aa_reply_setup: collective (every rank): expose this rank's reply words and tell every
+ * peer where to reply. Errors: UP_ERR_NULL, those of up_exchange.
+ * up_aa_write_active: an active put: as up_write, to a page of `peer` marked for active puts
+ * (UP_AA_ACTIVE_PUT), counted for up_aa_reply_flush. Use it for every put to active pages:
+ * the peer cannot tell counted puts from plain ones, and a plain up_write there would make a
+ * later up_aa_reply_flush return early.
+ * up_aa_reply_flush: complete this rank's requests (as up_flush), then wait until `peer`'s
+ * handlers have processed every up_aa_write_active issued to it before the call.
+ * UP_ERR_CONFIG without up_aa_reply_setup, UP_ERR_TIMEOUT if the peer never confirms (e.g.
+ * it runs no handler). Independent of up_flush and up_aa_flush.
+ */
+int up_aa_reply_setup(up_runtime_t *rt);
+int up_aa_write_active(up_runtime_t *rt, uint32_t peer, const void *local, uint64_t remote_addr,
+                       uint32_t rkey, size_t len, uint64_t *wr_id);
+int up_aa_reply_flush(up_runtime_t *rt, uint32_t peer);
+
+/*
  * up_atomic: a remote atomic on the 64-bit word at `remote_addr` of rank `peer` (8-byte
  * aligned, inside a region exposed read-write with `rkey`): UP_ATOMIC_CAS (compare, operand),
  * UP_ATOMIC_FETCH_ADD (operand), UP_ATOMIC_SWAP (operand). Blocks until done; the word's

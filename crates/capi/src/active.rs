@@ -8,7 +8,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 use unpinned_live::active::{ActiveError, EntryKind, Iuid, Notify, PageBits};
-use unpinned_live::AtomicOp;
+use unpinned_live::{AtomicOp, LiveError};
 
 use crate::{arg, guard, handle, null, Fail, UpRuntime, UP_OK};
 
@@ -292,6 +292,78 @@ pub unsafe extern "C" fn up_aa_flush(
             map.remove(&id);
         }
         drop(map);
+        r?;
+        Ok(UP_OK)
+    })
+}
+
+/// See `up_aa_write_active` in `unpinned.h`.
+///
+/// # Safety
+///
+/// As `up_write`: `rt` is NULL or a live handle; `wr_id` is NULL or valid for writing;
+/// `[local, local+len)` stays mapped and unmodified until the completion is returned.
+#[no_mangle]
+pub unsafe extern "C" fn up_aa_write_active(
+    rt: *mut UpRuntime,
+    peer: u32,
+    local: *const c_void,
+    remote_addr: u64,
+    rkey: u32,
+    len: usize,
+    wr_id: *mut u64,
+) -> c_int {
+    guard("up_aa_write_active", || {
+        // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
+        let h = unsafe { handle(rt) }?;
+        if local.is_null() {
+            return Err(null("local"));
+        }
+        let start = || {
+            // SAFETY: the caller takes over `Runtime::write`'s contract (see the header).
+            unsafe {
+                h.rt.write_active(peer, local as *const u8, remote_addr, rkey, len)
+            }
+        };
+        crate::post(h, unpinned_live::Op::Write, start, wr_id)
+    })
+}
+
+/// See `up_aa_reply_setup` in `unpinned.h`.
+///
+/// # Safety
+///
+/// `rt` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn up_aa_reply_setup(rt: *mut UpRuntime) -> c_int {
+    guard("up_aa_reply_setup", || {
+        // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
+        let h = unsafe { handle(rt) }?;
+        h.rt.reply_setup()?;
+        Ok(UP_OK)
+    })
+}
+
+/// See `up_aa_reply_flush` in `unpinned.h`.
+///
+/// # Safety
+///
+/// `rt` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn up_aa_reply_flush(rt: *mut UpRuntime, peer: u32) -> c_int {
+    guard("up_aa_reply_flush", || {
+        // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
+        let h = unsafe { handle(rt) }?;
+        let before: Vec<u64> = h.outstanding().keys().copied().collect();
+        let r = h.rt.reply_flush(peer);
+        // As up_aa_flush: the requests posted before were completed and consumed, unless the
+        // call failed before its fence (bad peer, no reply words).
+        if !matches!(r, Err(LiveError::Invalid(_)) | Err(LiveError::Config(_))) {
+            let mut map = h.outstanding();
+            for id in before {
+                map.remove(&id);
+            }
+        }
         r?;
         Ok(UP_OK)
     })

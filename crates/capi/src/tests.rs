@@ -602,6 +602,9 @@ fn active_access_calls_refuse_bad_arguments() {
         assert_eq!(up_aa_handler_start(null_mut(), 1, UP_AA_POLL, Some(nop), null_mut()), UP_ERR_NULL);
         assert_eq!(up_aa_handler_stop(null_mut(), 1, null_mut()), UP_ERR_NULL);
         assert_eq!(up_aa_flush(null_mut(), 1, 0, 0), UP_ERR_NULL);
+        assert_eq!(up_aa_reply_setup(null_mut()), UP_ERR_NULL);
+        assert_eq!(up_aa_reply_flush(null_mut(), 1), UP_ERR_NULL);
+        assert_eq!(up_aa_write_active(null_mut(), 1, null_mut(), 0, 0, 8, null_mut()), UP_ERR_NULL);
         assert_eq!(up_atomic(null_mut(), 1, 0, 0, UP_ATOMIC_SWAP, 0, 0, null_mut()), UP_ERR_NULL);
     }
     let p = Pair::new();
@@ -621,8 +624,66 @@ fn active_access_calls_refuse_bad_arguments() {
         assert_eq!(up_aa_handler_stop(h, 1, &mut st), UP_OK);
         assert_eq!(st.entries, 0);
         assert_eq!(up_aa_handler_stop(h, 1, &mut st), UP_ERR_AA_HANDLER);
+        assert_eq!(up_aa_reply_flush(h, 0), UP_ERR_CONFIG, "no reply words yet");
+        assert_eq!(up_aa_reply_flush(h, 1), UP_ERR_INVALID, "this rank");
+        assert_eq!(up_aa_reply_setup(h), UP_ERR_NO_BOOTSTRAP);
         assert_eq!(up_atomic(h, 0, 4, 1, UP_ATOMIC_SWAP, 0, 0, null_mut()), UP_ERR_INVALID);
         assert_eq!(up_atomic(h, 0, 8, 1, 99, 0, 0, null_mut()), UP_ERR_ARG);
     }
     assert!(last().contains("up_atomic"), "{}", last());
+}
+
+/// The reply-based active flush through the C ABI: after `up_aa_reply_flush`, the peer's
+/// (slow) handler has processed every `up_aa_write_active`.
+#[test]
+fn reply_flush_through_the_c_abi() {
+    use crate::active::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    unsafe extern "C" fn count(_: *const UpAaEntry, arg: *mut c_void) {
+        std::thread::sleep(Duration::from_micros(200));
+        // SAFETY: `arg` is the test's `AtomicU64`, alive until the handler is stopped.
+        unsafe { &*(arg as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
+    }
+    let dir = std::env::temp_dir().join(format!("unpinned-capi-reply-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let max = Config::new(0, 2).max_packet();
+    let h: Vec<usize> = network(2, max)
+        .into_iter()
+        .enumerate()
+        .map(|(r, t)| {
+            let mut cfg = Config::new(r as u32, 2);
+            cfg.bootstrap_dir = Some(dir.clone());
+            UpRuntime::into_handle(Runtime::new(cfg, Box::new(t)).unwrap()) as usize
+        })
+        .collect();
+    let (src, dst) = (h[0] as *mut UpRuntime, h[1] as *mut UpRuntime);
+    let mem = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+    let counted = AtomicU64::new(0);
+    let mut key = 0u32;
+    // SAFETY: live handles; `mem` and `counted` outlive every use (the handler is stopped and
+    // the runtimes finalized before they are dropped).
+    unsafe {
+        assert_eq!(up_expose(dst, mem.ptr() as *mut c_void, 4096, UP_PERM_READ | UP_PERM_WRITE, &mut key), UP_OK);
+        assert_eq!(up_aa_create_log(dst, 5, 1 << 16), UP_OK);
+        assert_eq!(up_aa_assoc_pages(dst, mem.ptr() as *const c_void, 4096, UP_AA_ACTIVE_PUT, 5), UP_OK);
+        let arg = &counted as *const AtomicU64 as *mut c_void;
+        assert_eq!(up_aa_handler_start(dst, 5, UP_AA_SLEEP, Some(count), arg), UP_OK);
+        let d = h[1];
+        let t = std::thread::spawn(move || up_aa_reply_setup(d as *mut UpRuntime));
+        assert_eq!(up_aa_reply_setup(src), UP_OK);
+        assert_eq!(t.join().unwrap(), UP_OK);
+        let v = 9u64.to_le_bytes();
+        for i in 0..20u64 {
+            let p = v.as_ptr() as *const c_void;
+            assert_eq!(up_aa_write_active(src, 1, p, mem.addr() + 8 * i, key, 8, null_mut()), UP_OK);
+        }
+        assert_eq!(up_aa_reply_flush(src, 1), UP_OK);
+        assert_eq!(counted.load(Ordering::SeqCst), 20);
+        let mut c = UpCompletion::default();
+        assert_eq!(up_poll(dst, &mut c), 0, "replies stay out of the target's completions");
+        assert_eq!(up_aa_handler_stop(dst, 5, null_mut()), UP_OK);
+        assert_eq!(up_finalize(src), UP_OK);
+        assert_eq!(up_finalize(dst), UP_OK);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -285,10 +285,10 @@ pub struct Runtime {
     core: Arc<Mutex<Core>>,
     pub(crate) wake: Waker,
     shared: Arc<Shared>,
-    opts: LoopOptions,
+    pub(crate) opts: LoopOptions,
     pub(crate) next_wr: AtomicU64,
     pub(crate) posted: AtomicU64,
-    op_timeout: Duration,
+    pub(crate) op_timeout: Duration,
     bootstrap: Mutex<Option<Bootstrap>>,
     clock: Clock,
     engine_thread: Option<JoinHandle<()>>,
@@ -438,6 +438,7 @@ impl Runtime {
             )));
         }
         let active = crate::active::ActiveAccess::new(cfg.rank);
+        active.state.replies.set_waker(transport.waker());
         let mem = crate::active::memory::ActiveMemory::new(
             LiveMemory::with_mode(cfg.pdid, cfg.memory_mode)?,
             active.state.clone(),
@@ -525,7 +526,7 @@ impl Runtime {
     }
 
     /// Run one engine turn in this thread unless another thread is running one.
-    fn drive(&self) -> Result<(), LiveError> {
+    pub(crate) fn drive(&self) -> Result<(), LiveError> {
         match self.core.try_lock() {
             Ok(mut c) => {
                 c.turn();

@@ -381,6 +381,8 @@ impl Core {
         self.stats.turns += 1;
         let now = self.clock.now();
         self.mem.begin_turn();
+        // Replies of the reply-based active flush that handlers made due.
+        self.post_replies();
         let mut work = false;
 
         // 1. Fault handler outputs.
@@ -500,6 +502,8 @@ impl Core {
         while let Some(ev) = self.engine.poll_event() {
             work = true;
             match ev {
+                // The runtime's own reply writes stay out of the application's queue.
+                Event::Completion(c) if self.reply_completed(&c) => {}
                 Event::Completion(c) => self.shared.push(c),
                 Event::Fault(rec) => {
                     if self.page_in_inline(&rec) {

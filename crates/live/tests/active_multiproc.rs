@@ -105,3 +105,18 @@ fn checkpoints_restore_the_exact_image_three_processes() {
     let r = launch(&o).unwrap();
     assert!(r.success(), "{:?}", r.failures());
 }
+
+/// The reply-based active flush across processes: after every rank's `reply_flush`es, every
+/// handler (50 us per entry) has processed exactly what each source issued.
+#[test]
+fn reply_flush_three_processes_sleeping_handler() {
+    let mut o = LaunchOptions::new(3, env!("CARGO_BIN_EXE_unpinned-live-aa"));
+    o.args = ["reply", "sleep", "200", "50", "7"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(10);
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}

@@ -209,3 +209,15 @@ fn dsm_protect_batched_makes_one_call() {
         assert!(num(&o.table, r, "time_us") > 0.0);
     }
 }
+
+#[test]
+fn aa_notify_measures_both_active_flushes() {
+    let o = run("aa-notify", &[("puts", "30"), ("flushes", "10")]);
+    let c = cols(&o.table);
+    assert_eq!(&c[c.len() - 2..], ["iommu_flush_median_us", "reply_flush_median_us"]);
+    assert_eq!(o.table.rows.len(), 12); // 3 handlers x 4 quantiles
+    for r in 0..o.table.rows.len() {
+        assert!(num(&o.table, r, "iommu_flush_median_us") > 0.0);
+        assert!(num(&o.table, r, "reply_flush_median_us") > 0.0);
+    }
+}

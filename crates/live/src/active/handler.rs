@@ -192,6 +192,7 @@ fn run(
             }
             for (e, _) in batch.drain(..) {
                 call(&mut f, &e, &mut rep);
+                count_reply(&state, &e);
                 // Release: the handler's effects happen before a flush sees them processed.
                 log.processed.fetch_add(1, Ordering::SeqCst);
             }
@@ -200,6 +201,7 @@ fn run(
                 log.take(BATCH, &mut batch);
                 for (e, _) in batch.drain(..) {
                     call(&mut f, &e, &mut rep);
+                    count_reply(&state, &e);
                     log.processed.fetch_add(1, Ordering::SeqCst);
                 }
             }
@@ -252,6 +254,13 @@ fn call(f: &mut Box<dyn FnMut(&LogEntry) + Send>, e: &LogEntry, rep: &mut Handle
         rep.panics += 1;
     }
     rep.entries += 1;
+}
+
+/// Count a processed active put for the reply-based flush ([`super::reply`]).
+fn count_reply(state: &ActiveState, e: &LogEntry) {
+    if e.header.kind == unpinned_aa::log::EntryKind::ActivePut {
+        state.replies.processed(e.header.source);
+    }
 }
 
 /// CPU time of the calling thread, ns.

@@ -53,6 +53,11 @@ impl ActiveMemory {
         ActiveMemory { inner, state }
     }
 
+    /// The Active Access state this memory checks.
+    pub(crate) fn state(&self) -> &Arc<ActiveState> {
+        &self.state
+    }
+
     /// Log one fragment into the log of `bits.iuid`. `Err` = back-pressure or no such log.
     fn log_fragment(
         &self,

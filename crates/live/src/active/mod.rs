@@ -10,6 +10,8 @@
 //!   (`assoc_pages`, the spec's `assoc_page(addr, actions, handler)` split into marking and
 //!   [`ActiveAccess::spawn_handler`]), counters.
 //! - [`crate::Runtime::active_flush`] ([`flush`]): the active flush.
+//! - [`crate::Runtime::reply_flush`] ([`reply`]): the reply-based active flush (the handler
+//!   writes back how many active puts of each source it processed).
 //! - [`dht`]: the distributed hash table across processes (AA or RMA inserts with remote
 //!   atomics, RMA lookups, AA deletes).
 //! - [`dht`]: the distributed hash table over real processes (AA inserts and deletes, RMA
@@ -60,6 +62,7 @@ pub mod loggets;
 pub mod memory;
 pub mod sort;
 mod notify;
+pub mod reply;
 pub(crate) mod state;
 
 use std::sync::atomic::Ordering;

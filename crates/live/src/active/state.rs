@@ -118,6 +118,8 @@ pub(crate) struct ActiveState {
     /// have processed before the get is served.
     pub holds: Mutex<FxHashMap<(u32, u32), u64>>,
     pub counters: Counters,
+    /// Reply-based flush: counts and reply destinations ([`super::reply`]).
+    pub replies: super::reply::ReplyTable,
 }
 
 impl ActiveState {
@@ -129,6 +131,7 @@ impl ActiveState {
             logs: RwLock::new(FxHashMap::default()),
             holds: Mutex::new(FxHashMap::default()),
             counters: Counters::default(),
+            replies: Default::default(),
         }
     }
 

@@ -26,6 +26,10 @@
 //!   while the other ranks write random ranges of a few hot pages into it; after every
 //!   epoch the base plus the increments must restore the region byte for byte. Prints the
 //!   bytes copied against full checkpoints. Exits 1 otherwise.
+//! - `reply NOTIFY OPS DELAY_US SEED`: the reply-based active flush: every rank issues OPS
+//!   active puts (`write_active`) to random other ranks and `reply_flush`es every peer; each
+//!   handler (DELAY_US per entry) must by then have processed exactly what each source issued.
+//!   Exits 1 otherwise.
 
 use std::process::ExitCode;
 
@@ -662,6 +666,110 @@ fn checkpoint(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The reply-based active flush across processes: every rank issues `ops` active puts to random
+/// other ranks, then `reply_flush`es every peer; at the barrier after the flushes each rank's
+/// handler (slowed by `delay_us` per entry) must already have processed, per source, exactly
+/// the puts that source issued, with the right values.
+fn reply(args: &[String]) -> Result<(), String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use unpinned_live::active::PageBits;
+    use unpinned_live::mapping::Mapping;
+    use unpinned_live::Perms;
+    let [notify, ops, delay_us, seed] = args else {
+        return Err("usage: reply poll|sleep OPS DELAY_US SEED".into());
+    };
+    let notify: Notify = notify.parse()?;
+    let ops: u32 = ops.parse().map_err(|e| format!("OPS: {e}"))?;
+    let delay_us: u64 = delay_us.parse().map_err(|e| format!("DELAY_US: {e}"))?;
+    let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
+    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let (me, size) = (rt.rank(), rt.size());
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let mem = Mapping::anon(4096).map_err(|x| e(&x))?;
+    // SAFETY: the mapping lives until the end of this function, after the last barrier; we
+    // never read it (active puts are logged, not written).
+    let key = unsafe { rt.expose(mem.ptr(), mem.len(), Perms::RW) }.map_err(|x| e(&x))?;
+    let aa = rt.active();
+    let iuid = aa.create_log(4, 1 << 16).map_err(|x| e(&x))?;
+    aa.assoc_pages(mem.addr(), 4096, PageBits::active_put(iuid))
+        .map_err(|x| e(&x))?;
+    // Per source: entries processed and the sum of their values.
+    let seen: Arc<Vec<[AtomicU64; 2]>> = Arc::new(
+        (0..size)
+            .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+            .collect(),
+    );
+    let s = seen.clone();
+    let h = aa
+        .spawn_handler(4, notify, move |en| {
+            std::thread::sleep(std::time::Duration::from_micros(delay_us));
+            let v = u64::from_le_bytes(en.data[..8].try_into().expect("8-byte puts"));
+            let c = &s[en.header.source as usize];
+            c[1].fetch_add(v, Ordering::SeqCst);
+            c[0].fetch_add(1, Ordering::SeqCst);
+        })
+        .map_err(|x| e(&x))?;
+    rt.reply_setup().map_err(|x| e(&x))?;
+    let regions = rt
+        .exchange(mem.addr(), mem.len() as u64, key)
+        .map_err(|x| e(&x))?;
+    // sent[target] = (count, sum)
+    let mut sent = vec![(0u64, 0u64); size as usize];
+    let vals: Vec<[u8; 8]> = (0..ops as u64)
+        .map(|i| (i + 1 + ((me as u64) << 32)).to_le_bytes())
+        .collect();
+    let mut rng = Rng(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    for (i, v) in vals.iter().enumerate() {
+        let mut t = rng.below(size as u64) as u32;
+        if t == me {
+            t = (t + 1) % size;
+        }
+        let r = regions[t as usize];
+        let addr = r.addr + 8 * (i as u64 % 512);
+        // SAFETY: `vals` lives until the reply flushes below, which complete every write.
+        unsafe { rt.write_active(t, v.as_ptr(), addr, r.key, 8) }.map_err(|x| e(&x))?;
+        sent[t as usize].0 += 1;
+        sent[t as usize].1 += u64::from_le_bytes(*v);
+    }
+    let t0 = std::time::Instant::now();
+    for t in (0..size).filter(|&t| t != me) {
+        rt.reply_flush(t).map_err(|x| e(&x))?;
+    }
+    let flush_us = t0.elapsed().as_micros();
+    let mine: Vec<u8> = sent
+        .iter()
+        .flat_map(|&(n, s)| n.to_le_bytes().into_iter().chain(s.to_le_bytes()))
+        .collect();
+    // Every rank's flushes returned before this collective.
+    let all = rt.all_gather(&mine).map_err(|x| e(&x))?;
+    for (src, d) in all.iter().enumerate() {
+        let at = 16 * me as usize;
+        let n = u64::from_le_bytes(d[at..at + 8].try_into().expect("8"));
+        let sum = u64::from_le_bytes(d[at + 8..at + 16].try_into().expect("8"));
+        let got = [
+            seen[src][0].load(Ordering::SeqCst),
+            seen[src][1].load(Ordering::SeqCst),
+        ];
+        if got != [n, sum] {
+            return Err(format!(
+                "rank {me}: after the reply flushes, source {src} issued {n} puts (sum {sum}) but the handler processed {} (sum {})",
+                got[0], got[1]
+            ));
+        }
+    }
+    println!(
+        "rank {me}: {ops} active puts, reply flushes to {} peers in {flush_us} us, all processed ({} handler, {delay_us} us/entry)",
+        size - 1,
+        notify.name()
+    );
+    rt.barrier().map_err(|x| e(&x))?;
+    h.stop().ok_or("the handler panicked")?;
+    rt.barrier().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {
@@ -670,7 +778,8 @@ fn main() -> ExitCode {
         Some("loggets") => loggets(&args[1..]),
         Some("sort") => sort(&args[1..]),
         Some("checkpoint") => checkpoint(&args[1..]),
-        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED | sort poll|sleep KEYS_PER_RANK SEED | checkpoint poll|sleep EPOCHS SEED".into()),
+        Some("reply") => reply(&args[1..]),
+        _ => Err("usage: unpinned-live-aa dht aa|rma poll|sleep KEYS_PER_RANK SEED | counter poll|sleep OPS SEED | loggets poll|sleep OPS SEED | sort poll|sleep KEYS_PER_RANK SEED | checkpoint poll|sleep EPOCHS SEED | reply poll|sleep OPS DELAY_US SEED".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,10 +8,17 @@
 //! Per scheme: the notification delay (from the engine thread publishing the entry to the
 //! handler taking it; quantiles over the puts), the sender's put latency, and the handler
 //! thread's CPU time as a share of its wall time (polling burns a core, sleeping does not).
+//!
+//! Then, per scheme, `flushes` rounds of one active put followed by an active flush, each
+//! kind in turn: the IOMMU-held flush (a get on the flushing page, held until the log is
+//! drained) and the reply-based flush (the target's engine writes the processed count back);
+//! their median latencies are the `*_flush_median_us` columns.
+
+use std::time::Instant;
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::active::{Notify, PageBits};
+use unpinned_live::active::{ActiveAccess, Notify, PageBits};
 use unpinned_live::mapping::Mapping;
 use unpinned_report::{PlotSpec, Table};
 
@@ -31,6 +38,10 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     if puts == 0 {
         return Err(ExperimentError::BadParam("puts".into(), "0".into()));
     }
+    let flushes: u32 = ctx.param("flushes", 500)?;
+    if flushes == 0 {
+        return Err(ExperimentError::BadParam("flushes".into(), "0".into()));
+    }
     let mut table = Table::new(&[
         "driver",
         "notify",
@@ -39,6 +50,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "notify_us",
         "put_latency_median_us",
         "handler_cpu_pct",
+        "iommu_flush_median_us",
+        "reply_flush_median_us",
     ]);
     let mut meta_rows = Vec::new();
     for notify in [
@@ -50,7 +63,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         },
     ] {
         let pair = Pair::part(&ctx.profile)?;
-        let mem = Mapping::anon(4096).map_err(fail)?;
+        let mem = Mapping::anon(2 * 4096).map_err(fail)?;
         // SAFETY: the mapping outlives the pair's use (dropped after the pair below); active
         // puts never write it.
         let key = unsafe { pair.expose(mem.ptr(), mem.len()) }?;
@@ -58,18 +71,55 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let iuid = aa.create_log(1, 1 << 16).map_err(fail)?;
         aa.assoc_pages(mem.addr(), 4096, PageBits::active_put(iuid))
             .map_err(fail)?;
+        aa.assoc_pages(mem.addr() + 4096, 4096, ActiveAccess::flush_page_bits(iuid))
+            .map_err(fail)?;
+        let (words, wkey) = pair.rts[0].reply_words().map_err(fail)?;
+        pair.rts[1].reply_connect(0, words, wkey).map_err(fail)?;
         let h = aa.spawn_handler(1, notify, |_| {}).map_err(fail)?;
         let mut lat = Vec::with_capacity(puts as usize);
         for i in 0..puts as u64 {
-            lat.push(pair.write_us(&i.to_le_bytes(), mem.addr() + 8 * (i % 512), key)?);
+            // Active puts through `write_active`, so that the reply flush below counts them.
+            let v = i.to_le_bytes();
+            let t = Instant::now();
+            // SAFETY: `v` is borrowed until the completion we wait for.
+            let id = unsafe {
+                pair.rts[0].write_active(1, v.as_ptr(), mem.addr() + 8 * (i % 512), key, 8)
+            }
+            .map_err(fail)?;
+            loop {
+                match pair.rts[0].wait(id) {
+                    // `v` is still lent to the engine: keep waiting.
+                    Err(unpinned_live::LiveError::Timeout(_)) => continue,
+                    r => break r.map(|_| ()).map_err(fail)?,
+                }
+            }
+            lat.push(t.elapsed().as_secs_f64() * 1e6);
         }
+        let (src, flush_page) = (&pair.rts[0], mem.addr() + 4096);
+        let (mut held, mut reply) = (Vec::new(), Vec::new());
+        for i in 0..flushes as u64 {
+            let v = i.to_le_bytes();
+            for (out, by_reply) in [(&mut held, false), (&mut reply, true)] {
+                // SAFETY: `v` lives until the flush below, which completes the write first.
+                unsafe { src.write_active(1, v.as_ptr(), mem.addr(), key, 8) }.map_err(fail)?;
+                let t = Instant::now();
+                if by_reply {
+                    src.reply_flush(1).map_err(fail)?;
+                } else {
+                    src.active_flush(1, flush_page, key).map_err(fail)?;
+                }
+                out.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        let (held_med, reply_med) = (median(held), median(reply));
         let rep = h
             .stop()
             .ok_or_else(|| fail("the handler thread panicked"))?;
-        if rep.entries != puts as u64 {
+        if rep.entries != puts as u64 + 2 * flushes as u64 {
             return Err(fail(format!(
-                "handler processed {} of {puts} puts",
-                rep.entries
+                "handler processed {} of {} puts",
+                rep.entries,
+                puts as u64 + 2 * flushes as u64
             )));
         }
         let cpu_pct = rep.cpu_ns as f64 / rep.wall_ns.max(1) as f64 * 100.0;
@@ -86,6 +136,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 v.into(),
                 lat_med.into(),
                 cpu_pct.into(),
+                held_med.into(),
+                reply_med.into(),
             ]);
         }
         meta_rows.push(json!({ "notify": notify.name(), "wakeups": rep.notify_ns.len(), "sleeps": rep.sleeps }));
@@ -102,6 +154,6 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         )
         .bars()],
         sim_events: 0,
-        meta: json!({ "puts": puts, "transport": "shm (two runtimes in one process)", "handlers": meta_rows }),
+        meta: json!({ "puts": puts, "flushes": flushes, "transport": "shm (two runtimes in one process)", "handlers": meta_rows }),
     })
 }
