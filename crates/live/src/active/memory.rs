@@ -123,31 +123,16 @@ impl ActiveMemory {
             // retransmission after the page-in does both. Rewriting is idempotent.
             self.inner.write(pdid, addr, data)?;
         }
-        let header = EntryHeader {
+        self.log_access(
+            addr,
+            bits,
             kind,
-            source: o.peer,
-            txn: o.transfer_id & !GET_TXN,
-            addr: o.xfer_addr,
-            access_len: o.xfer_len as u32,
-            data_len: if with_data { o.xfer_len as u32 } else { 0 },
-        };
-        // A metadata-only entry is one per access: logged with the packet at offset 0.
-        if with_data || o.offset == 0 {
-            let payload: &[u8] = if with_data { data } else { &[] };
-            if self.log_fragment(bits, header, o.offset as u32, payload)?
-                == FragmentOutcome::Completed
-            {
-                self.state
-                    .counters
-                    .puts_logged
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        if kind == EntryKind::Fault {
-            self.state.counters.faults.fetch_add(1, Ordering::Relaxed);
-            return Err(MemError::Unmapped { addr });
-        }
-        Ok(())
+            with_data,
+            o.transfer_id & !GET_TXN,
+            o,
+            data,
+            false,
+        )
     }
 
     fn get(
@@ -176,23 +161,53 @@ impl ActiveMemory {
         if kind != EntryKind::Fault {
             self.inner.read(pdid, addr, out)?;
         }
+        self.log_access(
+            addr,
+            bits,
+            kind,
+            with_data,
+            o.transfer_id | GET_TXN,
+            o,
+            out,
+            true,
+        )
+    }
+
+    /// Log one packet's share of a put or get (`payload`: its bytes) and count the access
+    /// once its entry is complete; a `Fault` entry then answers the access as unmapped.
+    #[allow(clippy::too_many_arguments)]
+    fn log_access(
+        &mut self,
+        addr: u64,
+        bits: PageBits,
+        kind: EntryKind,
+        with_data: bool,
+        txn: u32,
+        o: &AccessOrigin,
+        payload: &[u8],
+        is_get: bool,
+    ) -> Result<(), MemError> {
         let header = EntryHeader {
             kind,
             source: o.peer,
-            txn: o.transfer_id | GET_TXN,
+            txn,
             addr: o.xfer_addr,
             access_len: o.xfer_len as u32,
             data_len: if with_data { o.xfer_len as u32 } else { 0 },
         };
+        // A metadata-only entry is one per access: logged with the packet at offset 0.
         if with_data || o.offset == 0 {
-            let payload: &[u8] = if with_data { out } else { &[] };
+            let payload: &[u8] = if with_data { payload } else { &[] };
             if self.log_fragment(bits, header, o.offset as u32, payload)?
                 == FragmentOutcome::Completed
             {
-                self.state
-                    .counters
-                    .gets_logged
-                    .fetch_add(1, Ordering::Relaxed);
+                let c = &self.state.counters;
+                let logged = if is_get {
+                    &c.gets_logged
+                } else {
+                    &c.puts_logged
+                };
+                logged.fetch_add(1, Ordering::Relaxed);
             }
         }
         if kind == EntryKind::Fault {
