@@ -467,43 +467,20 @@ impl Transport for ShmTransport {
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Option<(NodeId, usize)> {
-        let n = self.geo.ranks;
-        for k in 0..n {
-            let src = (self.next_src + k) % n;
-            if src == self.rank {
-                continue;
-            }
-            let off = self.geo.ring_offset(src, self.rank);
-            let head = self.map.u64_at(off).load(Ordering::Acquire);
-            let tail_w = self.map.u64_at(off + LINE);
-            let tail = tail_w.load(Ordering::Relaxed);
-            if head == tail {
-                continue;
-            }
-            let slot = off
-                + RING_HDR
-                + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
-            // SAFETY: head (acquired) > tail, so the producer published this slot and will not
-            // touch it until our release store of tail; in bounds as in `send`. A length past
-            // the slot or `buf` (only a corrupt segment has one) is checked before any copy.
-            let len = unsafe {
-                let p = self.map.base.add(slot);
-                let len = (p as *const u32).read() as usize;
-                let fits = len <= self.geo.max_packet() && len <= buf.len();
-                if fits {
-                    std::ptr::copy_nonoverlapping(p.add(4), buf.as_mut_ptr(), len);
+        // The ring walk is `recv_with`'s; this only copies out. A packet longer than `buf` is
+        // dropped, not truncated (see `Transport::recv`), and the walk goes on.
+        loop {
+            let mut got = None;
+            let consumed = self.recv_with(&mut [], &mut |src, bytes| {
+                if let Some(dst) = buf.get_mut(..bytes.len()) {
+                    dst.copy_from_slice(bytes);
+                    got = Some((src, bytes.len()));
                 }
-                fits.then_some(len)
-            };
-            tail_w.store(tail + 1, Ordering::Release);
-            self.next_src = (src + 1) % n;
-            match len {
-                Some(len) => return Some((src, len)),
-                // Too long: dropped, not truncated (see `Transport::recv`).
-                None => continue,
+            });
+            if got.is_some() || !consumed {
+                return got;
             }
         }
-        None
     }
 
     fn wait(&mut self, timeout: Duration) {
