@@ -391,7 +391,7 @@ impl PartEngine {
             Ctrl::AtomicReq { id } => self.emit_atomic_req(id)?,
             Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp { transfer_id: id, status, old },
         };
-        Some(repr.emit(buf).expect("caller buffer holds a control packet"))
+        Some(emit(&repr, buf, self.cfg.defer_checksum).expect("caller buffer holds a control packet"))
     }
 
     fn timer_is_current(&self, at: Instant, kind: TimerKind) -> bool {
@@ -433,5 +433,16 @@ impl PartEngine {
             s += &format!("  read {id} from {} len {} done {}/{} silent {} deadline {:?}\n", r.peer, r.len, r.done, r.nblocks, r.silent_timeouts, r.deadline);
         }
         s
+    }
+}
+
+/// Emit `repr` into `buf`, sealed with its checksum unless the driver defers that
+/// ([`EngineConfig::defer_checksum`]).
+#[inline]
+pub(crate) fn emit(repr: &PartRepr<'_>, buf: &mut [u8], defer_checksum: bool) -> Result<usize, WireError> {
+    if defer_checksum {
+        repr.emit_unsealed(buf)
+    } else {
+        repr.emit(buf)
     }
 }

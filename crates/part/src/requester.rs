@@ -238,7 +238,7 @@ impl PartEngine {
                 xfer_len: t.len,
                 payload: &self.scratch[..plen],
             };
-            let len = repr.emit(buf).expect("caller buffer holds a data packet");
+            let len = crate::engine::emit(&repr, buf, self.cfg.defer_checksum).expect("caller buffer holds a data packet");
             let dst = t.key.data_dst;
             let b = &mut t.window[idx];
             b.next_offset += plen as u32;

@@ -719,6 +719,15 @@ impl<'a> PartRepr<'a> {
     /// [`MAX_PAYLOAD_LEN`], and with `BufferTooSmall` if `out` is shorter than
     /// `buffer_len()` (nothing is written then).
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+        let len = self.emit_unsealed(out)?;
+        seal(&mut out[..len]);
+        Ok(len)
+    }
+
+    /// Like [`emit`](Self::emit), but the trailing checksum field is left as it was in `out`:
+    /// the packet is complete only after [`seal`]. For a driver that computes the checksum
+    /// lazily (the simulator: only for packets that are observed or corrupted on the way).
+    pub fn emit_unsealed(&self, out: &mut [u8]) -> Result<usize, WireError> {
         let len = self.buffer_len();
         if let PartRepr::Data { payload, .. } = self {
             if payload.len() > MAX_PAYLOAD_LEN {
@@ -853,11 +862,17 @@ impl<'a> PartRepr<'a> {
             }
         }
 
-        let crc_at = len - field::CRC_LEN;
-        let crc = crc32fast::hash(&out[..crc_at]);
-        put_u32(out, crc_at..len, crc);
         Ok(len)
     }
+}
+
+/// Compute and write the trailing checksum of an emitted packet: `packet` is exactly the
+/// `len` bytes that [`PartRepr::emit_unsealed`] returned. Afterwards the bytes equal what
+/// [`PartRepr::emit`] writes. A slice shorter than the checksum field is left alone.
+pub fn seal(packet: &mut [u8]) {
+    let Some(crc_at) = packet.len().checked_sub(field::CRC_LEN) else { return };
+    let crc = crc32fast::hash(&packet[..crc_at]);
+    put_u32(packet, crc_at..crc_at + field::CRC_LEN, crc);
 }
 
 // The field table is contiguous and matches the documented sizes.
@@ -999,6 +1014,28 @@ mod tests {
             let buf = emit_vec(&repr);
             assert_eq!(PartRepr::parse(&buf), Ok(repr));
         }
+    }
+
+    /// Unsealed emission over a dirty buffer, then `seal`, gives exactly `emit`'s bytes; before
+    /// the seal the checksum field still holds the old bytes (so a checking parse fails).
+    #[test]
+    fn emit_unsealed_then_seal_equals_emit() {
+        let p = payload();
+        for repr in samples(&p) {
+            let want = emit_vec(&repr);
+            let mut buf = vec![0xa5u8; want.len() + 8];
+            let len = repr.emit_unsealed(&mut buf).unwrap();
+            assert_eq!(len, want.len());
+            assert_eq!(&buf[len - 4..len], &[0xa5; 4]);
+            assert_eq!(&buf[..len - 4], &want[..len - 4]);
+            assert_eq!(PartRepr::parse(&buf[..len]), Err(WireError::BadChecksum));
+            seal(&mut buf[..len]);
+            assert_eq!(&buf[..len], &want[..]);
+            assert_eq!(&buf[len..], &[0xa5; 8]);
+        }
+        let mut tiny = [1u8, 2, 3];
+        seal(&mut tiny);
+        assert_eq!(tiny, [1, 2, 3]);
     }
 
     #[test]
