@@ -120,7 +120,6 @@ pub struct PartEngine {
     pub(crate) events: VecDeque<Event>,
     pub(crate) timers: Timers,
     pub(crate) stats: EngineStats,
-    pub(crate) scratch: Vec<u8>,
     /// Atomics we initiated, by id (crate::atomics).
     pub(crate) atomics: FxHashMap<u32, crate::atomics::PendingAtomic>,
     /// Atomics we executed as target, by (initiator, id): answered again, never re-executed.
@@ -130,7 +129,6 @@ pub struct PartEngine {
 impl PartEngine {
     /// A new engine for node `node`.
     pub fn new(node: NodeId, cfg: EngineConfig) -> PartEngine {
-        let scratch = vec![0; cfg.packet_bytes as usize];
         PartEngine {
             node,
             exposures: Exposures::new(cfg.key_salt ^ ((node as u64) << 32)),
@@ -149,7 +147,6 @@ impl PartEngine {
             events: VecDeque::new(),
             timers: Timers::default(),
             stats: EngineStats::default(),
-            scratch,
             atomics: FxHashMap::default(),
             atomics_done: FxHashMap::default(),
         }
