@@ -605,6 +605,9 @@ impl<'a> PartRepr<'a> {
         Ok(match ty {
             kind::DATA => {
                 use field::data as f;
+                // A fixed-size view of the header (the length was checked above): the field
+                // reads below then need no bounds checks.
+                let b = b.first_chunk::<{ f::PAYLOAD }>().ok_or(WireError::Truncated { need: DATA_HEADER_LEN, have })?;
                 let read_response = read_response_flag(b[f::FLAGS])?;
                 PartRepr::Data {
                     pdid: get_u16(b, f::PDID),
@@ -617,7 +620,7 @@ impl<'a> PartRepr<'a> {
                     block_len: get_u32(b, f::BLOCK_LEN),
                     xfer_base: get_u64(b, f::XFER_BASE),
                     xfer_len: get_u64(b, f::XFER_LEN),
-                    payload: &b[f::PAYLOAD..],
+                    payload: &body[f::PAYLOAD..],
                 }
             }
             kind::ACK | kind::ERR => {
@@ -910,6 +913,8 @@ impl DataHeader {
     #[inline(always)]
     fn write_fields(&self, out: &mut [u8], payload_len: usize) {
         use field::data as f;
+        // A fixed-size view (callers checked the length): no bounds check per field.
+        let out = out.first_chunk_mut::<{ f::PAYLOAD }>().expect("callers checked the length");
         out[field::TYPE] = kind::DATA;
         put_u16(out, f::PDID, self.pdid);
         put_u32(out, f::RKEY, self.rkey);
