@@ -261,7 +261,9 @@ impl Tlb {
                 let t = self.tick();
                 self.slots[slot].stamp = t;
                 if let Some(r) = &mut self.recency {
-                    r.touch(slot / self.ways, slot);
+                    // A fully associative TLB (one set) needs no division per hit.
+                    let set = if self.sets == 1 { 0 } else { slot / self.ways };
+                    r.touch(set, slot);
                 }
                 true
             }
