@@ -24,6 +24,11 @@ pub struct EngineConfig {
     pub rx_idle: Duration,
     /// Salt for remote keys handed out by `expose` (drivers pass a seeded random value).
     pub key_salt: u64,
+    /// Emit packets without their trailing checksum (`PartRepr::emit_unsealed`): the driver
+    /// seals (`unpinned_wire::part::seal`) every packet it lets anyone observe or corrupt, and
+    /// hands the rest to the receiver with `handle_packet_intact`. For the simulator only; off
+    /// by default (a real medium needs every checksum).
+    pub defer_checksum: bool,
 }
 
 impl EngineConfig {
@@ -38,6 +43,7 @@ impl EngineConfig {
             max_timeouts: p.max_timeouts,
             rx_idle: Duration::from_us_f64(p.rx_state_idle_us),
             key_salt: 0x5eed,
+            defer_checksum: false,
         }
     }
 
@@ -48,6 +54,52 @@ impl EngineConfig {
 
     /// Packets in a block of `block_len` bytes.
     pub fn packets_in(&self, block_len: u32) -> u32 {
-        block_len.div_ceil(self.packet_bytes).max(1)
+        let pb = self.packet_bytes as u64;
+        // The same value as `block_len.div_ceil(packet_bytes)` (u64: no overflow).
+        div_size(block_len as u64 + pb - 1, pb).max(1) as u32
+    }
+}
+
+/// `x / d` for the engine's sizes: a shift when `d` is a power of two (every profile's packet
+/// and block sizes), a division otherwise; the same value either way. Data packets need a few
+/// of these each, and a 64-bit division costs tens of cycles.
+#[inline(always)]
+pub(crate) fn div_size(x: u64, d: u64) -> u64 {
+    if d.is_power_of_two() {
+        x >> d.trailing_zeros()
+    } else {
+        x / d
+    }
+}
+
+/// `x % d`, like [`div_size`].
+#[inline(always)]
+pub(crate) fn rem_size(x: u64, d: u64) -> u64 {
+    if d.is_power_of_two() {
+        x & (d - 1)
+    } else {
+        x % d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_arithmetic_equals_division() {
+        for d in [1u64, 2, 3, 7, 64, 100, 256, 4096, 16384, 65535] {
+            for x in [0u64, 1, d - 1, d, d + 1, 12_345, u32::MAX as u64, u64::MAX] {
+                assert_eq!(div_size(x, d), x / d, "{x} / {d}");
+                assert_eq!(rem_size(x, d), x % d, "{x} % {d}");
+            }
+        }
+        let mut c = EngineConfig::from_profile(&unpinned_core::profile::Profile::forth_arm().engine);
+        for pb in [1u32, 3, 256, 1000, 4096] {
+            c.packet_bytes = pb;
+            for len in [0u32, 1, pb - 1, pb, pb + 1, 16384, 16385] {
+                assert_eq!(c.packets_in(len), len.div_ceil(pb).max(1), "{len} in packets of {pb}");
+            }
+        }
     }
 }

@@ -120,7 +120,6 @@ pub struct PartEngine {
     pub(crate) events: VecDeque<Event>,
     pub(crate) timers: Timers,
     pub(crate) stats: EngineStats,
-    pub(crate) scratch: Vec<u8>,
     /// Atomics we initiated, by id (crate::atomics).
     pub(crate) atomics: FxHashMap<u32, crate::atomics::PendingAtomic>,
     /// Atomics we executed as target, by (initiator, id): answered again, never re-executed.
@@ -130,7 +129,6 @@ pub struct PartEngine {
 impl PartEngine {
     /// A new engine for node `node`.
     pub fn new(node: NodeId, cfg: EngineConfig) -> PartEngine {
-        let scratch = vec![0; cfg.packet_bytes as usize];
         PartEngine {
             node,
             exposures: Exposures::new(cfg.key_salt ^ ((node as u64) << 32)),
@@ -149,7 +147,6 @@ impl PartEngine {
             events: VecDeque::new(),
             timers: Timers::default(),
             stats: EngineStats::default(),
-            scratch,
             atomics: FxHashMap::default(),
             atomics_done: FxHashMap::default(),
         }
@@ -391,7 +388,7 @@ impl PartEngine {
             Ctrl::AtomicReq { id } => self.emit_atomic_req(id)?,
             Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp { transfer_id: id, status, old },
         };
-        Some(repr.emit(buf).expect("caller buffer holds a control packet"))
+        Some(emit(&repr, buf, self.cfg.defer_checksum).expect("caller buffer holds a control packet"))
     }
 
     fn timer_is_current(&self, at: Instant, kind: TimerKind) -> bool {
@@ -433,5 +430,16 @@ impl PartEngine {
             s += &format!("  read {id} from {} len {} done {}/{} silent {} deadline {:?}\n", r.peer, r.len, r.done, r.nblocks, r.silent_timeouts, r.deadline);
         }
         s
+    }
+}
+
+/// Emit `repr` into `buf`, sealed with its checksum unless the driver defers that
+/// ([`EngineConfig::defer_checksum`]).
+#[inline]
+pub(crate) fn emit(repr: &PartRepr<'_>, buf: &mut [u8], defer_checksum: bool) -> Result<usize, WireError> {
+    if defer_checksum {
+        repr.emit_unsealed(buf)
+    } else {
+        repr.emit(buf)
     }
 }

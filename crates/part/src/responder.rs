@@ -69,7 +69,7 @@ impl PartEngine {
             && (block_start + block_len as u64 == xfer_len || block_len as u64 == bb)
             && offset >= block_start
             && offset < block_start + block_len as u64
-            && (offset - block_start).is_multiple_of(pb)
+            && crate::config::rem_size(offset - block_start, pb) == 0
             && plen == (block_start + block_len as u64 - offset).min(pb)
             && xfer_base.checked_add(xfer_len).is_some();
         if !geometry_ok {
@@ -99,7 +99,7 @@ impl PartEngine {
             self.stats.stale_dropped += 1;
             return;
         };
-        let index = ((offset - block_start) / pb) as usize;
+        let index = crate::config::div_size(offset - block_start, pb) as usize;
         let (word, bit) = (index / 64, 1u64 << (index % 64));
         if entry.done || entry.bitmap[word] & bit != 0 {
             self.stats.stale_dropped += 1;

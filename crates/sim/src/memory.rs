@@ -180,6 +180,12 @@ impl SimMemory {
         }
     }
 
+    /// Whether a violation is waiting (cheap: the event loop asks after every event).
+    #[inline]
+    pub fn has_violations(&self) -> bool {
+        !self.violations.is_empty()
+    }
+
     /// Violations seen (writes outside the allowed ranges), drained.
     pub fn take_violations(&mut self) -> Vec<String> {
         std::mem::take(&mut self.violations)

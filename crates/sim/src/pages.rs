@@ -45,22 +45,27 @@ impl Region {
 #[derive(Default)]
 pub struct PageTable {
     regions: Vec<Region>,
-    /// Region of the last successful lookup.
-    hint: Cell<usize>,
+    /// Regions of the last two lookups that needed a search, most recent first: a node's NI
+    /// alternates between its source buffers (transmit) and its destination buffers
+    /// (arrivals), two regions.
+    hint: [Cell<usize>; 2],
 }
 
 impl PageTable {
     /// (region, index) of a page's slot, whether or not the page exists.
     #[inline]
     fn slot(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
-        let h = self.hint.get();
-        if let Some(r) = self.regions.get(h) {
-            if r.holds(pdid, vpn) {
-                return Some((h, (vpn - r.first) as usize));
+        for hint in &self.hint {
+            let h = hint.get();
+            if let Some(r) = self.regions.get(h) {
+                if r.holds(pdid, vpn) {
+                    return Some((h, (vpn - r.first) as usize));
+                }
             }
         }
         let i = self.regions.iter().position(|r| r.holds(pdid, vpn))?;
-        self.hint.set(i);
+        self.hint[1].set(self.hint[0].get());
+        self.hint[0].set(i);
         Some((i, (vpn - self.regions[i].first) as usize))
     }
 

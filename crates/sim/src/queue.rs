@@ -5,7 +5,8 @@
 //! low half). Measured alternatives that did not pay off (see the perf notes in
 //! docs/ARCHITECTURE.md): a radix heap (entries are redistributed more often than a heap sifts
 //! them at these queue lengths) and a front slot for an event earlier than the whole heap (it
-//! almost never is: every event is scheduled at least one NI or link delay ahead).
+//! almost never is: every event is scheduled at least one NI or link delay ahead), and a
+//! calendar queue of 32 ns buckets in front of the heap (as many instructions per event).
 
 use std::cmp::{Ordering, Reverse};
 

@@ -605,6 +605,9 @@ impl<'a> PartRepr<'a> {
         Ok(match ty {
             kind::DATA => {
                 use field::data as f;
+                // A fixed-size view of the header (the length was checked above): the field
+                // reads below then need no bounds checks.
+                let b = b.first_chunk::<{ f::PAYLOAD }>().ok_or(WireError::Truncated { need: DATA_HEADER_LEN, have })?;
                 let read_response = read_response_flag(b[f::FLAGS])?;
                 PartRepr::Data {
                     pdid: get_u16(b, f::PDID),
@@ -617,7 +620,7 @@ impl<'a> PartRepr<'a> {
                     block_len: get_u32(b, f::BLOCK_LEN),
                     xfer_base: get_u64(b, f::XFER_BASE),
                     xfer_len: get_u64(b, f::XFER_LEN),
-                    payload: &b[f::PAYLOAD..],
+                    payload: &body[f::PAYLOAD..],
                 }
             }
             kind::ACK | kind::ERR => {
@@ -719,6 +722,15 @@ impl<'a> PartRepr<'a> {
     /// [`MAX_PAYLOAD_LEN`], and with `BufferTooSmall` if `out` is shorter than
     /// `buffer_len()` (nothing is written then).
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+        let len = self.emit_unsealed(out)?;
+        seal(&mut out[..len]);
+        Ok(len)
+    }
+
+    /// Like [`emit`](Self::emit), but the trailing checksum field is left as it was in `out`:
+    /// the packet is complete only after [`seal`]. For a driver that computes the checksum
+    /// lazily (the simulator: only for packets that are observed or corrupted on the way).
+    pub fn emit_unsealed(&self, out: &mut [u8]) -> Result<usize, WireError> {
         let len = self.buffer_len();
         if let PartRepr::Data { payload, .. } = self {
             if payload.len() > MAX_PAYLOAD_LEN {
@@ -746,21 +758,10 @@ impl<'a> PartRepr<'a> {
                 xfer_len,
                 payload,
             } => {
-                use field::data as f;
-                out[field::TYPE] = kind::DATA;
-                put_u16(out, f::PDID, pdid);
-                put_u32(out, f::RKEY, rkey);
-                put_u32(out, f::TRANSFER_ID, transfer_id);
-                put_u32(out, f::BLOCK_ID, block_id);
-                put_u16(out, f::BLOCK_SEQ, block_seq);
-                out[f::FLAGS] = flag_byte(flags.read_response);
-                put_u64(out, f::OFFSET, offset);
-                put_u32(out, f::BLOCK_LEN, block_len);
-                put_u64(out, f::XFER_BASE, xfer_base);
-                put_u64(out, f::XFER_LEN, xfer_len);
+                let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
                 // Checked above: the payload length fits in 16 bits.
-                put_u16(out, f::PAYLOAD_LEN, payload.len() as u16);
-                out[f::PAYLOAD..f::PAYLOAD + payload.len()].copy_from_slice(payload);
+                h.write_fields(out, payload.len());
+                out[field::data::PAYLOAD..field::data::PAYLOAD + payload.len()].copy_from_slice(payload);
             }
             PartRepr::Ack {
                 transfer_id,
@@ -853,11 +854,89 @@ impl<'a> PartRepr<'a> {
             }
         }
 
-        let crc_at = len - field::CRC_LEN;
-        let crc = crc32fast::hash(&out[..crc_at]);
-        put_u32(out, crc_at..len, crc);
         Ok(len)
     }
+}
+
+/// Where a data packet's payload starts in its buffer (see [`DataHeader`]).
+pub const DATA_PAYLOAD_OFFSET: usize = field::data::PAYLOAD;
+
+/// The fields of a data packet without its payload, for a sender that reads the payload
+/// straight into the packet buffer, at `out[DATA_PAYLOAD_OFFSET..][..payload_len]`, rather
+/// than into a staging buffer that `emit` would copy: [`DataHeader::emit_unsealed_around`]
+/// then writes everything else. The bytes equal those of the [`PartRepr::Data`] with the
+/// same fields and payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataHeader {
+    /// Target protection domain.
+    pub pdid: u16,
+    /// Remote key of the target exposure.
+    pub rkey: u32,
+    /// Transfer id (per source).
+    pub transfer_id: u32,
+    /// Block id within the transfer.
+    pub block_id: u32,
+    /// Attempt number of the block.
+    pub block_seq: u16,
+    /// Flags.
+    pub flags: DataFlags,
+    /// Offset of the payload in the transfer.
+    pub offset: u64,
+    /// Length of the block.
+    pub block_len: u32,
+    /// Target base address of the transfer.
+    pub xfer_base: u64,
+    /// Length of the transfer.
+    pub xfer_len: u64,
+}
+
+impl DataHeader {
+    /// Write the packet around the `payload_len` payload bytes already in place; the checksum
+    /// field is left for [`seal`]. Returns the packet length, `DATA_HEADER_LEN + payload_len`.
+    /// Fails like [`PartRepr::emit`]: `Malformed("payload")` past [`MAX_PAYLOAD_LEN`],
+    /// `BufferTooSmall` (nothing written) if `out` cannot hold the packet.
+    pub fn emit_unsealed_around(&self, out: &mut [u8], payload_len: usize) -> Result<usize, WireError> {
+        if payload_len > MAX_PAYLOAD_LEN {
+            return Err(WireError::Malformed("payload"));
+        }
+        let len = DATA_HEADER_LEN + payload_len;
+        if out.len() < len {
+            return Err(WireError::BufferTooSmall { need: len });
+        }
+        put_u16(out, field::MAGIC, MAGIC);
+        out[field::VERSION] = VERSION;
+        self.write_fields(out, payload_len);
+        Ok(len)
+    }
+
+    /// Type and fields (everything but magic, version, payload and checksum).
+    #[inline(always)]
+    fn write_fields(&self, out: &mut [u8], payload_len: usize) {
+        use field::data as f;
+        // A fixed-size view (callers checked the length): no bounds check per field.
+        let out = out.first_chunk_mut::<{ f::PAYLOAD }>().expect("callers checked the length");
+        out[field::TYPE] = kind::DATA;
+        put_u16(out, f::PDID, self.pdid);
+        put_u32(out, f::RKEY, self.rkey);
+        put_u32(out, f::TRANSFER_ID, self.transfer_id);
+        put_u32(out, f::BLOCK_ID, self.block_id);
+        put_u16(out, f::BLOCK_SEQ, self.block_seq);
+        out[f::FLAGS] = flag_byte(self.flags.read_response);
+        put_u64(out, f::OFFSET, self.offset);
+        put_u32(out, f::BLOCK_LEN, self.block_len);
+        put_u64(out, f::XFER_BASE, self.xfer_base);
+        put_u64(out, f::XFER_LEN, self.xfer_len);
+        put_u16(out, f::PAYLOAD_LEN, payload_len as u16);
+    }
+}
+
+/// Compute and write the trailing checksum of an emitted packet: `packet` is exactly the
+/// `len` bytes that [`PartRepr::emit_unsealed`] returned. Afterwards the bytes equal what
+/// [`PartRepr::emit`] writes. A slice shorter than the checksum field is left alone.
+pub fn seal(packet: &mut [u8]) {
+    let Some(crc_at) = packet.len().checked_sub(field::CRC_LEN) else { return };
+    let crc = crc32fast::hash(&packet[..crc_at]);
+    put_u32(packet, crc_at..crc_at + field::CRC_LEN, crc);
 }
 
 // The field table is contiguous and matches the documented sizes.
@@ -998,6 +1077,46 @@ mod tests {
         for repr in samples(&p) {
             let buf = emit_vec(&repr);
             assert_eq!(PartRepr::parse(&buf), Ok(repr));
+        }
+    }
+
+    /// Unsealed emission over a dirty buffer, then `seal`, gives exactly `emit`'s bytes; before
+    /// the seal the checksum field still holds the old bytes (so a checking parse fails).
+    #[test]
+    fn emit_unsealed_then_seal_equals_emit() {
+        let p = payload();
+        for repr in samples(&p) {
+            let want = emit_vec(&repr);
+            let mut buf = vec![0xa5u8; want.len() + 8];
+            let len = repr.emit_unsealed(&mut buf).unwrap();
+            assert_eq!(len, want.len());
+            assert_eq!(&buf[len - 4..len], &[0xa5; 4]);
+            assert_eq!(&buf[..len - 4], &want[..len - 4]);
+            assert_eq!(PartRepr::parse(&buf[..len]), Err(WireError::BadChecksum));
+            seal(&mut buf[..len]);
+            assert_eq!(&buf[..len], &want[..]);
+            assert_eq!(&buf[len..], &[0xa5; 8]);
+        }
+        let mut tiny = [1u8, 2, 3];
+        seal(&mut tiny);
+        assert_eq!(tiny, [1, 2, 3]);
+    }
+
+    /// A payload read in place plus the header around it: the same bytes as `emit`.
+    #[test]
+    fn data_header_around_payload_equals_emit() {
+        let p = payload();
+        for repr in samples(&p) {
+            let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload } = repr else { continue };
+            let want = emit_vec(&repr);
+            let mut buf = vec![0x77u8; want.len()];
+            buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + payload.len()].copy_from_slice(payload);
+            let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
+            let len = h.emit_unsealed_around(&mut buf, payload.len()).unwrap();
+            seal(&mut buf[..len]);
+            assert_eq!(buf, want);
+            assert_eq!(h.emit_unsealed_around(&mut buf[..len - 1], payload.len()), Err(WireError::BufferTooSmall { need: len }));
+            assert_eq!(h.emit_unsealed_around(&mut [0; 8], MAX_PAYLOAD_LEN + 1), Err(WireError::Malformed("payload")));
         }
     }
 

@@ -48,6 +48,9 @@ const INDEX_MIN_WAYS: usize = 16;
 /// End of a recency list.
 const NIL: u32 = u32::MAX;
 
+/// Entries of the lookup memo of indexed TLBs (a power of two).
+const MEMO: usize = 16;
+
 /// Recency order of the slots of every set, for wide LRU sets: a doubly linked list per set,
 /// least recently used at the head. Every touch (hit, refresh, insert) moves a slot to the
 /// tail and takes a new, larger stamp, so the head is always the valid slot with the smallest
@@ -95,11 +98,26 @@ impl Recency {
         self.tail[set] = slot as u32;
     }
 
+    /// Move a listed slot to the tail: `unlink` + `push_tail` in one pass (a hit does this
+    /// on every lookup). A listed slot that is not the tail has a successor, and the tail
+    /// exists.
     fn touch(&mut self, set: usize, slot: usize) {
-        if self.tail[set] != slot as u32 {
-            self.unlink(set, slot);
-            self.push_tail(set, slot);
+        let t = self.tail[set];
+        if t == slot as u32 {
+            return;
         }
+        let (p, n) = (self.prev[slot], self.next[slot]);
+        debug_assert!(n != NIL && t != NIL, "a listed slot that is not the tail");
+        if p == NIL {
+            self.head[set] = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        self.prev[n as usize] = p;
+        self.prev[slot] = t;
+        self.next[slot] = NIL;
+        self.next[t as usize] = slot as u32;
+        self.tail[set] = slot as u32;
     }
 }
 
@@ -133,6 +151,10 @@ pub struct Tlb {
     index: Option<SlotIndex>,
     /// Recency lists, only for wide LRU sets (those with an index).
     recency: Option<Recency>,
+    /// For indexed TLBs: the slot of a recent hit per small hash of the key, checked against
+    /// the slot's key before use (so it never needs invalidating). A packet stream hits the
+    /// same few pages again and again; the memo spares those hits the index probe.
+    memo: [u32; MEMO],
     clock: u64,
     len: usize,
     rng: SimRng,
@@ -158,6 +180,7 @@ impl Tlb {
             slots: vec![EMPTY; entries],
             index,
             recency,
+            memo: [0; MEMO],
             clock: 0,
             len: 0,
             rng: SimRng::seed_from_u64(seed),
@@ -228,12 +251,34 @@ impl Tlb {
 
     /// Look a key up; a hit refreshes its recency (LRU). Returns whether it hit.
     pub fn lookup(&mut self, pdid: Pdid, vpn: u64) -> bool {
-        match self.find(pdid, vpn) {
+        let found = if self.index.is_some() {
+            // The memo only shortcuts the search: a slot holds one key, so a valid slot that
+            // holds this key is the one the index would find.
+            // Fibonacci hashing: concurrent streams at the same offset of equally sized
+            // buffers differ only in high page-number bits, which a mask would drop.
+            let m = ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize;
+            let s = self.memo[m] as usize;
+            match self.slots.get(s) {
+                Some(x) if x.valid && x.vpn == vpn && x.pdid == pdid => Some(s),
+                _ => {
+                    let f = self.find(pdid, vpn);
+                    if let Some(s) = f {
+                        self.memo[m] = s as u32;
+                    }
+                    f
+                }
+            }
+        } else {
+            self.find(pdid, vpn)
+        };
+        match found {
             Some(slot) => {
                 let t = self.tick();
                 self.slots[slot].stamp = t;
                 if let Some(r) = &mut self.recency {
-                    r.touch(slot / self.ways, slot);
+                    // A fully associative TLB (one set) needs no division per hit.
+                    let set = if self.sets == 1 { 0 } else { slot / self.ways };
+                    r.touch(set, slot);
                 }
                 true
             }
