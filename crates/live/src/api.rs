@@ -195,8 +195,8 @@ pub struct Config {
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
-    "engine.packet_bytes=4096",
-    "engine.max_outstanding_blocks=8",
+    "engine.packet_bytes=16384",
+    "engine.max_outstanding_blocks=16",
 ];
 
 impl Config {

@@ -52,6 +52,7 @@ pub mod mapping;
 pub mod memory;
 pub mod msg;
 pub mod runtime;
+pub mod scan;
 pub mod transport;
 
 /// Unit tests that unmap memory and then probe the hole must not race with other tests that

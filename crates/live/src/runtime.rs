@@ -227,6 +227,8 @@ pub(crate) struct Core {
     handler: HandlerConfig,
     /// Exposures over private anonymous memory (candidates for inline page-in).
     anon_exposures: Vec<(u64, u64, RemoteKey)>,
+    /// The transport cannot corrupt bytes: packets carry no CRC and are not verified.
+    reliable: bool,
     rx: Vec<u8>,
     tx: Vec<u8>,
     /// A packet `poll_transmit` produced that the transport could not take yet.
@@ -257,6 +259,11 @@ impl Core {
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
+        let reliable = transport.reliable();
+        let mut engine = engine;
+        if reliable {
+            engine.set_checksum(unpinned_wire::Checksum::None);
+        }
         let mut mem = mem;
         mem.set_ttl(opts.residency_ttl);
         Core {
@@ -271,6 +278,7 @@ impl Core {
             handler_stats,
             handler,
             anon_exposures: Vec::new(),
+            reliable,
             rx: vec![0u8; bufsz],
             tx: vec![0u8; bufsz],
             pending: None,
@@ -417,11 +425,18 @@ impl Core {
                 transport,
                 rx,
                 stats,
+                reliable,
                 ..
             } = self;
             for _ in 0..self.opts.batch {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
-                    if engine.handle_packet(now, src, bytes, mem).is_err() {
+                    // Every other check (lengths, fields, geometry, protection) applies either way.
+                    let r = if *reliable {
+                        engine.handle_packet_intact(now, src, bytes, mem)
+                    } else {
+                        engine.handle_packet(now, src, bytes, mem)
+                    };
+                    if r.is_err() {
                         stats.rx_rejected += 1;
                     }
                 });

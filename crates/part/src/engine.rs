@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, CompletionError, FaultRecord, NodeId, Op, Perms, RemoteKey, TransferKey, WorkRequest};
 use unpinned_core::memory::{Memory, Pdid};
 use unpinned_core::time::Instant;
-use unpinned_wire::{PartRepr, WireError};
+use unpinned_wire::{Checksum, PartRepr, WireError};
 
 use crate::completer::PendingRead;
 use crate::config::EngineConfig;
@@ -120,7 +120,8 @@ pub struct PartEngine {
     pub(crate) events: VecDeque<Event>,
     pub(crate) timers: Timers,
     pub(crate) stats: EngineStats,
-    pub(crate) scratch: Vec<u8>,
+    /// Whether emitted packets carry a CRC32 ([`PartEngine::set_checksum`]).
+    pub(crate) checksum: Checksum,
     /// Atomics we initiated, by id (crate::atomics).
     pub(crate) atomics: FxHashMap<u32, crate::atomics::PendingAtomic>,
     /// Atomics we executed as target, by (initiator, id): answered again, never re-executed.
@@ -130,7 +131,6 @@ pub struct PartEngine {
 impl PartEngine {
     /// A new engine for node `node`.
     pub fn new(node: NodeId, cfg: EngineConfig) -> PartEngine {
-        let scratch = vec![0; cfg.packet_bytes as usize];
         PartEngine {
             node,
             exposures: Exposures::new(cfg.key_salt ^ ((node as u64) << 32)),
@@ -149,10 +149,18 @@ impl PartEngine {
             events: VecDeque::new(),
             timers: Timers::default(),
             stats: EngineStats::default(),
-            scratch,
+            checksum: Checksum::Crc32,
             atomics: FxHashMap::default(),
             atomics_done: FxHashMap::default(),
         }
+    }
+
+    /// Whether the packets this engine emits carry a CRC32 (the default) or a zero checksum
+    /// field ([`Checksum::None`]): for a driver whose medium cannot corrupt bytes (memory
+    /// shared between the processes of one host), whose receivers then use
+    /// [`PartEngine::handle_packet_intact`]. Lossy or corrupting media (links, UDP) keep it.
+    pub fn set_checksum(&mut self, checksum: Checksum) {
+        self.checksum = checksum;
     }
 
     /// This engine's node id.
@@ -391,7 +399,7 @@ impl PartEngine {
             Ctrl::AtomicReq { id } => self.emit_atomic_req(id)?,
             Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp { transfer_id: id, status, old },
         };
-        Some(repr.emit(buf).expect("caller buffer holds a control packet"))
+        Some(repr.emit_with(buf, self.checksum).expect("caller buffer holds a control packet"))
     }
 
     fn timer_is_current(&self, at: Instant, kind: TimerKind) -> bool {

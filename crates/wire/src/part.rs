@@ -719,6 +719,12 @@ impl<'a> PartRepr<'a> {
     /// [`MAX_PAYLOAD_LEN`], and with `BufferTooSmall` if `out` is shorter than
     /// `buffer_len()` (nothing is written then).
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+        self.emit_with(out, Checksum::Crc32)
+    }
+
+    /// [`emit`](Self::emit), with the trailing checksum computed or left zero (see
+    /// [`Checksum`]).
+    pub fn emit_with(&self, out: &mut [u8], checksum: Checksum) -> Result<usize, WireError> {
         let len = self.buffer_len();
         if let PartRepr::Data { payload, .. } = self {
             if payload.len() > MAX_PAYLOAD_LEN {
@@ -748,18 +754,20 @@ impl<'a> PartRepr<'a> {
             } => {
                 use field::data as f;
                 out[field::TYPE] = kind::DATA;
-                put_u16(out, f::PDID, pdid);
-                put_u32(out, f::RKEY, rkey);
-                put_u32(out, f::TRANSFER_ID, transfer_id);
-                put_u32(out, f::BLOCK_ID, block_id);
-                put_u16(out, f::BLOCK_SEQ, block_seq);
-                out[f::FLAGS] = flag_byte(flags.read_response);
-                put_u64(out, f::OFFSET, offset);
-                put_u32(out, f::BLOCK_LEN, block_len);
-                put_u64(out, f::XFER_BASE, xfer_base);
-                put_u64(out, f::XFER_LEN, xfer_len);
+                let h = DataHeader {
+                    pdid,
+                    rkey,
+                    transfer_id,
+                    block_id,
+                    block_seq,
+                    flags,
+                    offset,
+                    block_len,
+                    xfer_base,
+                    xfer_len,
+                };
                 // Checked above: the payload length fits in 16 bits.
-                put_u16(out, f::PAYLOAD_LEN, payload.len() as u16);
+                put_data_header(out, &h, payload.len());
                 out[f::PAYLOAD..f::PAYLOAD + payload.len()].copy_from_slice(payload);
             }
             PartRepr::Ack {
@@ -853,11 +861,108 @@ impl<'a> PartRepr<'a> {
             }
         }
 
-        let crc_at = len - field::CRC_LEN;
-        let crc = crc32fast::hash(&out[..crc_at]);
-        put_u32(out, crc_at..len, crc);
+        finish(out, checksum);
         Ok(len)
     }
+}
+
+/// Whether an emitted packet carries a real CRC32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Checksum {
+    /// Compute the CRC32 over the packet (any medium that can corrupt bytes: links, UDP).
+    #[default]
+    Crc32,
+    /// Leave the CRC field zero: for a medium that cannot corrupt bytes (memory shared by the
+    /// processes of one host), whose receiver parses with
+    /// [`PartRepr::parse_ignoring_checksum`]. A NIC computes its CRC in hardware; in software
+    /// it is a second pass over every payload byte at both ends.
+    None,
+}
+
+/// Write the trailing checksum of the packet that is exactly `out`.
+#[inline]
+fn finish(out: &mut [u8], checksum: Checksum) {
+    let len = out.len();
+    let crc_at = len - field::CRC_LEN;
+    let crc = match checksum {
+        Checksum::Crc32 => crc32fast::hash(&out[..crc_at]),
+        Checksum::None => 0,
+    };
+    put_u32(out, crc_at..len, crc);
+}
+
+/// The fields of a data packet without its payload, for [`emit_data_in_place`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataHeader {
+    /// Protection domain at the target.
+    pub pdid: u16,
+    /// Key of the exposed range.
+    pub rkey: u32,
+    /// Transfer id.
+    pub transfer_id: u32,
+    /// Block id.
+    pub block_id: u32,
+    /// Attempt number of the block.
+    pub block_seq: u16,
+    /// Flags.
+    pub flags: DataFlags,
+    /// Offset of the payload in the transfer.
+    pub offset: u64,
+    /// Length of the block.
+    pub block_len: u32,
+    /// Address of the transfer at the target.
+    pub xfer_base: u64,
+    /// Length of the transfer.
+    pub xfer_len: u64,
+}
+
+/// Byte offset of a data packet's payload: a sender can read the payload straight into
+/// `out[DATA_PAYLOAD_OFFSET..]` and then call [`emit_data_in_place`] (one copy less than
+/// building a [`PartRepr::Data`] from a separate buffer).
+pub const DATA_PAYLOAD_OFFSET: usize = field::data::PAYLOAD;
+
+/// Write the header and checksum of a data packet around the `payload_len` payload bytes
+/// already at `out[DATA_PAYLOAD_OFFSET..]`; returns the packet length. The bytes are the same
+/// as [`PartRepr::emit_with`] of the equivalent [`PartRepr::Data`]. Fails like `emit`
+/// (`Malformed("payload")`, `BufferTooSmall`), writing nothing.
+pub fn emit_data_in_place(
+    h: &DataHeader,
+    payload_len: usize,
+    out: &mut [u8],
+    checksum: Checksum,
+) -> Result<usize, WireError> {
+    if payload_len > MAX_PAYLOAD_LEN {
+        return Err(WireError::Malformed("payload"));
+    }
+    let len = DATA_HEADER_LEN + payload_len;
+    if out.len() < len {
+        return Err(WireError::BufferTooSmall { need: len });
+    }
+    let out = &mut out[..len];
+    put_u16(out, field::MAGIC, MAGIC);
+    out[field::VERSION] = VERSION;
+    out[field::TYPE] = kind::DATA;
+    put_data_header(out, h, payload_len);
+    finish(out, checksum);
+    Ok(len)
+}
+
+/// The data fields after the common header (payload length included).
+#[inline]
+fn put_data_header(out: &mut [u8], h: &DataHeader, payload_len: usize) {
+    use field::data as f;
+    put_u16(out, f::PDID, h.pdid);
+    put_u32(out, f::RKEY, h.rkey);
+    put_u32(out, f::TRANSFER_ID, h.transfer_id);
+    put_u32(out, f::BLOCK_ID, h.block_id);
+    put_u16(out, f::BLOCK_SEQ, h.block_seq);
+    out[f::FLAGS] = flag_byte(h.flags.read_response);
+    put_u64(out, f::OFFSET, h.offset);
+    put_u32(out, f::BLOCK_LEN, h.block_len);
+    put_u64(out, f::XFER_BASE, h.xfer_base);
+    put_u64(out, f::XFER_LEN, h.xfer_len);
+    // Checked by the callers: the payload length fits in 16 bits.
+    put_u16(out, f::PAYLOAD_LEN, payload_len as u16);
 }
 
 // The field table is contiguous and matches the documented sizes.
@@ -881,6 +986,39 @@ const _: () = {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn in_place_data_and_unchecked_emit_match_emit() {
+        let payload: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        for repr in samples(&payload) {
+            let mut want = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut want).unwrap();
+            // Without checksum: the same bytes with a zero CRC, parsed when ignoring it.
+            let mut none = vec![0xffu8; repr.buffer_len()];
+            assert_eq!(repr.emit_with(&mut none, Checksum::None), Ok(want.len()));
+            let crc_at = want.len() - field::CRC_LEN;
+            assert_eq!(none[..crc_at], want[..crc_at]);
+            assert_eq!(none[crc_at..], [0; 4]);
+            assert_eq!(PartRepr::parse_ignoring_checksum(&none), Ok(repr));
+            let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload: p } = repr else {
+                continue;
+            };
+            let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
+            let mut out = vec![0u8; want.len() + 9];
+            out[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + p.len()].copy_from_slice(p);
+            assert_eq!(emit_data_in_place(&h, p.len(), &mut out, Checksum::Crc32), Ok(want.len()));
+            assert_eq!(out[..want.len()], want[..]);
+            assert_eq!(out[want.len()..], [0; 9]);
+            assert_eq!(
+                emit_data_in_place(&h, p.len(), &mut out[..want.len() - 1], Checksum::Crc32),
+                Err(WireError::BufferTooSmall { need: want.len() })
+            );
+            assert_eq!(
+                emit_data_in_place(&h, MAX_PAYLOAD_LEN + 1, &mut out, Checksum::None),
+                Err(WireError::Malformed("payload"))
+            );
+        }
+    }
 
     fn samples(payload: &[u8]) -> Vec<PartRepr<'_>> {
         vec![
