@@ -542,6 +542,10 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         Err(_) => return finish(&core, &shared),
     };
     let mut idle_since: Option<StdInstant> = None;
+    // When this thread's own turn last found work: it spins only after that (a target whose
+    // peer may send again), never after a caller's driving (the caller's rank just got its
+    // completion; a third spinning thread on a 2-core machine starves the two that work).
+    let mut last_own_work: Option<StdInstant> = None;
     let mut shutdown_at: Option<StdInstant> = None;
     loop {
         let (work, busy, deadline, pending) = match core.try_lock() {
@@ -567,6 +571,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
 
         if work {
             idle_since = None;
+            last_own_work = Some(StdInstant::now());
             continue;
         }
         if shared.drivers.load(Ordering::SeqCst) > 0 && shutdown_at.is_none() {
@@ -580,7 +585,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         }
         let since = *idle_since.get_or_insert_with(StdInstant::now);
         let idle = since.elapsed();
-        if idle < opts.spin {
+        if !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
             std::hint::spin_loop();
         } else if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another

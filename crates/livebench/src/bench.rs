@@ -62,6 +62,12 @@ pub struct LiveBench {
     pub write_4mib_gbytes_s: f64,
     /// This machine's bound: one `memcpy` of 4 MiB between present buffers, median, GB/s.
     pub memcpy_4mib_gbytes_s: f64,
+    /// This machine's bound for a two-copy path: 4 MiB copied source -> 2 MiB ring of 16 KiB
+    /// slots -> destination by two spinning threads in parallel, median, GB/s.
+    pub pipelined_copy_4mib_gbytes_s: f64,
+    /// One-way hand-off of an 8 B packet through the shared-memory ring between two spinning
+    /// threads (half a ping-pong), median of rounds, us: the floor of a write's two hops.
+    pub ring_one_way_us: f64,
     /// Pin per transfer (mlock + Transfer-Only transfer + munlock) over PART, 4 MiB present
     /// (target >= 3).
     pub pin_over_part_4mib: f64,
@@ -69,6 +75,10 @@ pub struct LiveBench {
     pub part_over_transfer_only: Vec<(u64, f64)>,
     /// 4 KiB write whose destination page is missing, median, us (target <= 10).
     pub write_4k_missing_us: f64,
+    /// Of that: the target's page-in of the missing page (inline `MADV_POPULATE_WRITE`),
+    /// mean, us. The rest is two round trips (data -> page-fault NACK and ERR,
+    /// retransmission -> ACK), each about one 8 B write.
+    pub missing_page_in_us: f64,
     /// live-hol: median latency of the other transfers, PART over no-fault (target <= 1.2).
     pub hol_part_over_nofault: f64,
     /// live-hol: the same for the blocking engine (expected > 1.2).
@@ -94,6 +104,132 @@ pub fn memcpy_gbytes_s(len: usize, reps: usize) -> Result<f64, ExperimentError> 
     Ok(median(v))
 }
 
+/// Median bandwidth of moving `len` bytes through a ring of `slots` slots of `slot` bytes
+/// with two copies on two threads at the same time (the producer copies chunk k+1 in while the
+/// consumer copies chunk k out), both polling; GB/s. The bound of any two-copy path between
+/// processes on this machine, with nothing else in it (no headers, checks or bookkeeping).
+/// A waiting side yields the core after [`SPINS_BEFORE_YIELD`] polls: when the machine's other
+/// load leaves both threads one core, pure spinning measured 0.2 GB/s (each hand-off waited for
+/// the end of a time slice), a bound of the scheduler rather than of the copies.
+pub fn pipelined_copy_gbytes_s(len: usize, slot: usize, slots: usize, reps: usize) -> Result<f64, ExperimentError> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    let src = present(len)?;
+    let dst = present(len)?;
+    let ring = present(slot * slots)?;
+    let chunks = len.div_ceil(slot) as u64;
+    let head = AtomicU64::new(0);
+    let tail = AtomicU64::new(0);
+    let rounds = AtomicUsize::new(0);
+    let reps = reps.max(3);
+    let (sp, dp, rp) = (src.addr() as usize, dst.addr() as usize, ring.addr() as usize);
+    let v = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            for r in 0..reps {
+                poll_until(|| rounds.load(Ordering::Acquire) > r);
+                for c in 0..chunks {
+                    let t = tail.load(Ordering::Relaxed);
+                    poll_until(|| head.load(Ordering::Acquire) != t);
+                    let off = c as usize * slot;
+                    let n = slot.min(len - off);
+                    // SAFETY: the slot was published by the producer (head acquired) and is
+                    // not rewritten before our release of tail; dst is ours, in bounds.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            (rp + (t % slots as u64) as usize * slot) as *const u8,
+                            (dp + off) as *mut u8,
+                            n,
+                        )
+                    };
+                    tail.store(t + 1, Ordering::Release);
+                }
+            }
+        });
+        let mut v = Vec::with_capacity(reps);
+        for r in 0..reps {
+            let t0 = Instant::now();
+            rounds.store(r + 1, Ordering::Release);
+            for c in 0..chunks {
+                let h = head.load(Ordering::Relaxed);
+                poll_until(|| h - tail.load(Ordering::Acquire) < slots as u64);
+                let off = c as usize * slot;
+                let n = slot.min(len - off);
+                // SAFETY: the consumer released this slot (tail acquired); src is ours.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (sp + off) as *const u8,
+                        (rp + (h % slots as u64) as usize * slot) as *mut u8,
+                        n,
+                    )
+                };
+                head.store(h + 1, Ordering::Release);
+            }
+            poll_until(|| tail.load(Ordering::Acquire) == head.load(Ordering::Relaxed));
+            v.push(len as f64 / t0.elapsed().as_secs_f64() / 1e9);
+        }
+        v
+    });
+    Ok(median(v))
+}
+
+/// Polls a waiting side of [`pipelined_copy_gbytes_s`] makes before it yields the core.
+pub const SPINS_BEFORE_YIELD: u32 = 4096;
+
+fn poll_until(mut ready: impl FnMut() -> bool) {
+    let mut n = 0u32;
+    while !ready() {
+        n += 1;
+        if n < SPINS_BEFORE_YIELD {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Median one-way time of an 8 B packet through the shared-memory transport between two
+/// spinning threads (ping-pong of `rounds`, halved), us.
+pub fn ring_one_way_us(rounds: usize) -> Result<f64, ExperimentError> {
+    use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
+    use unpinned_live::transport::Transport;
+    let path = std::path::PathBuf::from(format!(
+        "/dev/shm/unpinned-bench-ring-{}",
+        std::process::id()
+    ));
+    create_segment(&path, ShmGeometry::new(2, 64, 64)).map_err(fail)?;
+    let a = ShmTransport::open(&path, 0);
+    let b = ShmTransport::open(&path, 1);
+    let _ = std::fs::remove_file(&path);
+    let (mut a, mut b) = (a.map_err(fail)?, b.map_err(fail)?);
+    let rounds = rounds.max(10);
+    let v = std::thread::scope(|sc| {
+        sc.spawn(move || {
+            let mut buf = [0u8; 64];
+            for _ in 0..rounds {
+                while b.recv(&mut buf).is_none() {
+                    std::hint::spin_loop();
+                }
+                while b.send(0, &buf[..8]).is_err() {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let mut buf = [0u8; 64];
+        let mut v = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let t = Instant::now();
+            while a.send(1, &buf[..8]).is_err() {
+                std::hint::spin_loop();
+            }
+            while a.recv(&mut buf).is_none() {
+                std::hint::spin_loop();
+            }
+            v.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
+        }
+        v
+    });
+    Ok(median(v))
+}
+
 fn writes(
     pair: &Pair,
     src: &[u8],
@@ -116,6 +252,9 @@ pub fn run(
     let big = 4usize << 20;
     progress("memcpy bound");
     let memcpy_4mib_gbytes_s = memcpy_gbytes_s(big, 20 * reps)?;
+    progress("pipelined two-copy bound, ring hand-off");
+    let pipelined_copy_4mib_gbytes_s = pipelined_copy_gbytes_s(big, 16 << 10, 128, 10 * reps)?;
+    let ring_one_way_us = ring_one_way_us(10_000)?;
     // Declared before the pairs so that it outlives them on every path.
     let dst = present(big)?;
     let part = Pair::part(&ctx.profile)?;
@@ -174,6 +313,7 @@ pub fn run(
     progress("4 KiB write into a missing page");
     let src4 = pattern(4, 4096);
     let mut miss = Vec::new();
+    let h0 = part.stats()?.1.handler;
     for _ in 0..(20 * reps) {
         let fresh = Mapping::anon(4096).map_err(fail)?;
         // SAFETY: `fresh` outlives the exposure (revoked below).
@@ -182,6 +322,9 @@ pub fn run(
         part.revoke(k);
     }
     let write_4k_missing_us = median(miss);
+    let h1 = part.stats()?.1.handler;
+    let missing_page_in_us =
+        (h1.page_in_ns - h0.page_in_ns) as f64 / 1e3 / (h1.records - h0.records).max(1) as f64;
     drop(part);
 
     progress("live-hol");
@@ -207,9 +350,12 @@ pub fn run(
         write_8b_us,
         write_4mib_gbytes_s,
         memcpy_4mib_gbytes_s,
+        pipelined_copy_4mib_gbytes_s,
+        ring_one_way_us,
         pin_over_part_4mib,
         part_over_transfer_only,
         write_4k_missing_us,
+        missing_page_in_us,
         hol_part_over_nofault: hp_part / nf,
         hol_blocking_over_nofault: hb / nf,
         reps,
