@@ -180,18 +180,25 @@ pub struct Config {
 ///   `MADV_POPULATE_WRITE` takes milliseconds and a rank can be descheduled for milliseconds
 ///   on a loaded host: with 1 ms, most faulting transfers would also be retransmitted by
 ///   timeout.
-/// - `engine.packet_bytes=4096`: the reference NI splits blocks into 256 B link packets; here a
-///   packet is a copy through a ring slot or a datagram, whose cost is per packet, not per
-///   byte. Measured on the 2-vCPU VM: 4 MiB writes 1.2 -> 1.9 GB/s, a 4 KiB write into a
-///   missing page 64-82 -> 40-45 us. Blocks stay 16 KiB (4 packets).
+/// - `engine.packet_bytes=16384`: one packet per 16 KiB block. The reference NI splits blocks
+///   into 256 B link packets; here a packet is a copy through a ring slot or a datagram whose
+///   fixed cost (headers, engine bookkeeping, ring hand-off, residency lookup) is per packet,
+///   not per byte. Was 4096 (measured then: 4 MiB writes 1.2 -> 1.9 GB/s against 256 B);
+///   with the payload read straight into the ring slot and no software CRC on shared memory,
+///   16 KiB packets moved 4 MiB at 4.4-5.4 GB/s against 3.3-3.7 GB/s with 4 KiB packets and 8
+///   outstanding blocks, interleaved `bench live` runs at load average ~5 (see
+///   `crates/livebench/src/bench.rs`). Blocks stay 16 KiB, so fault handling (PI4, resent
+///   bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine on loopback and LANs with
+///   IP fragmentation (set `engine.packet_bytes` lower for a lossy network).
 /// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
 ///   7: a descheduled process on a busy host is not a dead one.
-/// - `engine.max_outstanding_blocks=8`: the window must cover the bandwidth-delay product.
+/// - `engine.max_outstanding_blocks=16`: the window must cover the bandwidth-delay product.
 ///   Here an ACK comes back 5-10 us after its block's last packet (two thread hand-offs on a
-///   shared 2-vCPU VM) while a 4 KiB packet leaves every ~1-3 us, i.e. 4-10 packets (16-40 KiB)
-///   are sent per round trip; 2 blocks (32 KiB) stalled the sender at every ACK, 8 (128 KiB)
-///   do not. Blocks stay 16 KiB, so fault handling (PI4, retransmitted bytes) is unchanged.
-///   Best case over a few runs (the VM's load varies): 4 MiB in 2.8 ms with 2, 1.1 ms with 8.
+///   shared 2-vCPU VM) while a 16 KiB packet leaves every ~1-3 us; 2 blocks (32 KiB) stalled
+///   the sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then).
+///   With 16 KiB packets, 16 blocks (256 KiB) moved 4 MiB at 4.6-5.2 GB/s against 3.9-4.3
+///   with 8 (three interleaved `bench live` runs each). A 2 MiB shm ring
+///   ([`crate::transport::shm::RING_BYTES_MAX`]) holds 127 such packets.
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
@@ -201,7 +208,7 @@ pub const LIVE_DEFAULTS: &[&str] = &[
 
 impl Config {
     /// Defaults for `rank` of `size`: the `forth-arm` engine parameters (16 KiB blocks, 2
-    /// outstanding blocks) with [`LIVE_DEFAULTS`] (4 KiB packets, 8 outstanding blocks), PIA
+    /// outstanding blocks) with [`LIVE_DEFAULTS`] (16 KiB packets, 16 outstanding blocks), PIA
     /// with ERR.
     pub fn new(rank: u32, size: u32) -> Config {
         let mut p = Profile::forth_arm();

@@ -37,15 +37,24 @@
 //! Time: `std::time::Instant` (monotonic) mapped to the engine's nanosecond [`Instant`] since
 //! the runtime started.
 //!
-//! Idle policy of the progress thread: loop without pause while there is work; after
-//! [`LoopOptions::spin`] without work (default 0), yield for [`LoopOptions::yield_for`]
+//! Idle policy of the progress thread: loop without pause while there is work; busy-poll for
+//! [`LoopOptions::spin`] after work *its own* turns found (default 0; never after a caller's
+//! driving, so the posting rank's progress thread does not become a third spinner next to the
+//! caller and the target's thread), then yield for [`LoopOptions::yield_for`]
 //! (default 1 ms), then sleep in the transport's [`Sleeper`] (a futex on the shm doorbell,
 //! `ppoll` on the UDP socket, a condition variable in memory) until a packet, a local
 //! wake-up (handler output) or the engine's next deadline. On the 2-vCPU development VM
 //! busy-polling with `pause` in the progress thread was the worst choice (an 8 B write took
 //! 78 us median with 20 us of spinning, 13 us with none): there are more busy threads than
 //! cores, and a spinning thread holds a core the others need. Yielding keeps every thread
-//! runnable without hogging a core.
+//! runnable without hogging a core. Measured again with caller-driven progress, 16 KiB packets
+//! and the spin counted only after the thread's own work (`examples/lat8.rs`, load average
+//! ~5 from other jobs): 8 B write p50 2.5 us with no spinning; 112 us with 50 us of spinning
+//! on both sides, 62 us with the waiting caller spinning 50 us alone, 62 us with the target
+//! alone; a missing 4 KiB page 35 us, 196 us, 85 us, 143 us. Whenever the machine's other load
+//! leaves our two threads one core, a spinner keeps the thread it waits for off that core
+//! until its spin ends. Spinning wins only with a core per thread; then set
+//! `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -94,7 +103,8 @@ impl Default for Clock {
 pub struct LoopOptions {
     /// Packets received, and packets sent, per turn at most.
     pub batch: usize,
-    /// Busy-poll this long without work before yielding.
+    /// Busy-poll this long after the progress thread's own last work before yielding (0: yield
+    /// at once; see the module doc for the measurements behind the default).
     pub spin: StdDuration,
     /// Then yield this long before sleeping.
     pub yield_for: StdDuration,
