@@ -59,7 +59,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
         println!("PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}", size, ratio, verdict(*ratio <= 1.05));
     }
     println!("4 KiB write into a missing page       {:>10.1} us      target <= 10 us    {}", r.write_4k_missing_us, verdict(r.write_4k_missing_us <= 10.0));
-    println!("  of which page-in of the page (mean) {:>10.1} us      (+ 2 round trips ~ 2 x 8 B write)", r.missing_page_in_us);
+    println!("  of which page-in of the page (mean) {:>10.1} us      (+ {} round trip(s) ~ 8 B write each; {} NACKs)", r.missing_page_in_us, if r.missing_nacks == 0 { 1 } else { 2 }, r.missing_nacks);
     println!("live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}", r.hol_part_over_nofault, verdict(r.hol_part_over_nofault <= 1.2));
     println!("live-hol others, blocking / no-fault  {:>10.2} x       expected > 1.2x    {}", r.hol_blocking_over_nofault, verdict(r.hol_blocking_over_nofault > 1.2));
     if let Some(path) = &args.json {

@@ -78,6 +78,9 @@ pub const ENV_WAIT_SPIN_US: &str = "UNPINNED_WAIT_SPIN_US";
 /// Environment variable (optional): then how long it drives it yielding between turns, us
 /// ([`LoopOptions::wait_yield`]).
 pub const ENV_WAIT_YIELD_US: &str = "UNPINNED_WAIT_YIELD_US";
+/// Environment variable (optional): remote writes of at most this many pages into missing
+/// anonymous memory page in on access ([`LoopOptions::fill_on_access_max_pages`]; 0: off).
+pub const ENV_FILL_ON_ACCESS_PAGES: &str = "UNPINNED_FILL_ON_ACCESS_PAGES";
 
 /// Errors of the live runtime. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -366,6 +369,13 @@ impl Runtime {
         }
         if let Some(d) = us(ENV_WAIT_YIELD_US)? {
             cfg.loop_options.wait_yield = d;
+        }
+        if let Ok(v) = std::env::var(ENV_FILL_ON_ACCESS_PAGES) {
+            cfg.loop_options.fill_on_access_max_pages =
+                v.trim().parse().map_err(|e| LiveError::Env {
+                    var: ENV_FILL_ON_ACCESS_PAGES,
+                    why: format!("not a number of pages ({e})"),
+                })?;
         }
         let kind = match var(ENV_TRANSPORT)?.as_str() {
             "shm" => TransportKind::Shm(PathBuf::from(var(ENV_SHM)?)),

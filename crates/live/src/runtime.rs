@@ -73,6 +73,10 @@ use crate::fault_handler::{HandlerConfig, HandlerOutput};
 use crate::memory::MemStats;
 use crate::transport::{InPlace, SendError, Sleeper, Transport};
 
+/// Environment variable: set (to anything) to keep the CRC32 of every packet on the
+/// shared-memory transport too (it is skipped there: shared memory does not corrupt bytes).
+pub const ENV_FORCE_CHECKSUM: &str = "UNPINNED_SHM_CHECKSUM";
+
 /// Maps the monotonic clock onto the engine's time.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -137,6 +141,13 @@ pub struct LoopOptions {
     /// `/proc/self/maps` at `expose`: memory remapped as a file afterwards would be paged in
     /// inline (correct, only blocking).
     pub inline_page_in_max_pages: u64,
+    /// Remote writes whose whole transfer is at most this many pages, into private anonymous
+    /// exposed memory, page their missing pages in on access, before the write, instead of
+    /// through the page-fault NACK and ERR ([`crate::memory::LiveMemory::set_fill`]): one round
+    /// trip less for the small faults that [`LoopOptions::inline_page_in_max_pages`] pages in
+    /// inline anyway (`UNPINNED_FILL_ON_ACCESS_PAGES`; 0: off, every fault NACKed as in the
+    /// spec).
+    pub fill_on_access_max_pages: u64,
 }
 
 impl Default for LoopOptions {
@@ -153,6 +164,7 @@ impl Default for LoopOptions {
             driven_sleep: StdDuration::from_micros(200),
             residency_ttl: crate::memory::RESIDENCY_TTL,
             inline_page_in_max_pages: 4,
+            fill_on_access_max_pages: 4,
         }
     }
 }
@@ -269,7 +281,9 @@ impl Core {
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
-        let reliable = transport.reliable();
+        // `UNPINNED_SHM_CHECKSUM` (any value) keeps the CRC on a reliable transport too: a
+        // diagnostic for suspected corruption in shared memory.
+        let reliable = transport.reliable() && std::env::var_os(ENV_FORCE_CHECKSUM).is_none();
         let mut engine = engine;
         if reliable {
             engine.set_checksum(unpinned_wire::Checksum::None);
@@ -340,6 +354,7 @@ impl Core {
         let key = self.engine.expose(self.mem.pdid(), base, len, perms)?;
         if anonymous {
             self.anon_exposures.push((base, end, key));
+            self.update_fill();
         }
         Some(key)
     }
@@ -347,7 +362,15 @@ impl Core {
     /// Withdraw an exposure.
     pub fn revoke(&mut self, key: RemoteKey) -> bool {
         self.anon_exposures.retain(|e| e.2 != key);
+        self.update_fill();
         self.engine.revoke(key)
+    }
+
+    /// Tell the memory where it may page in on access (anonymous exposures only).
+    fn update_fill(&mut self) {
+        let ranges = self.anon_exposures.iter().map(|&(b, e, _)| (b, e)).collect();
+        let max = self.opts.fill_on_access_max_pages.saturating_mul(PAGE_BYTES);
+        self.mem.set_fill(ranges, if self.handler.send_err { max } else { 0 });
     }
 
     /// Page in a destination fault here and now if it is small and over anonymous memory

@@ -75,10 +75,12 @@ pub struct LiveBench {
     pub part_over_transfer_only: Vec<(u64, f64)>,
     /// 4 KiB write whose destination page is missing, median, us (target <= 10).
     pub write_4k_missing_us: f64,
-    /// Of that: the target's page-in of the missing page (inline `MADV_POPULATE_WRITE`),
-    /// mean, us. The rest is two round trips (data -> page-fault NACK and ERR,
-    /// retransmission -> ACK), each about one 8 B write.
+    /// Of that: the target's page-in of the missing page (`MADV_POPULATE_WRITE`, on access or
+    /// after the NACK), mean, us. The rest is one round trip (paged in on access) or two
+    /// (data -> page-fault NACK and ERR, retransmission -> ACK), each about one 8 B write.
     pub missing_page_in_us: f64,
+    /// Page-fault NACKs the target sent during those writes (0: paged in on access).
+    pub missing_nacks: u64,
     /// live-hol: median latency of the other transfers, PART over no-fault (target <= 1.2).
     pub hol_part_over_nofault: f64,
     /// live-hol: the same for the blocking engine (expected > 1.2).
@@ -313,7 +315,7 @@ pub fn run(
     progress("4 KiB write into a missing page");
     let src4 = pattern(4, 4096);
     let mut miss = Vec::new();
-    let h0 = part.stats()?.1.handler;
+    let s0 = part.stats()?.1;
     for _ in 0..(20 * reps) {
         let fresh = Mapping::anon(4096).map_err(fail)?;
         // SAFETY: `fresh` outlives the exposure (revoked below).
@@ -322,9 +324,12 @@ pub fn run(
         part.revoke(k);
     }
     let write_4k_missing_us = median(miss);
-    let h1 = part.stats()?.1.handler;
-    let missing_page_in_us =
-        (h1.page_in_ns - h0.page_in_ns) as f64 / 1e3 / (h1.records - h0.records).max(1) as f64;
+    let s1 = part.stats()?.1;
+    // Paged in on access by the target's engine, or inline after the NACK, or by the thread.
+    let page_in_ns = (s1.handler.page_in_ns - s0.handler.page_in_ns)
+        + (s1.memory.fill_ns - s0.memory.fill_ns);
+    let missing_page_in_us = page_in_ns as f64 / 1e3 / (20 * reps) as f64;
+    let missing_nacks = s1.engine.nacks_fault_sent - s0.engine.nacks_fault_sent;
     drop(part);
 
     progress("live-hol");
@@ -356,6 +361,7 @@ pub fn run(
         part_over_transfer_only,
         write_4k_missing_us,
         missing_page_in_us,
+        missing_nacks,
         hol_part_over_nofault: hp_part / nf,
         hol_blocking_over_nofault: hb / nf,
         reps,

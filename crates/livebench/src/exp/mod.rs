@@ -132,6 +132,12 @@ impl Pair {
                 if let Some(d) = us(unpinned_live::api::ENV_WAIT_YIELD_US) {
                     c.loop_options.wait_yield = d;
                 }
+                if let Some(n) = std::env::var(unpinned_live::api::ENV_FILL_ON_ACCESS_PAGES)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                {
+                    c.loop_options.fill_on_access_max_pages = n;
+                }
                 c
             })
             .collect();
