@@ -58,6 +58,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     for (size, ratio) in &r.part_over_transfer_only {
         println!("PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}", size, ratio, verdict(*ratio <= 1.05));
     }
+    println!("  check cost of a 4 MiB write         {:>10.3}         ({:.1} scans x {:.2} us over the write's time; target <= 0.05)", r.check_cost_4mib_fraction, r.checks_per_4mib_write, r.scan_us);
     println!("4 KiB write into a missing page       {:>10.1} us      target <= 10 us    {}", r.write_4k_missing_us, verdict(r.write_4k_missing_us <= 10.0));
     println!("  of which page-in of the page (mean) {:>10.1} us      (+ {} round trip(s) ~ 8 B write each; {} NACKs)", r.missing_page_in_us, if r.missing_nacks == 0 { 1 } else { 2 }, r.missing_nacks);
     println!("live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}", r.hol_part_over_nofault, verdict(r.hol_part_over_nofault <= 1.2));

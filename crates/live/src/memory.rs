@@ -14,9 +14,9 @@
 //! [`SCAN_AHEAD_BYTES`] ahead, and that *range verdict* answers the next packets of the same
 //! transfer with two comparisons while it is trusted (the same [`RESIDENCY_TTL`] rule as the
 //! windows below; dropped by [`LiveMemory::forget`] and bad-page marks). A 4 MiB transfer
-//! costs 15-20 scans per side (the TTL, not the look-ahead, ends most verdicts) instead of 32
-//! `pread`s of 32 entries, and a scan of 1 MiB costs ~1.6 us against 29 us for `pread`ing
-//! 1024 entries. Only the pages at and after a bad one, and every write once the process has
+//! costs 16-32 scans per side (the TTL ends most verdicts) instead of 32 or more `pread`s of
+//! 32 entries; a scan of 4 MiB costs 3.8 us against 29 us for `pread`ing its 1024 entries
+//! (C test, median of 51). Only the pages at and after a bad one, and every write once the process has
 //! forked (the scan cannot see copy-on-write sharing, see [`crate::scan`]), go through the
 //! pagemap entries described next. `UNPINNED_NO_PAGEMAP_SCAN` ([`ENV_NO_SCAN`]) switches
 //! the scan off.
@@ -212,12 +212,14 @@ impl MemoryMode {
 /// Pagemap windows kept per turn (replaced round robin).
 const WINDOWS: usize = 8;
 
-/// How far past an access one `PAGEMAP_SCAN` looks (see [`crate::scan`]): 1 MiB, 256 pages,
-/// about 1.6 us per scan on the development VM (0.9 us per call + 3 ns per page). The packets
+/// How far past an access one `PAGEMAP_SCAN` looks (see [`crate::scan`]): 256 KiB, 64 pages,
+/// about 1.1 us per scan on the development VM (0.9 us per call + 3 ns per page). The packets
 /// that follow in the same transfer find their pages in the verdict while it is trusted
-/// ([`RESIDENCY_TTL`]); a scan that looked further than the engine moves within the TTL
-/// would only spend the per-page part for nothing.
-pub const SCAN_AHEAD_BYTES: u64 = 1 << 20;
+/// ([`RESIDENCY_TTL`], 20 us): even at this machine's memcpy bound (~20 GB/s) the engine moves
+/// at most ~400 KiB in that time, and a scan that looks further only spends the per-page part
+/// for nothing (with 1 MiB: 32 scans per side for a 4 MiB write, most verdicts ended by the
+/// TTL, not by their end).
+pub const SCAN_AHEAD_BYTES: u64 = 256 << 10;
 
 /// Range verdicts of scans kept at once (concurrent transfers are served round robin, as for
 /// the pagemap windows).
