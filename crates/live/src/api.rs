@@ -203,8 +203,8 @@ pub struct Config {
 ///   interleaved `bench live` runs each), but the 3-rank shm test of `tests/multiproc.rs`
 ///   then failed in 7 of 44 runs (two at a time, load average ~10: one rank's engine stopped
 ///   receiving data packets, its peers ended with `RetryExceeded`; not understood yet) and in
-///   none of 52 with 8, so 8 stays. A 2 MiB shm ring
-///   ([`crate::transport::shm::RING_BYTES_MAX`]) holds 127 packets of 16 KiB.
+///   none of 52 with 8, so 8 stays (those runs had shm rings capped at 127 slots, since
+///   undone: see [`crate::transport::shm::ShmGeometry::new`]).
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",

@@ -60,8 +60,7 @@ pub struct LaunchOptions {
     pub timeout: Duration,
     /// After a rank failed, let the others run this long before killing them.
     pub grace: Duration,
-    /// Slots per shared-memory ring, at most (rings are capped at
-    /// [`crate::transport::shm::RING_BYTES_MAX`], see [`ShmGeometry::new`]).
+    /// Slots per shared-memory ring.
     pub ring_slots: u32,
 }
 

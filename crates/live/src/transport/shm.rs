@@ -48,17 +48,6 @@ const LINE: usize = 64;
 const HDR_DOORBELLS: usize = 64;
 const RING_HDR: usize = 128;
 
-/// Largest ring [`ShmGeometry::new`] makes, in bytes of slots: with 16 KiB packets the
-/// launcher's 512 slots would be 8 MiB per ring pair, and a ring that large pushes the
-/// application's buffers out of the last-level cache (the 2-vCPU development VM has 32 MiB of
-/// L3: a 4 MiB transfer's source, destination and a 2 MiB ring stay in it). A ring of 2 MiB
-/// holds 127 packets of 16 KiB, more than the engine's window of outstanding blocks.
-pub const RING_BYTES_MAX: usize = 2 << 20;
-
-/// Fewest slots per ring that [`ShmGeometry::new`] caps to (control packets of many
-/// concurrent transfers need room too).
-pub const RING_SLOTS_MIN: u32 = 64;
-
 /// Geometry of a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShmGeometry {
@@ -71,15 +60,20 @@ pub struct ShmGeometry {
 }
 
 impl ShmGeometry {
-    /// A geometry for `ranks` ranks and packets of up to `max_packet` bytes, with `slots`
-    /// slots per ring, or fewer if a ring would exceed [`RING_BYTES_MAX`] (but never fewer
-    /// than [`RING_SLOTS_MIN`], nor than 2).
+    /// A geometry for `ranks` ranks and packets of up to `max_packet` bytes, `slots` (at least
+    /// 2) slots per ring.
+    ///
+    /// Every packet takes a whole slot, control packets (ACK, NACK, ERR: 19-28 bytes) too. A
+    /// cap of 2 MiB per ring (127 slots of 16 KiB, tried for cache footprint) made the reverse
+    /// ring of a faulting transfer's NACKs and ERRs fill whenever the sender was descheduled
+    /// for a few milliseconds: `live-hol` counted 929 dropped control packets and 1423 timeout
+    /// retransmissions, and the other transfers took ~2 ms instead of ~0.2 ms. So the count is
+    /// the caller's (`unpinned run`: 512).
     pub fn new(ranks: u32, max_packet: usize, slots: u32) -> ShmGeometry {
         let slot_bytes = (4 + max_packet).div_ceil(LINE) * LINE;
-        let cap = (RING_BYTES_MAX / slot_bytes).max(RING_SLOTS_MIN as usize) as u32;
         ShmGeometry {
             ranks,
-            slots: slots.min(cap).max(2),
+            slots: slots.max(2),
             slot_bytes: slot_bytes as u32,
         }
     }
