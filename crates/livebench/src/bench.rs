@@ -87,7 +87,8 @@
 //!   1 ms, 16-18 scans and PART / Transfer-Only 1.09-1.10x in `examples/check_cost.rs`). The
 //!   Transfer-Only comparison itself varies by tens of percent between runs at this load,
 //!   and PART stayed 1.2-1.4x at 1-4 MiB, more than its scans explain: not found yet.
-//! - 8 B in 0.5 us: the floor is two ring hand-offs (~1 us) with both sides spinning; spinning
+//! - 8 B in 0.5 us: the floor is two ring hand-offs with both sides spinning: 2 x 0.51-0.54 us
+//!   in most runs, 2 x 0.15 us in one whose two threads got a core each; spinning
 //!   made it 62-112 us here (a spinner keeps the thread it waits for off a shared core, see
 //!   `unpinned_live::runtime`), so both sides yield, and each yield under load costs microseconds.
 //! - Missing 4 KiB page in 10 us: one round trip (3-7 us here) + the page-in (~5 us for one
