@@ -188,9 +188,10 @@ pub struct Config {
 ///   fixed cost (headers, engine bookkeeping, ring hand-off, residency lookup) is per packet,
 ///   not per byte. Was 4096 (measured then: 4 MiB writes 1.2 -> 1.9 GB/s against 256 B);
 ///   with the payload read straight into the ring slot and no software CRC on shared memory,
-///   16 KiB packets moved 4 MiB at 4.4-5.4 GB/s against 3.3-3.7 GB/s with 4 KiB packets and 8
-///   outstanding blocks, interleaved `bench live` runs at load average ~5 (see
-///   `crates/livebench/src/bench.rs`). Blocks stay 16 KiB, so fault handling (PI4, resent
+///   16 KiB packets (16 outstanding blocks then) moved 4 MiB at 4.4-5.4 GB/s against 3.3-3.7
+///   GB/s with 4 KiB packets and 8 outstanding blocks, interleaved `bench live` runs at load
+///   average ~5-7; with 16 KiB packets and 8 outstanding, 3.9-4.3 interleaved and 3.5-5.0 in
+///   the final runs at load ~10 (see `crates/livebench/src/bench.rs`). Blocks stay 16 KiB, so fault handling (PI4, resent
 ///   bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine on loopback and LANs with
 ///   IP fragmentation (set `engine.packet_bytes` lower for a lossy network).
 /// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
