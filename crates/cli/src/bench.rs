@@ -52,11 +52,16 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     println!("8 B write latency (median)            {:>10.2} us      target <= 0.5 us   {}", r.write_8b_us, verdict(r.write_8b_us <= 0.5));
     println!("4 MiB write bandwidth (median)        {:>10.3} GB/s    target >= 20 GB/s  {}", r.write_4mib_gbytes_s, verdict(r.write_4mib_gbytes_s >= 20.0));
     println!("  bound: 4 MiB memcpy on this machine {:>10.3} GB/s    (live = {:.0}% of it)", r.memcpy_4mib_gbytes_s, 100.0 * r.write_4mib_gbytes_s / r.memcpy_4mib_gbytes_s);
+    println!("  bound: two copies pipelined, 2 thr. {:>10.3} GB/s    (live = {:.0}% of it)", r.pipelined_copy_4mib_gbytes_s, 100.0 * r.write_4mib_gbytes_s / r.pipelined_copy_4mib_gbytes_s);
+    println!("  floor: ring hand-off one way        {:>10.2} us      (8 B write = {:.1} hand-offs)", r.ring_one_way_us, r.write_8b_us / r.ring_one_way_us);
     println!("pin-per-transfer / PART, 4 MiB        {:>10.2} x       target >= 3x       {}", r.pin_over_part_4mib, verdict(r.pin_over_part_4mib >= 3.0));
     for (size, ratio) in &r.part_over_transfer_only {
         println!("PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}", size, ratio, verdict(*ratio <= 1.05));
     }
+    println!("  check cost of a 4 MiB write         {:>10.3}         ({:.1} scans x {:.2} us over the write's time; target <= 0.05)", r.check_cost_4mib_fraction, r.checks_per_4mib_write, r.scan_us);
     println!("4 KiB write into a missing page       {:>10.1} us      target <= 10 us    {}", r.write_4k_missing_us, verdict(r.write_4k_missing_us <= 10.0));
+    println!("  with page-in on access off (NACK)   {:>10.1} us", r.write_4k_missing_nack_us);
+    println!("  of which page-in of the page (mean) {:>10.1} us      (+ {} round trip(s) ~ 8 B write each; {} NACKs)", r.missing_page_in_us, if r.missing_nacks == 0 { 1 } else { 2 }, r.missing_nacks);
     println!("live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}", r.hol_part_over_nofault, verdict(r.hol_part_over_nofault <= 1.2));
     println!("live-hol others, blocking / no-fault  {:>10.2} x       expected > 1.2x    {}", r.hol_blocking_over_nofault, verdict(r.hol_blocking_over_nofault > 1.2));
     if let Some(path) = &args.json {

@@ -220,8 +220,10 @@ impl Profile {
     pub fn validate(&self) -> Result<(), ProfileError> {
         let bad = |s: String| Err(ProfileError::Invalid(s));
         let e = &self.engine;
-        if e.packet_bytes == 0 || e.packet_bytes > 4096 {
-            return bad(format!("engine.packet_bytes = {} (must be 1..=4096)", e.packet_bytes));
+        // 32 KiB: the largest power of two under the wire format's 16-bit payload length (the
+        // live runtime moves one 16 KiB block per packet over shared memory).
+        if e.packet_bytes == 0 || e.packet_bytes > 32768 {
+            return bad(format!("engine.packet_bytes = {} (must be 1..=32768)", e.packet_bytes));
         }
         if e.block_bytes == 0 || !e.block_bytes.is_multiple_of(e.packet_bytes) {
             return bad(format!(

@@ -78,6 +78,9 @@ pub const ENV_WAIT_SPIN_US: &str = "UNPINNED_WAIT_SPIN_US";
 /// Environment variable (optional): then how long it drives it yielding between turns, us
 /// ([`LoopOptions::wait_yield`]).
 pub const ENV_WAIT_YIELD_US: &str = "UNPINNED_WAIT_YIELD_US";
+/// Environment variable (optional): remote writes of at most this many pages into missing
+/// anonymous memory page in on access ([`LoopOptions::fill_on_access_max_pages`]; 0: off).
+pub const ENV_FILL_ON_ACCESS_PAGES: &str = "UNPINNED_FILL_ON_ACCESS_PAGES";
 
 /// Errors of the live runtime. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -180,29 +183,40 @@ pub struct Config {
 ///   `MADV_POPULATE_WRITE` takes milliseconds and a rank can be descheduled for milliseconds
 ///   on a loaded host: with 1 ms, most faulting transfers would also be retransmitted by
 ///   timeout.
-/// - `engine.packet_bytes=4096`: the reference NI splits blocks into 256 B link packets; here a
-///   packet is a copy through a ring slot or a datagram, whose cost is per packet, not per
-///   byte. Measured on the 2-vCPU VM: 4 MiB writes 1.2 -> 1.9 GB/s, a 4 KiB write into a
-///   missing page 64-82 -> 40-45 us. Blocks stay 16 KiB (4 packets).
+/// - `engine.packet_bytes=16384`: one packet per 16 KiB block. The reference NI splits blocks
+///   into 256 B link packets; here a packet is a copy through a ring slot or a datagram whose
+///   fixed cost (headers, engine bookkeeping, ring hand-off, residency lookup) is per packet,
+///   not per byte. Was 4096 (measured then: 4 MiB writes 1.2 -> 1.9 GB/s against 256 B);
+///   with the payload read straight into the ring slot and no software CRC on shared memory,
+///   16 KiB packets (16 outstanding blocks then) moved 4 MiB at 4.4-5.4 GB/s against 3.3-3.7
+///   GB/s with 4 KiB packets and 8 outstanding blocks, interleaved `bench live` runs at load
+///   average ~5-7; with 16 KiB packets and 8 outstanding, 3.9-4.3 interleaved and 3.5-5.0 in
+///   the final runs at load ~10 (see `crates/livebench/src/bench.rs`). Blocks stay 16 KiB, so fault handling (PI4, resent
+///   bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine on loopback and LANs with
+///   IP fragmentation (set `engine.packet_bytes` lower for a lossy network).
 /// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
 ///   7: a descheduled process on a busy host is not a dead one.
 /// - `engine.max_outstanding_blocks=8`: the window must cover the bandwidth-delay product.
 ///   Here an ACK comes back 5-10 us after its block's last packet (two thread hand-offs on a
-///   shared 2-vCPU VM) while a 4 KiB packet leaves every ~1-3 us, i.e. 4-10 packets (16-40 KiB)
-///   are sent per round trip; 2 blocks (32 KiB) stalled the sender at every ACK, 8 (128 KiB)
-///   do not. Blocks stay 16 KiB, so fault handling (PI4, retransmitted bytes) is unchanged.
-///   Best case over a few runs (the VM's load varies): 4 MiB in 2.8 ms with 2, 1.1 ms with 8.
+///   shared 2-vCPU VM) while a packet leaves every ~1-3 us; 2 blocks (32 KiB) stalled the
+///   sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then). With
+///   16 KiB packets, 16 blocks moved 4 MiB at 4.6-5.2 GB/s against 3.9-4.3 with 8 (three
+///   interleaved `bench live` runs each), but the 3-rank shm test of `tests/multiproc.rs`
+///   then failed in 7 of 44 runs (two at a time, load average ~10: one rank's engine stopped
+///   receiving data packets, its peers ended with `RetryExceeded`; not understood yet) and in
+///   none of 52 with 8, so 8 stays (those runs had shm rings capped at 127 slots, since
+///   undone: see [`crate::transport::shm::ShmGeometry::new`]).
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
-    "engine.packet_bytes=4096",
+    "engine.packet_bytes=16384",
     "engine.max_outstanding_blocks=8",
 ];
 
 impl Config {
     /// Defaults for `rank` of `size`: the `forth-arm` engine parameters (16 KiB blocks, 2
-    /// outstanding blocks) with [`LIVE_DEFAULTS`] (4 KiB packets, 8 outstanding blocks), PIA
-    /// with ERR.
+    /// outstanding blocks) with [`LIVE_DEFAULTS`] (16 KiB packets, 8 outstanding blocks), PIA
+    /// 
     pub fn new(rank: u32, size: u32) -> Config {
         let mut p = Profile::forth_arm();
         for s in LIVE_DEFAULTS {
@@ -359,6 +373,13 @@ impl Runtime {
         }
         if let Some(d) = us(ENV_WAIT_YIELD_US)? {
             cfg.loop_options.wait_yield = d;
+        }
+        if let Ok(v) = std::env::var(ENV_FILL_ON_ACCESS_PAGES) {
+            cfg.loop_options.fill_on_access_max_pages =
+                v.trim().parse().map_err(|e| LiveError::Env {
+                    var: ENV_FILL_ON_ACCESS_PAGES,
+                    why: format!("not a number of pages ({e})"),
+                })?;
         }
         let kind = match var(ENV_TRANSPORT)?.as_str() {
             "shm" => TransportKind::Shm(PathBuf::from(var(ENV_SHM)?)),

@@ -23,7 +23,7 @@
 //!
 //! From `unpinned run -n 2 [--transport udp] -- unpinned-live-selftest bench` (release build,
 //! forth-arm engine geometry: 16 KiB blocks, 256 B packets, 2 outstanding blocks, i.e. before
-//! the live default became 4 KiB packets (see `api::LIVE_DEFAULTS`); medians of five runs,
+//! the live default became 4 KiB, then 16 KiB, packets (see `api::LIVE_DEFAULTS`); medians of five runs,
 //! which vary by 2-3x on this shared VM):
 //!
 //! | what                                             | shm          | udp          |
@@ -52,6 +52,7 @@ pub mod mapping;
 pub mod memory;
 pub mod msg;
 pub mod runtime;
+pub mod scan;
 pub mod transport;
 
 /// Unit tests that unmap memory and then probe the hole must not race with other tests that

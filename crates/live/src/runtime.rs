@@ -37,15 +37,24 @@
 //! Time: `std::time::Instant` (monotonic) mapped to the engine's nanosecond [`Instant`] since
 //! the runtime started.
 //!
-//! Idle policy of the progress thread: loop without pause while there is work; after
-//! [`LoopOptions::spin`] without work (default 0), yield for [`LoopOptions::yield_for`]
+//! Idle policy of the progress thread: loop without pause while there is work; busy-poll for
+//! [`LoopOptions::spin`] after work *its own* turns found (default 0; never after a caller's
+//! driving, so the posting rank's progress thread does not become a third spinner next to the
+//! caller and the target's thread), then yield for [`LoopOptions::yield_for`]
 //! (default 1 ms), then sleep in the transport's [`Sleeper`] (a futex on the shm doorbell,
 //! `ppoll` on the UDP socket, a condition variable in memory) until a packet, a local
 //! wake-up (handler output) or the engine's next deadline. On the 2-vCPU development VM
 //! busy-polling with `pause` in the progress thread was the worst choice (an 8 B write took
 //! 78 us median with 20 us of spinning, 13 us with none): there are more busy threads than
 //! cores, and a spinning thread holds a core the others need. Yielding keeps every thread
-//! runnable without hogging a core.
+//! runnable without hogging a core. Measured again with caller-driven progress, 16 KiB packets
+//! and the spin counted only after the thread's own work (`examples/lat8.rs`, load average
+//! ~5 from other jobs): 8 B write p50 2.5 us with no spinning; 112 us with 50 us of spinning
+//! on both sides, 62 us with the waiting caller spinning 50 us alone, 62 us with the target
+//! alone; a missing 4 KiB page 35 us, 196 us, 85 us, 143 us. Whenever the machine's other load
+//! leaves our two threads one core, a spinner keeps the thread it waits for off that core
+//! until its spin ends. Spinning wins only with a core per thread; then set
+//! `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -63,6 +72,10 @@ use unpinned_part::{EngineStats, Event, PartEngine};
 use crate::fault_handler::{HandlerConfig, HandlerOutput};
 use crate::memory::MemStats;
 use crate::transport::{InPlace, SendError, Sleeper, Transport};
+
+/// Environment variable: set (to anything) to keep the CRC32 of every packet on the
+/// shared-memory transport too (it is skipped there: shared memory does not corrupt bytes).
+pub const ENV_FORCE_CHECKSUM: &str = "UNPINNED_SHM_CHECKSUM";
 
 /// Maps the monotonic clock onto the engine's time.
 #[derive(Clone, Copy, Debug)]
@@ -94,7 +107,8 @@ impl Default for Clock {
 pub struct LoopOptions {
     /// Packets received, and packets sent, per turn at most.
     pub batch: usize,
-    /// Busy-poll this long without work before yielding.
+    /// Busy-poll this long after the progress thread's own last work before yielding (0: yield
+    /// at once; see the module doc for the measurements behind the default).
     pub spin: StdDuration,
     /// Then yield this long before sleeping.
     pub yield_for: StdDuration,
@@ -127,6 +141,13 @@ pub struct LoopOptions {
     /// `/proc/self/maps` at `expose`: memory remapped as a file afterwards would be paged in
     /// inline (correct, only blocking).
     pub inline_page_in_max_pages: u64,
+    /// Remote writes whose whole transfer is at most this many pages, into private anonymous
+    /// exposed memory, page their missing pages in on access, before the write, instead of
+    /// through the page-fault NACK and ERR ([`crate::memory::LiveMemory::set_fill`]): one round
+    /// trip less for the small faults that [`LoopOptions::inline_page_in_max_pages`] pages in
+    /// inline anyway (`UNPINNED_FILL_ON_ACCESS_PAGES`; 0: off, every fault NACKed as in the
+    /// spec).
+    pub fill_on_access_max_pages: u64,
 }
 
 impl Default for LoopOptions {
@@ -143,6 +164,7 @@ impl Default for LoopOptions {
             driven_sleep: StdDuration::from_micros(200),
             residency_ttl: crate::memory::RESIDENCY_TTL,
             inline_page_in_max_pages: 4,
+            fill_on_access_max_pages: 4,
         }
     }
 }
@@ -227,6 +249,8 @@ pub(crate) struct Core {
     handler: HandlerConfig,
     /// Exposures over private anonymous memory (candidates for inline page-in).
     anon_exposures: Vec<(u64, u64, RemoteKey)>,
+    /// The transport cannot corrupt bytes: packets carry no CRC and are not verified.
+    reliable: bool,
     rx: Vec<u8>,
     tx: Vec<u8>,
     /// A packet `poll_transmit` produced that the transport could not take yet.
@@ -257,6 +281,13 @@ impl Core {
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
+        // `UNPINNED_SHM_CHECKSUM` (any value) keeps the CRC on a reliable transport too: a
+        // diagnostic for suspected corruption in shared memory.
+        let reliable = transport.reliable() && std::env::var_os(ENV_FORCE_CHECKSUM).is_none();
+        let mut engine = engine;
+        if reliable {
+            engine.set_checksum(unpinned_wire::Checksum::None);
+        }
         let mut mem = mem;
         mem.set_ttl(opts.residency_ttl);
         Core {
@@ -271,6 +302,7 @@ impl Core {
             handler_stats,
             handler,
             anon_exposures: Vec::new(),
+            reliable,
             rx: vec![0u8; bufsz],
             tx: vec![0u8; bufsz],
             pending: None,
@@ -322,6 +354,7 @@ impl Core {
         let key = self.engine.expose(self.mem.pdid(), base, len, perms)?;
         if anonymous {
             self.anon_exposures.push((base, end, key));
+            self.update_fill();
         }
         Some(key)
     }
@@ -329,7 +362,15 @@ impl Core {
     /// Withdraw an exposure.
     pub fn revoke(&mut self, key: RemoteKey) -> bool {
         self.anon_exposures.retain(|e| e.2 != key);
+        self.update_fill();
         self.engine.revoke(key)
+    }
+
+    /// Tell the memory where it may page in on access (anonymous exposures only).
+    fn update_fill(&mut self) {
+        let ranges = self.anon_exposures.iter().map(|&(b, e, _)| (b, e)).collect();
+        let max = self.opts.fill_on_access_max_pages.saturating_mul(PAGE_BYTES);
+        self.mem.set_fill(ranges, if self.handler.send_err { max } else { 0 });
     }
 
     /// Page in a destination fault here and now if it is small and over anonymous memory
@@ -417,11 +458,18 @@ impl Core {
                 transport,
                 rx,
                 stats,
+                reliable,
                 ..
             } = self;
             for _ in 0..self.opts.batch {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
-                    if engine.handle_packet(now, src, bytes, mem).is_err() {
+                    // Every other check (lengths, fields, geometry, protection) applies either way.
+                    let r = if *reliable {
+                        engine.handle_packet_intact(now, src, bytes, mem)
+                    } else {
+                        engine.handle_packet(now, src, bytes, mem)
+                    };
+                    if r.is_err() {
                         stats.rx_rejected += 1;
                     }
                 });
@@ -527,6 +575,10 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         Err(_) => return finish(&core, &shared),
     };
     let mut idle_since: Option<StdInstant> = None;
+    // When this thread's own turn last found work: it spins only after that (a target whose
+    // peer may send again), never after a caller's driving (the caller's rank just got its
+    // completion; a third spinning thread on a 2-core machine starves the two that work).
+    let mut last_own_work: Option<StdInstant> = None;
     let mut shutdown_at: Option<StdInstant> = None;
     loop {
         let (work, busy, deadline, pending) = match core.try_lock() {
@@ -552,6 +604,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
 
         if work {
             idle_since = None;
+            last_own_work = Some(StdInstant::now());
             continue;
         }
         if shared.drivers.load(Ordering::SeqCst) > 0 && shutdown_at.is_none() {
@@ -565,7 +618,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         }
         let since = *idle_since.get_or_insert_with(StdInstant::now);
         let idle = since.elapsed();
-        if idle < opts.spin {
+        if !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
             std::hint::spin_loop();
         } else if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another

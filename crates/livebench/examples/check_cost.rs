@@ -24,10 +24,12 @@ fn main() {
     let reads1 = part.stats().unwrap();
     let (pm, tm) = (median(p), median(t));
     println!(
-        "{size} B: PART {pm:.1} us, Transfer-Only {tm:.1} us, ratio {:.3}; pagemap reads per write: sender {:.1}, target {:.1}",
+        "{size} B: PART {pm:.1} us, Transfer-Only {tm:.1} us, ratio {:.3}; per write: pagemap reads sender {:.1}, target {:.1}; range scans sender {:.1}, target {:.1}",
         pm / tm,
         (reads1.0.memory.pagemap_reads - reads0.0.memory.pagemap_reads) as f64 / rounds as f64,
-        (reads1.1.memory.pagemap_reads - reads0.1.memory.pagemap_reads) as f64 / rounds as f64
+        (reads1.1.memory.pagemap_reads - reads0.1.memory.pagemap_reads) as f64 / rounds as f64,
+        (reads1.0.memory.range_scans - reads0.0.memory.range_scans) as f64 / rounds as f64,
+        (reads1.1.memory.range_scans - reads0.1.memory.range_scans) as f64 / rounds as f64
     );
     if std::env::var_os("VERBOSE").is_some() {
         println!("{:?}", unpinned_live::memory::bench_residency(1024));

@@ -24,11 +24,6 @@ pub struct EngineConfig {
     pub rx_idle: Duration,
     /// Salt for remote keys handed out by `expose` (drivers pass a seeded random value).
     pub key_salt: u64,
-    /// Emit packets without their trailing checksum (`PartRepr::emit_unsealed`): the driver
-    /// seals (`unpinned_wire::part::seal`) every packet it lets anyone observe or corrupt, and
-    /// hands the rest to the receiver with `handle_packet_intact`. For the simulator only; off
-    /// by default (a real medium needs every checksum).
-    pub defer_checksum: bool,
 }
 
 impl EngineConfig {
@@ -43,7 +38,6 @@ impl EngineConfig {
             max_timeouts: p.max_timeouts,
             rx_idle: Duration::from_us_f64(p.rx_state_idle_us),
             key_salt: 0x5eed,
-            defer_checksum: false,
         }
     }
 

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, CompletionError, FaultRecord, NodeId, Op, Perms, RemoteKey, TransferKey, WorkRequest};
 use unpinned_core::memory::{Memory, Pdid};
 use unpinned_core::time::Instant;
-use unpinned_wire::{PartRepr, WireError};
+use unpinned_wire::{Checksum, PartRepr, WireError};
 
 use crate::completer::PendingRead;
 use crate::config::EngineConfig;
@@ -120,6 +120,8 @@ pub struct PartEngine {
     pub(crate) events: VecDeque<Event>,
     pub(crate) timers: Timers,
     pub(crate) stats: EngineStats,
+    /// Whether emitted packets carry a CRC32 ([`PartEngine::set_checksum`]).
+    pub(crate) checksum: Checksum,
     /// Atomics we initiated, by id (crate::atomics).
     pub(crate) atomics: FxHashMap<u32, crate::atomics::PendingAtomic>,
     /// Atomics we executed as target, by (initiator, id): answered again, never re-executed.
@@ -147,9 +149,18 @@ impl PartEngine {
             events: VecDeque::new(),
             timers: Timers::default(),
             stats: EngineStats::default(),
+            checksum: Checksum::Crc32,
             atomics: FxHashMap::default(),
             atomics_done: FxHashMap::default(),
         }
+    }
+
+    /// Whether the packets this engine emits carry a CRC32 (the default) or a zero checksum
+    /// field ([`Checksum::None`]): for a driver whose medium cannot corrupt bytes (memory
+    /// shared between the processes of one host), whose receivers then use
+    /// [`PartEngine::handle_packet_intact`]. Lossy or corrupting media (links, UDP) keep it.
+    pub fn set_checksum(&mut self, checksum: Checksum) {
+        self.checksum = checksum;
     }
 
     /// This engine's node id.
@@ -388,7 +399,7 @@ impl PartEngine {
             Ctrl::AtomicReq { id } => self.emit_atomic_req(id)?,
             Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp { transfer_id: id, status, old },
         };
-        Some(emit(&repr, buf, self.cfg.defer_checksum).expect("caller buffer holds a control packet"))
+        Some(repr.emit_with(buf, self.checksum).expect("caller buffer holds a control packet"))
     }
 
     fn timer_is_current(&self, at: Instant, kind: TimerKind) -> bool {
@@ -433,13 +444,3 @@ impl PartEngine {
     }
 }
 
-/// Emit `repr` into `buf`, sealed with its checksum unless the driver defers that
-/// ([`EngineConfig::defer_checksum`]).
-#[inline]
-pub(crate) fn emit(repr: &PartRepr<'_>, buf: &mut [u8], defer_checksum: bool) -> Result<usize, WireError> {
-    if defer_checksum {
-        repr.emit_unsealed(buf)
-    } else {
-        repr.emit(buf)
-    }
-}

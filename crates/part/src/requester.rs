@@ -8,8 +8,7 @@
 use unpinned_core::api::{CompletionError, FaultRecord, FaultSide, Op, RemoteKey, TransferKey, WrId};
 use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
-use unpinned_wire::part::{DataHeader, DATA_PAYLOAD_OFFSET};
-use unpinned_wire::{DataFlags, NackReason};
+use unpinned_wire::{emit_data_in_place, DataFlags, DataHeader, NackReason, DATA_PAYLOAD_OFFSET};
 
 use crate::engine::{Ctrl, Event, PartEngine, Transmit};
 use crate::timers::TimerKind;
@@ -182,9 +181,9 @@ impl PartEngine {
             let plen = (block_len - block.next_offset).min(self.cfg.packet_bytes) as usize;
             let offset = block_start + block.next_offset as u64;
             let src_addr = t.local_addr + offset;
-            // The payload is read straight into the packet buffer (no staging copy); the
-            // header is written around it below.
-            let payload = &mut buf.get_mut(DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + plen).expect("caller buffer holds a data packet")[..];
+            // The payload is read straight into its place in the packet (for the shm transport
+            // that is the ring slot): one copy from the source, none from a staging buffer.
+            let payload = &mut buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + plen];
             // Serving a remote get goes through `read_for` (an Active Access memory logs it).
             let read = if t.key.read_response {
                 let origin = AccessOrigin { peer: t.key.data_dst, transfer_id: t.key.id, xfer_addr: t.local_addr, xfer_len: t.len, offset };
@@ -228,7 +227,7 @@ impl PartEngine {
                     continue;
                 }
             }
-            let header = DataHeader {
+            let h = DataHeader {
                 pdid: t.remote_pdid,
                 rkey: t.rkey,
                 transfer_id: t.key.id,
@@ -240,10 +239,7 @@ impl PartEngine {
                 xfer_base: t.remote_addr,
                 xfer_len: t.len,
             };
-            let len = header.emit_unsealed_around(buf, plen).expect("caller buffer holds a data packet");
-            if !self.cfg.defer_checksum {
-                unpinned_wire::part::seal(&mut buf[..len]);
-            }
+            let len = emit_data_in_place(&h, plen, buf, self.checksum).expect("caller buffer holds a data packet");
             let dst = t.key.data_dst;
             let b = &mut t.window[idx];
             b.next_offset += plen as u32;

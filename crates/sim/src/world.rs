@@ -195,9 +195,10 @@ impl Sim {
                 let mut ecfg = EngineConfig::from_profile(&p.engine);
                 ecfg.key_salt = derive_seed(cfg.seed, &format!("keys/{n}"));
                 // Checksums are computed lazily, in `on_tx_ready` (see the comment there).
-                ecfg.defer_checksum = true;
+                let mut engine = PartEngine::new(n, ecfg);
+                engine.set_checksum(unpinned_wire::Checksum::None);
                 Node {
-                    engine: PartEngine::new(n, ecfg),
+                    engine,
                     iommu: Iommu::new(&p.iommu, derive_seed(cfg.seed, &format!("iommu/{n}"))),
                     mem: SimMemory::new(),
                     handler: FaultHandlerModel::new(HandlerConfig { os: p.os.clone(), policy: cfg.policy, send_err: cfg.send_err }),
@@ -497,7 +498,7 @@ impl Sim {
                 let hops = self.cfg.topology.hops(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
                 let f = if self.faults_any { fate(&self.cfg.faults, &mut self.fault_rng) } else { Fate::INTACT };
-                // The engine emitted the packet unsealed. Its checksum is computed here only
+                // The engine emitted the packet without its checksum (`Checksum::None`). Its checksum is computed here only
                 // when someone can see it: the trace hash (which covers every byte) or the
                 // fault injector's corruption (the receiver then verifies it). A packet that
                 // neither sees reaches its receiver through `handle_packet_intact`, which

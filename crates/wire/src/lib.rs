@@ -10,4 +10,7 @@
 pub mod part;
 pub mod rc;
 
-pub use part::{AtomicKind, AtomicStatus, DataFlags, NackReason, PartRepr, WireError};
+pub use part::{
+    emit_data_in_place, AtomicKind, AtomicStatus, Checksum, DataFlags, DataHeader, NackReason, PartRepr,
+    WireError, DATA_PAYLOAD_OFFSET,
+};

@@ -722,15 +722,12 @@ impl<'a> PartRepr<'a> {
     /// [`MAX_PAYLOAD_LEN`], and with `BufferTooSmall` if `out` is shorter than
     /// `buffer_len()` (nothing is written then).
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
-        let len = self.emit_unsealed(out)?;
-        seal(&mut out[..len]);
-        Ok(len)
+        self.emit_with(out, Checksum::Crc32)
     }
 
-    /// Like [`emit`](Self::emit), but the trailing checksum field is left as it was in `out`:
-    /// the packet is complete only after [`seal`]. For a driver that computes the checksum
-    /// lazily (the simulator: only for packets that are observed or corrupted on the way).
-    pub fn emit_unsealed(&self, out: &mut [u8]) -> Result<usize, WireError> {
+    /// [`emit`](Self::emit), with the trailing checksum computed or left zero (see
+    /// [`Checksum`]).
+    pub fn emit_with(&self, out: &mut [u8], checksum: Checksum) -> Result<usize, WireError> {
         let len = self.buffer_len();
         if let PartRepr::Data { payload, .. } = self {
             if payload.len() > MAX_PAYLOAD_LEN {
@@ -758,9 +755,10 @@ impl<'a> PartRepr<'a> {
                 xfer_len,
                 payload,
             } => {
+                out[field::TYPE] = kind::DATA;
                 let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
                 // Checked above: the payload length fits in 16 bits.
-                h.write_fields(out, payload.len());
+                put_data_header(out, &h, payload.len());
                 out[field::data::PAYLOAD..field::data::PAYLOAD + payload.len()].copy_from_slice(payload);
             }
             PartRepr::Ack {
@@ -854,27 +852,46 @@ impl<'a> PartRepr<'a> {
             }
         }
 
+        finish(out, checksum);
         Ok(len)
     }
 }
 
-/// Where a data packet's payload starts in its buffer (see [`DataHeader`]).
-pub const DATA_PAYLOAD_OFFSET: usize = field::data::PAYLOAD;
+/// Whether an emitted packet carries a real CRC32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Checksum {
+    /// Compute the CRC32 over the packet (any medium that can corrupt bytes: links, UDP).
+    #[default]
+    Crc32,
+    /// Leave the CRC field zero: for a medium that cannot corrupt bytes (memory shared by the
+    /// processes of one host), whose receiver parses with
+    /// [`PartRepr::parse_ignoring_checksum`]. A NIC computes its CRC in hardware; in software
+    /// it is a second pass over every payload byte at both ends.
+    None,
+}
 
-/// The fields of a data packet without its payload, for a sender that reads the payload
-/// straight into the packet buffer, at `out[DATA_PAYLOAD_OFFSET..][..payload_len]`, rather
-/// than into a staging buffer that `emit` would copy: [`DataHeader::emit_unsealed_around`]
-/// then writes everything else. The bytes equal those of the [`PartRepr::Data`] with the
-/// same fields and payload.
+/// Write the trailing checksum of the packet that is exactly `out`.
+#[inline]
+fn finish(out: &mut [u8], checksum: Checksum) {
+    let len = out.len();
+    let crc_at = len - field::CRC_LEN;
+    let crc = match checksum {
+        Checksum::Crc32 => crc32fast::hash(&out[..crc_at]),
+        Checksum::None => 0,
+    };
+    put_u32(out, crc_at..len, crc);
+}
+
+/// The fields of a data packet without its payload, for [`emit_data_in_place`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataHeader {
-    /// Target protection domain.
+    /// Protection domain at the target.
     pub pdid: u16,
-    /// Remote key of the target exposure.
+    /// Key of the exposed range.
     pub rkey: u32,
-    /// Transfer id (per source).
+    /// Transfer id.
     pub transfer_id: u32,
-    /// Block id within the transfer.
+    /// Block id.
     pub block_id: u32,
     /// Attempt number of the block.
     pub block_seq: u16,
@@ -884,59 +901,73 @@ pub struct DataHeader {
     pub offset: u64,
     /// Length of the block.
     pub block_len: u32,
-    /// Target base address of the transfer.
+    /// Address of the transfer at the target.
     pub xfer_base: u64,
     /// Length of the transfer.
     pub xfer_len: u64,
 }
 
-impl DataHeader {
-    /// Write the packet around the `payload_len` payload bytes already in place; the checksum
-    /// field is left for [`seal`]. Returns the packet length, `DATA_HEADER_LEN + payload_len`.
-    /// Fails like [`PartRepr::emit`]: `Malformed("payload")` past [`MAX_PAYLOAD_LEN`],
-    /// `BufferTooSmall` (nothing written) if `out` cannot hold the packet.
-    pub fn emit_unsealed_around(&self, out: &mut [u8], payload_len: usize) -> Result<usize, WireError> {
-        if payload_len > MAX_PAYLOAD_LEN {
-            return Err(WireError::Malformed("payload"));
-        }
-        let len = DATA_HEADER_LEN + payload_len;
-        if out.len() < len {
-            return Err(WireError::BufferTooSmall { need: len });
-        }
-        put_u16(out, field::MAGIC, MAGIC);
-        out[field::VERSION] = VERSION;
-        self.write_fields(out, payload_len);
-        Ok(len)
-    }
+/// Byte offset of a data packet's payload: a sender can read the payload straight into
+/// `out[DATA_PAYLOAD_OFFSET..]` and then call [`emit_data_in_place`] (one copy less than
+/// building a [`PartRepr::Data`] from a separate buffer).
+pub const DATA_PAYLOAD_OFFSET: usize = field::data::PAYLOAD;
 
-    /// Type and fields (everything but magic, version, payload and checksum).
-    #[inline(always)]
-    fn write_fields(&self, out: &mut [u8], payload_len: usize) {
-        use field::data as f;
-        // A fixed-size view (callers checked the length): no bounds check per field.
-        let out = out.first_chunk_mut::<{ f::PAYLOAD }>().expect("callers checked the length");
-        out[field::TYPE] = kind::DATA;
-        put_u16(out, f::PDID, self.pdid);
-        put_u32(out, f::RKEY, self.rkey);
-        put_u32(out, f::TRANSFER_ID, self.transfer_id);
-        put_u32(out, f::BLOCK_ID, self.block_id);
-        put_u16(out, f::BLOCK_SEQ, self.block_seq);
-        out[f::FLAGS] = flag_byte(self.flags.read_response);
-        put_u64(out, f::OFFSET, self.offset);
-        put_u32(out, f::BLOCK_LEN, self.block_len);
-        put_u64(out, f::XFER_BASE, self.xfer_base);
-        put_u64(out, f::XFER_LEN, self.xfer_len);
-        put_u16(out, f::PAYLOAD_LEN, payload_len as u16);
+/// Write the header and checksum of a data packet around the `payload_len` payload bytes
+/// already at `out[DATA_PAYLOAD_OFFSET..]`; returns the packet length. The bytes are the same
+/// as [`PartRepr::emit_with`] of the equivalent [`PartRepr::Data`]. Fails like `emit`
+/// (`Malformed("payload")`, `BufferTooSmall`), writing nothing.
+pub fn emit_data_in_place(
+    h: &DataHeader,
+    payload_len: usize,
+    out: &mut [u8],
+    checksum: Checksum,
+) -> Result<usize, WireError> {
+    if payload_len > MAX_PAYLOAD_LEN {
+        return Err(WireError::Malformed("payload"));
     }
+    let len = DATA_HEADER_LEN + payload_len;
+    if out.len() < len {
+        return Err(WireError::BufferTooSmall { need: len });
+    }
+    let out = &mut out[..len];
+    put_u16(out, field::MAGIC, MAGIC);
+    out[field::VERSION] = VERSION;
+    out[field::TYPE] = kind::DATA;
+    put_data_header(out, h, payload_len);
+    finish(out, checksum);
+    Ok(len)
 }
 
-/// Compute and write the trailing checksum of an emitted packet: `packet` is exactly the
-/// `len` bytes that [`PartRepr::emit_unsealed`] returned. Afterwards the bytes equal what
-/// [`PartRepr::emit`] writes. A slice shorter than the checksum field is left alone.
+/// The data fields after the common header (payload length included).
+#[inline(always)]
+fn put_data_header(out: &mut [u8], h: &DataHeader, payload_len: usize) {
+    use field::data as f;
+    // A fixed-size view (callers checked the length): no bounds check per field, which the
+    // simulator's profile showed on its hottest path.
+    let out = out.first_chunk_mut::<{ f::PAYLOAD }>().expect("callers checked the length");
+    put_u16(out, f::PDID, h.pdid);
+    put_u32(out, f::RKEY, h.rkey);
+    put_u32(out, f::TRANSFER_ID, h.transfer_id);
+    put_u32(out, f::BLOCK_ID, h.block_id);
+    put_u16(out, f::BLOCK_SEQ, h.block_seq);
+    out[f::FLAGS] = flag_byte(h.flags.read_response);
+    put_u64(out, f::OFFSET, h.offset);
+    put_u32(out, f::BLOCK_LEN, h.block_len);
+    put_u64(out, f::XFER_BASE, h.xfer_base);
+    put_u64(out, f::XFER_LEN, h.xfer_len);
+    // Checked by the callers: the payload length fits in 16 bits.
+    put_u16(out, f::PAYLOAD_LEN, payload_len as u16);
+}
+
+/// Compute and write the trailing checksum of a packet emitted with [`Checksum::None`]:
+/// `packet` is exactly the `len` bytes the emit returned. Afterwards the bytes equal what
+/// [`PartRepr::emit`] writes. For a driver that computes checksums lazily (the simulator
+/// seals only the packets that are traced or corrupted on the way, and hands the rest to
+/// the receiver as intact). A slice shorter than the checksum field is left alone.
 pub fn seal(packet: &mut [u8]) {
-    let Some(crc_at) = packet.len().checked_sub(field::CRC_LEN) else { return };
-    let crc = crc32fast::hash(&packet[..crc_at]);
-    put_u32(packet, crc_at..crc_at + field::CRC_LEN, crc);
+    if packet.len() >= field::CRC_LEN {
+        finish(packet, Checksum::Crc32);
+    }
 }
 
 // The field table is contiguous and matches the documented sizes.
@@ -960,6 +991,39 @@ const _: () = {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn in_place_data_and_unchecked_emit_match_emit() {
+        let payload: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        for repr in samples(&payload) {
+            let mut want = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut want).unwrap();
+            // Without checksum: the same bytes with a zero CRC, parsed when ignoring it.
+            let mut none = vec![0xffu8; repr.buffer_len()];
+            assert_eq!(repr.emit_with(&mut none, Checksum::None), Ok(want.len()));
+            let crc_at = want.len() - field::CRC_LEN;
+            assert_eq!(none[..crc_at], want[..crc_at]);
+            assert_eq!(none[crc_at..], [0; 4]);
+            assert_eq!(PartRepr::parse_ignoring_checksum(&none), Ok(repr));
+            let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload: p } = repr else {
+                continue;
+            };
+            let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
+            let mut out = vec![0u8; want.len() + 9];
+            out[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + p.len()].copy_from_slice(p);
+            assert_eq!(emit_data_in_place(&h, p.len(), &mut out, Checksum::Crc32), Ok(want.len()));
+            assert_eq!(out[..want.len()], want[..]);
+            assert_eq!(out[want.len()..], [0; 9]);
+            assert_eq!(
+                emit_data_in_place(&h, p.len(), &mut out[..want.len() - 1], Checksum::Crc32),
+                Err(WireError::BufferTooSmall { need: want.len() })
+            );
+            assert_eq!(
+                emit_data_in_place(&h, MAX_PAYLOAD_LEN + 1, &mut out, Checksum::None),
+                Err(WireError::Malformed("payload"))
+            );
+        }
+    }
 
     fn samples(payload: &[u8]) -> Vec<PartRepr<'_>> {
         vec![
@@ -1080,17 +1144,17 @@ mod tests {
         }
     }
 
-    /// Unsealed emission over a dirty buffer, then `seal`, gives exactly `emit`'s bytes; before
-    /// the seal the checksum field still holds the old bytes (so a checking parse fails).
+    /// Emission without a checksum over a dirty buffer, then `seal`, gives exactly `emit`'s
+    /// bytes; before the seal the checksum field is zero (so a checking parse fails).
     #[test]
-    fn emit_unsealed_then_seal_equals_emit() {
+    fn emit_without_checksum_then_seal_equals_emit() {
         let p = payload();
         for repr in samples(&p) {
             let want = emit_vec(&repr);
             let mut buf = vec![0xa5u8; want.len() + 8];
-            let len = repr.emit_unsealed(&mut buf).unwrap();
+            let len = repr.emit_with(&mut buf, Checksum::None).unwrap();
             assert_eq!(len, want.len());
-            assert_eq!(&buf[len - 4..len], &[0xa5; 4]);
+            assert_eq!(&buf[len - 4..len], &[0; 4]);
             assert_eq!(&buf[..len - 4], &want[..len - 4]);
             assert_eq!(PartRepr::parse(&buf[..len]), Err(WireError::BadChecksum));
             seal(&mut buf[..len]);
@@ -1100,24 +1164,6 @@ mod tests {
         let mut tiny = [1u8, 2, 3];
         seal(&mut tiny);
         assert_eq!(tiny, [1, 2, 3]);
-    }
-
-    /// A payload read in place plus the header around it: the same bytes as `emit`.
-    #[test]
-    fn data_header_around_payload_equals_emit() {
-        let p = payload();
-        for repr in samples(&p) {
-            let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload } = repr else { continue };
-            let want = emit_vec(&repr);
-            let mut buf = vec![0x77u8; want.len()];
-            buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + payload.len()].copy_from_slice(payload);
-            let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
-            let len = h.emit_unsealed_around(&mut buf, payload.len()).unwrap();
-            seal(&mut buf[..len]);
-            assert_eq!(buf, want);
-            assert_eq!(h.emit_unsealed_around(&mut buf[..len - 1], payload.len()), Err(WireError::BufferTooSmall { need: len }));
-            assert_eq!(h.emit_unsealed_around(&mut [0; 8], MAX_PAYLOAD_LEN + 1), Err(WireError::Malformed("payload")));
-        }
     }
 
     #[test]

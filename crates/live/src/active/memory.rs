@@ -286,10 +286,10 @@ impl Memory for ActiveMemory {
         origin: &AccessOrigin,
     ) -> Result<(), MemError> {
         if !self.state.any_marked.load(Ordering::Acquire) {
-            return self.inner.write(pdid, addr, data);
+            return self.inner.write_from(pdid, addr, data, origin);
         }
         match self.state.bits(addr) {
-            None => self.inner.write(pdid, addr, data),
+            None => self.inner.write_from(pdid, addr, data, origin),
             Some(bits) => self.put(pdid, addr, data, origin, bits),
         }
     }

@@ -615,6 +615,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("selftest rank {}: FAILED: {msg}", rt.rank());
+            if let Ok(st) = rt.stats() {
+                eprintln!("selftest rank {}: counters {st:?}", rt.rank());
+            }
             ExitCode::from(1)
         }
     }

@@ -97,6 +97,12 @@ pub trait Transport: Send {
         let _ = (hint, spill, fill);
         InPlace::Unavailable
     }
+    /// Whether the medium delivers every byte as written (memory shared between processes):
+    /// then the engines skip the software CRC32 of every packet, a full pass over each payload
+    /// at both ends (a NIC computes its CRC in hardware). The default: no (UDP keeps it).
+    fn reliable(&self) -> bool {
+        false
+    }
     /// A [`Sleeper`] for this rank. The default cannot see packets arrive: it sleeps at most
     /// 100 us, so a transport without its own sleeper costs at most that in wake-up latency.
     fn sleeper(&self) -> Sleeper {

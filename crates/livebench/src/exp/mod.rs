@@ -97,10 +97,30 @@ static SEGMENTS: AtomicU64 = AtomicU64::new(0);
 impl Pair {
     /// Start both ranks with the engine parameters of `profile`, memory `mode` and page-in
     /// `handler` configuration.
+    ///
+    /// The experiments measure the protocol's fault path (page-fault NACK, page-in, ERR), as
+    /// the simulator models it: page-in on access
+    /// ([`unpinned_live::runtime::LoopOptions::fill_on_access_max_pages`]) is off unless
+    /// `UNPINNED_FILL_ON_ACCESS_PAGES` asks for it (see [`Pair::with_fill`]).
     pub fn new(
         profile: &Profile,
         mode: MemoryMode,
         handler: HandlerConfig,
+    ) -> Result<Pair, ExperimentError> {
+        let fill = std::env::var(unpinned_live::api::ENV_FILL_ON_ACCESS_PAGES)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        Pair::with_fill(profile, mode, handler, fill)
+    }
+
+    /// [`Pair::new`] with page-in on access for remote writes of at most `fill_pages` pages
+    /// (the runtime's default is [`unpinned_live::runtime::LoopOptions::default`]'s).
+    pub fn with_fill(
+        profile: &Profile,
+        mode: MemoryMode,
+        handler: HandlerConfig,
+        fill_pages: u64,
     ) -> Result<Pair, ExperimentError> {
         let mut cfgs: Vec<Config> = (0..2)
             .map(|r| {
@@ -132,6 +152,7 @@ impl Pair {
                 if let Some(d) = us(unpinned_live::api::ENV_WAIT_YIELD_US) {
                     c.loop_options.wait_yield = d;
                 }
+                c.loop_options.fill_on_access_max_pages = fill_pages;
                 c
             })
             .collect();
