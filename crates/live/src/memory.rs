@@ -63,7 +63,7 @@
 //! # Page-in on access (small writes into anonymous memory)
 //!
 //! [`LiveMemory::set_fill`]: a remote write whose whole transfer is at most a few pages
-//! (`LoopOptions::fill_on_access_max_pages`, default 4) and whose missing pages lie in a
+//! (`LoopOptions::fill_on_access_max_pages`, off by default, opt-in e.g. 4) and whose missing pages lie in a
 //! private anonymous exposure is paged in by the engine itself with `MADV_POPULATE_WRITE`
 //! (a zero-fill minor fault, ~4-6 us per page on the development VM under load) and written
 //! at once. The protocol's path for the same fault was a page-fault NACK, the same inline

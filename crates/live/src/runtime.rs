@@ -145,8 +145,8 @@ pub struct LoopOptions {
     /// exposed memory, page their missing pages in on access, before the write, instead of
     /// through the page-fault NACK and ERR ([`crate::memory::LiveMemory::set_fill`]): one round
     /// trip less for the small faults that [`LoopOptions::inline_page_in_max_pages`] pages in
-    /// inline anyway (`UNPINNED_FILL_ON_ACCESS_PAGES`; 0: off, every fault NACKed as in the
-    /// spec).
+    /// inline anyway (`UNPINNED_FILL_ON_ACCESS_PAGES`; default 0: off, every fault NACKed as
+    /// in the spec; `bench live` measures both).
     pub fill_on_access_max_pages: u64,
 }
 
@@ -164,7 +164,9 @@ impl Default for LoopOptions {
             driven_sleep: StdDuration::from_micros(200),
             residency_ttl: crate::memory::RESIDENCY_TTL,
             inline_page_in_max_pages: 4,
-            fill_on_access_max_pages: 4,
+            // Off: the spec's path (page-fault NACK, page-in, ERR, retransmission) is the
+            // default; page-in on access is an opt-in policy that skips the protocol.
+            fill_on_access_max_pages: 0,
         }
     }
 }
