@@ -11,7 +11,7 @@ use unpinned_core::profile::Profile;
 use unpinned_core::rng::{derive_seed, rng_for, Rng, SimRng};
 use unpinned_core::time::{serialization, Duration, Instant};
 use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
-use unpinned_wire::part::DATA_HEADER_LEN;
+use unpinned_wire::part::{write_target, WriteTarget, DATA_HEADER_LEN};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::faults::{fate, Fate, FaultConfig};
@@ -195,6 +195,8 @@ pub struct Sim {
     faults_any: bool,
     /// `(src, dst)` of the last packet received (for drivers that watch memory, `take_arrival`).
     arrived: Option<(NodeId, NodeId)>,
+    /// What that packet may have written at `dst` (from its header).
+    arrived_write: WriteTarget,
 }
 
 impl Sim {
@@ -252,6 +254,7 @@ impl Sim {
             last_ser: (usize::MAX, Duration::ZERO),
             faults_any: cfg.faults.any(),
             arrived: None,
+            arrived_write: WriteTarget::Any,
             cfg,
         }
     }
@@ -274,6 +277,12 @@ impl Sim {
     /// Superseded timer entries popped (not counted as events), and the largest queue length.
     pub fn queue_stats(&self) -> (u64, usize) {
         (self.stale_events, self.max_queue)
+    }
+
+    /// What the packet of the last arrival may have written at its destination, from its
+    /// header (a driver that watches a few words skips packets that cannot touch them).
+    pub fn arrival_write(&self) -> WriteTarget {
+        self.arrived_write
     }
 
     /// Link buffers allocated so far: (full-size, compact). Their number is the largest count
@@ -582,6 +591,7 @@ impl Sim {
         let buf = std::mem::take(&mut self.bufs[b as usize].bytes);
         self.trace_event(3, dst, &buf[..len]);
         self.arrived = Some((src, dst));
+        self.arrived_write = write_target(&buf[..len]);
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself. The
@@ -610,6 +620,7 @@ impl Sim {
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         let packet = linkbuf::expand(&self.bufs[b as usize].bytes, len, &mut self.rx_zeroed);
+        self.arrived_write = write_target(packet);
         let _ = node.engine.handle_packet_intact(now, src, packet, &mut view);
         linkbuf::clear(len, &mut self.rx_zeroed);
         let lat = node.mem.take_latency();
