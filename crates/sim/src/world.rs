@@ -286,7 +286,8 @@ impl Sim {
     }
 
     /// Link buffers allocated so far: (full-size, compact). Their number is the largest count
-    /// of packets in flight at once; compact ones hold only a header and a CRC.
+    /// of packets in flight at once; compact ones hold a small packet, or the header and the
+    /// CRC of a zero-payload one.
     pub fn link_buffers(&self) -> (usize, usize) {
         let compact = self.bufs.iter().filter(|b| b.compact).count();
         (self.bufs.len() - compact, compact)
@@ -571,7 +572,12 @@ impl Sim {
 
     fn deliver(&mut self, dst: NodeId, buf: u32, arrival: Instant, ser: Duration) {
         let Some(d) = self.nodes.get_mut(dst as usize) else {
-            self.free_bufs.push(buf);
+            // Back to the pool it came from (a compact buffer cannot take a full packet).
+            if self.bufs[buf as usize].compact {
+                self.free_compact.push(buf);
+            } else {
+                self.free_bufs.push(buf);
+            }
             return;
         };
         // The receiver's input port serializes packets too.

@@ -69,3 +69,24 @@ fn payloads_with_bytes_stay_whole() {
     // Data packets carry random bytes: full-size buffers; ACKs and NACKs are compact.
     assert!(bufs.0 > SENDERS as usize && bufs.1 > 0, "{bufs:?}");
 }
+
+#[test]
+fn packets_to_a_node_that_does_not_exist_return_their_buffer_to_its_pool() {
+    let mut profile = Profile::forth_arm();
+    profile.engine.packet_bytes = 16384;
+    profile.engine.block_bytes = 16384;
+    let mut sim = Sim::new(SimConfig::two_nodes(profile, 5));
+    sim.map(0, 1, SRC, LEN, Residence::Present);
+    sim.node_mut(0).mem.keep_bytes_only(Some(Vec::new()));
+    sim.map(1, 1, DST, LEN, Residence::Present);
+    let key = sim.expose(1, 1, DST, LEN, Perms::RW);
+    // Node 7 does not exist: its packets (compact ones too) are dropped at the sender's port;
+    // the full-size packets of the write to node 1 must still find full-size buffers.
+    let lost = WorkRequest { wr_id: 1, op: Op::Write, peer: 7, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey: key, len: 64 };
+    sim.post(sim.now(), 0, lost);
+    let wr = WorkRequest { wr_id: 2, op: Op::Write, peer: 1, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey: key, len: LEN };
+    sim.post(sim.now(), 0, wr);
+    let _ = sim.run_until_idle(Duration::from_ms(10_000));
+    let ok = sim.posts().iter().find(|p| p.wr.wr_id == 2).expect("the write to node 1 completed");
+    assert!(ok.completion.unwrap().status.is_ok());
+}
