@@ -10,6 +10,7 @@ mod profile_cmd;
 mod progress;
 mod replay_cmd;
 mod sweep;
+mod thp;
 mod run;
 mod run_cmd;
 
@@ -262,6 +263,17 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The long simulations: their heap on huge pages (see thp.rs). Anything that runs live
+    // processes keeps the allocator as users' programs have it: the live experiments measure
+    // real page faults, which huge pages would change.
+    let simulation_only = match &cli.command {
+        Command::Sim(_) | Command::Bench(BenchCommand::Sim(_)) | Command::RunPoint(_) => true,
+        Command::Reproduce(a) => a.no_live,
+        _ => false,
+    };
+    if simulation_only {
+        thp::reexec_with_huge_pages();
+    }
     let result = match &cli.command {
         Command::Sim(a) => sim(a),
         Command::Reproduce(a) => reproduce(a),

@@ -7,6 +7,7 @@
 //!
 //! - [`memory`]: per-node address spaces with residency and real bytes, seen through the IOMMU.
 //! - [`pages`]: the page table behind the memory model (regions indexed by page number).
+//! - [`linkbuf`]: compact storage of zero-payload packets on the links.
 //! - [`net`]: topology, links and ports.
 //! - [`faults`]: packet fault injection (loss, duplication, reordering, corruption, delay).
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
@@ -24,6 +25,7 @@ pub mod bench;
 pub mod conformance;
 pub mod dsm;
 pub mod invariants;
+pub mod linkbuf;
 pub mod memory;
 pub mod net;
 pub mod pages;

@@ -11,11 +11,12 @@ use unpinned_core::profile::Profile;
 use unpinned_core::rng::{derive_seed, rng_for, Rng, SimRng};
 use unpinned_core::time::{serialization, Duration, Instant};
 use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
-use unpinned_wire::part::DATA_HEADER_LEN;
+use unpinned_wire::part::{write_target, WriteTarget, DATA_HEADER_LEN};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::faults::{fate, Fate, FaultConfig};
 use crate::invariants::Checker;
+use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
 use crate::net::Topology;
 use crate::queue::EventQueue;
@@ -148,6 +149,9 @@ struct LinkBuf {
     /// The fault injector did not touch the bytes since the sender's engine emitted them, so
     /// their checksum (computed at emit) needs no re-verification at the receiver.
     intact: bool,
+    /// `bytes` is a compact buffer (see [`linkbuf`]): a small packet, or the header and the
+    /// CRC of a data packet whose payload is zeros. Pooled apart from the full-size ones.
+    compact: bool,
 }
 
 /// The simulator.
@@ -159,6 +163,13 @@ pub struct Sim {
     nodes: Vec<Node>,
     bufs: Vec<LinkBuf>,
     free_bufs: Vec<u32>,
+    /// Free compact link buffers.
+    free_compact: Vec<u32>,
+    /// Zeroed full-size buffer compact packets are expanded into on arrival.
+    rx_zeroed: Vec<u8>,
+    /// Small and zero-payload packets are stored compactly (not with fault injection or
+    /// tracing: they look at or change every byte on the link).
+    compact_ok: bool,
     buf_len: usize,
     fault_rng: SimRng,
     setup_rng: SimRng,
@@ -184,6 +195,8 @@ pub struct Sim {
     faults_any: bool,
     /// `(src, dst)` of the last packet received (for drivers that watch memory, `take_arrival`).
     arrived: Option<(NodeId, NodeId)>,
+    /// What that packet may have written at `dst` (from its header).
+    arrived_write: WriteTarget,
 }
 
 impl Sim {
@@ -221,6 +234,9 @@ impl Sim {
             nodes,
             bufs: Vec::new(),
             free_bufs: Vec::new(),
+            free_compact: Vec::new(),
+            rx_zeroed: Vec::new(),
+            compact_ok: !cfg.faults.any() && !cfg.trace,
             buf_len,
             fault_rng: rng_for(cfg.seed, "faults"),
             setup_rng: rng_for(cfg.seed, "setup"),
@@ -241,6 +257,7 @@ impl Sim {
             last_ser: (usize::MAX, Duration::ZERO),
             faults_any: cfg.faults.any(),
             arrived: None,
+            arrived_write: WriteTarget::Any,
             cfg,
         }
     }
@@ -263,6 +280,20 @@ impl Sim {
     /// Superseded timer entries popped (not counted as events), and the largest queue length.
     pub fn queue_stats(&self) -> (u64, usize) {
         (self.stale_events, self.max_queue)
+    }
+
+    /// What the packet of the last arrival may have written at its destination, from its
+    /// header (a driver that watches a few words skips packets that cannot touch them).
+    pub fn arrival_write(&self) -> WriteTarget {
+        self.arrived_write
+    }
+
+    /// Link buffers allocated so far: (full-size, compact). Their number is the largest count
+    /// of packets in flight at once; compact ones hold a small packet, or the header and the
+    /// CRC of a zero-payload one.
+    pub fn link_buffers(&self) -> (usize, usize) {
+        let compact = self.bufs.iter().filter(|b| b.compact).count();
+        (self.bufs.len() - compact, compact)
     }
 
     /// Time of the next queued event, if any.
@@ -471,7 +502,7 @@ impl Sim {
         let b = match self.free_bufs.pop() {
             Some(b) => b,
             None => {
-                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], len: 0, src: 0, dst: 0, intact: true });
+                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], len: 0, src: 0, dst: 0, intact: true, compact: false });
                 (self.bufs.len() - 1) as u32
             }
         };
@@ -513,6 +544,23 @@ impl Sim {
                 }
                 if f.copies == 0 {
                     self.free_bufs.push(b);
+                } else if self.compact_ok && linkbuf::compactable(&self.bufs[b as usize].bytes[..tx.len], tx.is_data) {
+                    // A small packet, or one without payload bytes, need not hold a payload-
+                    // sized buffer while it waits at a port: keep it compactly (see linkbuf).
+                    let c = match self.free_compact.pop() {
+                        Some(c) => c,
+                        None => {
+                            self.bufs.push(LinkBuf { bytes: vec![0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: true });
+                            (self.bufs.len() - 1) as u32
+                        }
+                    };
+                    let mut kept = [0u8; linkbuf::COMPACT_CAP];
+                    linkbuf::compact(&self.bufs[b as usize].bytes[..tx.len], &mut kept);
+                    let small = &mut self.bufs[c as usize];
+                    small.bytes.copy_from_slice(&kept);
+                    (small.len, small.src, small.dst, small.intact) = (tx.len as u32, n, tx.dst, true);
+                    self.free_bufs.push(b);
+                    self.deliver(tx.dst, c, arrival + f.extra, ser);
                 } else {
                     let lb = &mut self.bufs[b as usize];
                     (lb.len, lb.src, lb.dst, lb.intact) = (tx.len as u32, n, tx.dst, true);
@@ -537,7 +585,12 @@ impl Sim {
 
     fn deliver(&mut self, dst: NodeId, buf: u32, arrival: Instant, ser: Duration) {
         let Some(d) = self.nodes.get_mut(dst as usize) else {
-            self.free_bufs.push(buf);
+            // Back to the pool it came from (a compact buffer cannot take a full packet).
+            if self.bufs[buf as usize].compact {
+                self.free_compact.push(buf);
+            } else {
+                self.free_bufs.push(buf);
+            }
             return;
         };
         // The receiver's input port serializes packets too.
@@ -550,9 +603,14 @@ impl Sim {
         let now = self.now;
         let lb = &self.bufs[b as usize];
         let (src, dst, len, intact) = (lb.src, lb.dst, lb.len as usize, lb.intact);
+        if lb.compact {
+            self.arrive_compact(b, src, dst, len);
+            return;
+        }
         let buf = std::mem::take(&mut self.bufs[b as usize].bytes);
         self.trace_event(3, dst, &buf[..len]);
         self.arrived = Some((src, dst));
+        self.arrived_write = write_target(&buf[..len]);
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself. The
@@ -567,6 +625,26 @@ impl Sim {
         node.ni_ready_at = node.ni_ready_at.max(now + self.ni_packet + lat);
         self.bufs[b as usize].bytes = buf;
         self.free_bufs.push(b);
+        self.service(dst);
+    }
+
+    /// [`Sim::on_arrive`] for a compact packet: expanded into the zeroed scratch buffer, byte
+    /// for byte what the sender emitted (no trace and no corruption in compact runs).
+    fn arrive_compact(&mut self, b: u32, src: NodeId, dst: NodeId, len: usize) {
+        let now = self.now;
+        if self.rx_zeroed.len() < self.buf_len {
+            self.rx_zeroed = vec![0; self.buf_len];
+        }
+        self.arrived = Some((src, dst));
+        let node = &mut self.nodes[dst as usize];
+        let mut view = node.mem.ni_view(&mut node.iommu);
+        let packet = linkbuf::expand(&self.bufs[b as usize].bytes, len, &mut self.rx_zeroed);
+        self.arrived_write = write_target(packet);
+        let _ = node.engine.handle_packet_intact(now, src, packet, &mut view);
+        linkbuf::clear(len, &mut self.rx_zeroed);
+        let lat = node.mem.take_latency();
+        node.ni_ready_at = node.ni_ready_at.max(now + self.ni_packet + lat);
+        self.free_compact.push(b);
         self.service(dst);
     }
 

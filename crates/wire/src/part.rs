@@ -101,6 +101,9 @@
 
 use core::ops::Range;
 
+mod peek;
+pub use peek::{write_target, WriteTarget};
+
 /// Why a byte string is not a valid PART packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {

@@ -7,7 +7,8 @@
 //! Default: 1, 2, 4, 8, 16 nodes on a 3-D torus, 5 seeds, a window of each calibrated run
 //! (`exp.lammps_steps`, `exp.hpl_panels`, `exp.hpcg_iterations`). `exp.scale=full` adds 64,
 //! 256, 1024 and 4096 nodes on a torus and on a fat tree, one seed, each run one simulated
-//! second of the application's compute (`exp.scale_window_s`).
+//! second of the application's compute (`exp.scale_window_s`); `exp.scale_topologies` picks
+//! the topologies of those runs (default `torus,fattree`).
 //!
 //! Scale knob: packets of `exp.packet_bytes` (default 4 KiB, the live runtime's default;
 //! 16 KiB = one packet per block at scale, `exp.scale_packet_bytes`) instead of the
@@ -134,6 +135,11 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let scale_packet_bytes: u32 = ctx.param("scale_packet_bytes", 16384)?;
     let scale_nodes: Vec<u32> = list(ctx, "scale_nodes", "64,256,1024,4096")?;
     let scale_window_s: f64 = ctx.param("scale_window_s", 1.0)?;
+    // The topologies of the scale runs (a 4096-node run takes a CPU-quarter-hour: pick).
+    let scale_topologies: Vec<String> = list(ctx, "scale_topologies", "torus,fattree")?;
+    if scale_topologies.is_empty() || scale_topologies.iter().any(|t| t != "torus" && t != "fattree") {
+        return Err(ExperimentError::BadParam("scale_topologies".into(), scale_topologies.join(",")));
+    }
     let window = [("lammps", ctx.param("lammps_steps", 100u64)?), ("hpl", ctx.param("hpl_panels", 24u64)?), ("hpcg", ctx.param("hpcg_iterations", 3u64)?)];
     let rates = rates(ctx)?;
     // Memory pressure (off by default, as the spec's runs): reclaim every buffer page every
@@ -162,7 +168,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             for &n in &scale_nodes {
                 let m = model(app, n, rates).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
                 let iterations = iterations_for(m.as_ref(), scale_window_s);
-                for topology in ["torus", "fattree"] {
+                for topology in ["torus", "fattree"].into_iter().filter(|t| scale_topologies.iter().any(|s| s == t)) {
                     points.push(Point { app: app.clone(), nodes: n, topology, seed: 0, iterations, packet_bytes: scale_packet_bytes });
                 }
             }
@@ -207,7 +213,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         PlotSpec::line("Application slowdown of PART over pre-touch (torus)", "nodes", "slowdown", Some("app")).only("mode", "part").only("topology", "torus").points(),
         PlotSpec::line("Application time (torus)", "nodes", "time_s", Some("mode")).only("topology", "torus").only("app", "lammps").suffix("lammps-time").points(),
     ];
-    if scale == "full" {
+    if scale == "full" && scale_topologies.iter().any(|t| t == "fattree") {
         plots.push(PlotSpec::line("Slowdown at scale, fat tree", "nodes", "slowdown", Some("app")).only("mode", "part").only("topology", "fattree").log(true, false).points().suffix("fattree"));
     }
     let models: serde_json::Value = apps.iter().map(|a| (a.clone(), model(a, 16, rates).map(|m| m.params()).unwrap_or_default())).collect::<serde_json::Map<_, _>>().into();
@@ -217,7 +223,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         sim_events: events,
         meta: json!({
             "scale": scale, "seeds": seeds, "window": { "lammps_steps": window[0].1, "hpl_panels": window[1].1, "hpcg_iterations": window[2].1 },
-            "scale_window_s": scale_window_s, "scale_nodes": if scale == "full" { json!(scale_nodes) } else { json!([]) },
+            "scale_window_s": scale_window_s, "scale_topologies": scale_topologies, "scale_nodes": if scale == "full" { json!(scale_nodes) } else { json!([]) },
             "packet_bytes": packet_bytes, "scale_packet_bytes": scale_packet_bytes,
             "scale_knob": "engine.packet_bytes: packets coarser than the reference NI's 256 B (block_bytes raised to match when smaller)",
             "rates": rates, "models_at_16_nodes": models, "ranks_per_node": 1, "threads_per_node": rates.threads,

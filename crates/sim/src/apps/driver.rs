@@ -13,6 +13,7 @@ use unpinned_core::memory::{Pdid, PAGE_BYTES};
 use unpinned_core::time::{Duration, Instant};
 use unpinned_msg::{Endpoint, Layout, MsgConfig, MsgEvent, PeerInfo};
 use unpinned_traffic::{AppModel, Op};
+use unpinned_wire::part::WriteTarget;
 
 use super::host::Host;
 use crate::memory::Residence;
@@ -135,9 +136,11 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
     let peers = peer_lists(model);
     // Memory: the message region and the buffers, mapped and exposed.
     let mut msg_keys = Vec::with_capacity(n as usize);
+    let mut control_end = Vec::with_capacity(n as usize);
     let mut ranks = Vec::with_capacity(n as usize);
     for r in 0..n {
         let layout = Layout::new(&cfg.msg, MSG_BASE, peers[r as usize].len() as u32);
+        control_end.push(MSG_BASE + layout.control_bytes());
         sim.map(r, PDID, MSG_BASE, layout.region_bytes(), residence);
         if !cfg.copy_bytes {
             // Only the layer's control words are read back; payload bytes are not modelled.
@@ -174,7 +177,7 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
         eps.push(ep);
         rs.push(Rank { ops: VecDeque::new(), next_iter: iters.start, bufs, bufs_len: len, outstanding: 0, state: State::Ready, debt: Duration::ZERO, next_id: 1 });
     }
-    let mut d = Driver { cfg, sim, eps, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0 };
+    let mut d = Driver { cfg, sim, eps, control_end, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0 };
     for r in 0..n {
         d.wake.push(Reverse((Instant::ZERO, r)));
     }
@@ -192,6 +195,8 @@ struct Driver<'a> {
     cfg: &'a AppSimConfig,
     sim: Sim,
     eps: Vec<Endpoint>,
+    /// End of each rank's control words (from `MSG_BASE`).
+    control_end: Vec<u64>,
     ranks: Vec<Rank>,
     wake: BinaryHeap<Reverse<(Instant, u32)>>,
     res: AppResult,
@@ -241,7 +246,7 @@ impl Driver<'_> {
     }
 
     fn after_step(&mut self) {
-        if let Some((src, n)) = self.sim.take_arrival() {
+        if let Some((src, n)) = self.sim.take_arrival().filter(|&(_, n)| self.may_write_control(n, self.sim.arrival_write())) {
             // Only `src` writes into the words of its pair: poll that pair.
             let (mut host, ep) = self.host(n);
             ep.poll_node(src, &mut host);
@@ -257,6 +262,19 @@ impl Driver<'_> {
             let (spent, mf) = (host.spent, host.minor_faults);
             self.charge(n, spent, mf);
             self.drain(n, self.sim.now());
+        }
+    }
+
+    /// Whether a packet that wrote `w` at node `n` may have changed the endpoint's control words
+    /// (slot headers, credit and FIN words), the only memory a poll reads. A poll after any
+    /// other packet finds nothing new and costs nothing, so it is skipped: the run is the same.
+    /// Read responses land in the buffer of one of `n`'s own reads; the endpoint reads only into
+    /// user buffers (rendezvous), never into its control words.
+    fn may_write_control(&self, n: NodeId, w: WriteTarget) -> bool {
+        match w {
+            WriteTarget::Nothing | WriteTarget::ReadResponse => false,
+            WriteTarget::Range { pdid, start, end } => pdid == PDID && start < self.control_end[n as usize] && end > MSG_BASE,
+            WriteTarget::Any => true,
         }
     }
 
