@@ -22,6 +22,11 @@ pub const DATA_PAYLOAD_AT: usize = DATA_HEADER_LEN - CRC_LEN;
 /// larger ones only when their payload is zeros (header and CRC kept).
 pub const COMPACT_CAP: usize = 128;
 
+/// Full-size link buffers smaller than this are not worth compacting (the simulator keeps
+/// every packet in its full buffer then): a 256 B packet's buffer is ~375 bytes, so the
+/// compact copy saves little memory and its zero check and copies cost time on the hot path.
+pub const COMPACT_MIN_BUF_BYTES: usize = 4 * 1024;
+
 /// Whether the data packet `bytes` (exactly the emitted length) has an all-zero payload.
 pub fn zero_payload(bytes: &[u8]) -> bool {
     if bytes.len() <= DATA_HEADER_LEN {
