@@ -48,8 +48,9 @@
 //! straight into the ring slot and written from the slot into the destination (two copies,
 //! on the sender's and the target's threads at the same time), without a software CRC; the
 //! residency check is one `PAGEMAP_SCAN` ioctl per 256 KiB window instead of a pagemap `pread`
-//! per 32 pages; a small write into missing anonymous memory is paged in on access (no NACK /
-//! ERR round trip). Release build, `--repeat 3`, three runs, median of the three [range];
+//! per 32 pages; a small write into missing anonymous memory could be paged in on access (no
+//! NACK / ERR round trip; made opt-in afterwards, `UNPINNED_FILL_ON_ACCESS_PAGES`: by default
+//! every missing page takes the spec's NACK path, which is now the target line). Release build, `--repeat 3`, three runs, median of the three [range];
 //! load average 9.5-10.2 (two other engineers' builds on the 2 vCPUs):
 //!
 //! | what                                      | target     | session start (load 5.9) | now                    |
@@ -65,7 +66,7 @@
 //! | PART / Transfer-Only, 1 MiB               | <= 1.05x   | 1.29x                    | 1.28x [1.23-1.45]      |
 //! | PART / Transfer-Only, 4 MiB               | <= 1.05x   | 1.30x                    | 1.32x [1.24-1.40]      |
 //! | scans x scan time / 4 MiB write time      | <= 0.05    |                          | 0.055 [0.051-0.062]    |
-//! | 4 KiB write into a missing page           | <= 10 us   | 32.3 us                  | 21.1 us [20.7-21.2]    |
+//! | 4 KiB into a missing page, on access     | <= 10 us   | 32.3 us (NACK path)      | 21.1 us [20.7-21.2]    |
 //! | of which the page-in (MADV_POPULATE)      |            |                          | 4.9 us [4.6-4.9]       |
 //! | live-hol others, PART / no-fault          | <= 1.2x    | 0.61x                    | 1.13x [0.57-3.89]      |
 //! | live-hol others, blocking / no-fault      | > 1.2x     | 3.89x                    | 4.01x [3.30-13.2]      |
@@ -92,8 +93,9 @@
 //!   made it 62-112 us here (a spinner keeps the thread it waits for off a shared core, see
 //!   `unpinned_live::runtime`), so both sides yield, and each yield under load costs microseconds.
 //! - Missing 4 KiB page in 10 us: one round trip (3-7 us here) + the page-in (~5 us for one
-//!   page of `MADV_POPULATE_WRITE`) + two scans; 19-23 us measured, 40-43 us with the NACK / ERR
-//!   path it replaces (`UNPINNED_FILL_ON_ACCESS_PAGES=0`).
+//!   page of `MADV_POPULATE_WRITE`) + two scans; 19-23 us measured with page-in on access,
+//!   40-43 us with the NACK / ERR path (the default since, and the target line of the bench;
+//!   28-41 us in quiet interleaved runs at the end of the session).
 //! - live-hol: at load ~10 the other transfers' latency without any fault varied 4x between
 //!   runs (177-1087 us) and the faulting transfer's major faults took 0.1-0.9 s; the PART ratio
 //!   ranged 0.16-5x over the session's runs with 16 KiB packets and 0.4-5.9x with 4 KiB ones.
