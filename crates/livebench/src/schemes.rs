@@ -75,29 +75,26 @@ pub struct SharedBuf {
 // SAFETY: a plain memory region; the owner decides who touches it.
 unsafe impl Send for SharedBuf {}
 
-fn map_shared(hint: *mut u8, len: usize, fixed: bool) -> io::Result<*mut u8> {
-    let flags =
-        libc::MAP_SHARED | libc::MAP_ANONYMOUS | if fixed { libc::MAP_FIXED_NOREPLACE } else { 0 };
-    // SAFETY: a new mapping; with MAP_FIXED_NOREPLACE the kernel refuses to replace an existing
-    // one, so no live memory is affected.
+/// A new shared anonymous mapping of `len` bytes: anywhere, or replacing `[at, at+len)`.
+fn map_shared(at: Option<*mut u8>, len: usize) -> io::Result<*mut u8> {
+    let (hint, fixed) = match at {
+        Some(p) => (p, libc::MAP_FIXED),
+        None => (std::ptr::null_mut(), 0),
+    };
+    // SAFETY: a new mapping; with MAP_FIXED it replaces `[at, at+len)`, which the callers own
+    // (their own mapping, given back to the kernel by this very call).
     let p = unsafe {
         libc::mmap(
             hint as *mut libc::c_void,
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            flags,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS | fixed,
             -1,
             0,
         )
     };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
-    }
-    if fixed && p as *mut u8 != hint {
-        // Kernels before 4.17 ignore MAP_FIXED_NOREPLACE and treat it as a hint.
-        // SAFETY: unmapping what we just mapped.
-        unsafe { libc::munmap(p, len) };
-        return Err(io::Error::new(io::ErrorKind::AddrInUse, "address taken"));
     }
     Ok(p as *mut u8)
 }
@@ -107,7 +104,7 @@ impl SharedBuf {
     pub fn new(len: usize) -> io::Result<SharedBuf> {
         let len = len.max(1).div_ceil(PAGE) * PAGE;
         Ok(SharedBuf {
-            ptr: map_shared(std::ptr::null_mut(), len, false)?,
+            ptr: map_shared(None, len)?,
             len,
         })
     }
@@ -120,10 +117,14 @@ impl SharedBuf {
     /// What an application does between two transfers: `munmap` the buffer and `mmap` new
     /// memory, which lands at the same address (we ask for it explicitly, as `malloc` would
     /// return it by reuse). The new memory is zero.
+    ///
+    /// Done as one `mmap(MAP_FIXED)` over our own mapping, which the kernel performs as the
+    /// `munmap` and the `mmap` at once: a separate `munmap` first would leave the range free
+    /// for a moment, another thread's `mmap` could land there, and our `Drop` would later
+    /// unmap that thread's memory (seen as a flaky test when experiments ran in parallel).
     pub fn remap_same_address(&mut self) -> io::Result<()> {
-        // SAFETY: unmapping our own mapping; the caller holds no references into it (`&mut self`).
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-        self.ptr = map_shared(self.ptr, self.len, true)?;
+        // The caller holds no references into the old pages (`&mut self`).
+        self.ptr = map_shared(Some(self.ptr), self.len)?;
         Ok(())
     }
 
