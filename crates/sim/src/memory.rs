@@ -226,6 +226,13 @@ impl SimMemory {
     }
 }
 
+/// Whether every byte is zero: OR-folds of 1 KiB chunks (which the compiler vectorizes),
+/// stopping at the first chunk that is not zero.
+#[inline]
+fn is_zero(data: &[u8]) -> bool {
+    data.chunks(1024).all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
+}
+
 impl Residency for SimMemory {
     fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
         SimMemory::is_present(self, pdid, page_addr)
@@ -272,7 +279,14 @@ impl Memory for NiView<'_> {
             if !keep {
                 return Ok(());
             }
-            let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
+            let buf = match &mut p.data {
+                Some(buf) => buf,
+                // A page without bytes reads as zeros: zeros written into it change nothing,
+                // and need no 4 KiB of zeroed memory (a destination written with zeros only
+                // never gets any, as an untouched page shares the kernel's zero page).
+                None if is_zero(data) => return Ok(()),
+                None => p.data.insert(vec![0u8; PAGE_BYTES as usize].into_boxed_slice()),
+            };
             buf[off..off + data.len()].copy_from_slice(data);
             return Ok(());
         }
@@ -293,5 +307,52 @@ impl Memory for NiView<'_> {
         self.mem.translate_range(self.iommu, pdid, addr, out.len())?;
         self.mem.host_read(pdid, addr, out);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use unpinned_core::profile::Profile;
+
+    /// Zeros written by the NI into a page without bytes allocate nothing and read back as
+    /// zeros; other bytes are kept, and zeros written over them overwrite them.
+    #[test]
+    fn zero_writes_need_no_page_bytes() {
+        let mut rng = SimRng::seed_from_u64(1);
+        let mut iommu = Iommu::new(&Profile::forth_arm().iommu, 1);
+        let mut m = SimMemory::new();
+        m.map(1, 0x10000, 0x4000, Residence::Present, &mut rng);
+        m.allow_writes(1, 0x10000, 0x14000);
+        let mut v = m.ni_view(&mut iommu);
+        v.write(1, 0x10100, &[0u8; 256]).unwrap();
+        v.write(1, 0x11000, &[0u8; 13]).unwrap();
+        assert!(m.pages.get(1, 0x10000).is_some_and(|p| p.data.is_none()));
+        assert!(m.pages.get(1, 0x11000).is_some_and(|p| p.data.is_none()));
+        let mut v = m.ni_view(&mut iommu);
+        let mut out = [7u8; 256];
+        v.read(1, 0x10100, &mut out).unwrap();
+        assert_eq!(out, [0u8; 256]);
+        let mut data = [0u8; 256];
+        data[255] = 9;
+        v.write(1, 0x10100, &data).unwrap();
+        v.read(1, 0x10100, &mut out).unwrap();
+        assert_eq!(out, data);
+        v.write(1, 0x10100, &[0u8; 256]).unwrap();
+        v.read(1, 0x10100, &mut out).unwrap();
+        assert_eq!(out, [0u8; 256], "zeros over kept bytes overwrite them");
+        assert!(!m.has_violations());
+        for len in 0..20 {
+            let mut d = vec![0u8; len];
+            assert!(is_zero(&d));
+            if len > 0 {
+                d[len - 1] = 1;
+                assert!(!is_zero(&d), "{len}");
+                d[len - 1] = 0;
+                d[0] = 1;
+                assert!(!is_zero(&d), "{len}");
+            }
+        }
     }
 }

@@ -33,9 +33,11 @@ struct Region {
 }
 
 impl Region {
+    #[inline(always)]
     fn end(&self) -> u64 {
         self.first + self.pages.len() as u64
     }
+    #[inline(always)]
     fn holds(&self, pdid: Pdid, vpn: u64) -> bool {
         self.pdid == pdid && vpn >= self.first && vpn < self.end()
     }
@@ -53,7 +55,7 @@ pub struct PageTable {
 
 impl PageTable {
     /// (region, index) of a page's slot, whether or not the page exists.
-    #[inline]
+    #[inline(always)]
     fn slot(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
         for hint in &self.hint {
             let h = hint.get();
@@ -63,6 +65,12 @@ impl PageTable {
                 }
             }
         }
+        self.search(pdid, vpn)
+    }
+
+    /// [`PageTable::slot`] past the hints: scan the regions, and remember the one found.
+    #[inline(never)]
+    fn search(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
         let i = self.regions.iter().position(|r| r.holds(pdid, vpn))?;
         self.hint[1].set(self.hint[0].get());
         self.hint[0].set(i);
@@ -70,7 +78,7 @@ impl PageTable {
     }
 
     /// The page at `page_addr`, if it exists.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, pdid: Pdid, page_addr: u64) -> Option<&Page> {
         let (r, i) = self.slot(pdid, page_addr / PAGE_BYTES)?;
         let p = &self.regions[r].pages[i];
@@ -78,7 +86,7 @@ impl PageTable {
     }
 
     /// The page at `page_addr`, mutably, if it exists.
-    #[inline]
+    #[inline(always)]
     pub fn get_mut(&mut self, pdid: Pdid, page_addr: u64) -> Option<&mut Page> {
         let (r, i) = self.slot(pdid, page_addr / PAGE_BYTES)?;
         let p = &mut self.regions[r].pages[i];

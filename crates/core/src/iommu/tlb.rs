@@ -49,7 +49,7 @@ const INDEX_MIN_WAYS: usize = 16;
 const NIL: u32 = u32::MAX;
 
 /// Entries of the lookup memo of indexed TLBs (a power of two).
-const MEMO: usize = 16;
+const MEMO: usize = 64;
 
 /// Recency order of the slots of every set, for wide LRU sets: a doubly linked list per set,
 /// least recently used at the head. Every touch (hit, refresh, insert) moves a slot to the
@@ -101,6 +101,7 @@ impl Recency {
     /// Move a listed slot to the tail: `unlink` + `push_tail` in one pass (a hit does this
     /// on every lookup). A listed slot that is not the tail has a successor, and the tail
     /// exists.
+    #[inline(always)]
     fn touch(&mut self, set: usize, slot: usize) {
         let t = self.tail[set];
         if t == slot as u32 {
@@ -126,7 +127,8 @@ struct Slot {
     vpn: u64,
     pdid: Pdid,
     valid: bool,
-    /// Logical time of the last insert or hit; the smallest valid stamp of a set is its LRU way.
+    /// Logical time of the last insert or hit; the smallest valid stamp of a set is its LRU way
+    /// (kept up to date only in sets without a recency list, the only ones that read it).
     stamp: u64,
 }
 
@@ -250,39 +252,53 @@ impl Tlb {
     }
 
     /// Look a key up; a hit refreshes its recency (LRU). Returns whether it hit.
+    ///
+    /// The common case, an indexed TLB whose memo names the key, stays inline in the caller;
+    /// everything else is [`Tlb::lookup_slow`].
+    #[inline(always)]
     pub fn lookup(&mut self, pdid: Pdid, vpn: u64) -> bool {
-        let found = if self.index.is_some() {
+        if self.index.is_some() {
             // The memo only shortcuts the search: a slot holds one key, so a valid slot that
             // holds this key is the one the index would find.
-            // Fibonacci hashing: concurrent streams at the same offset of equally sized
-            // buffers differ only in high page-number bits, which a mask would drop.
-            let m = ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize;
+            let m = memo_of(pdid, vpn);
             let s = self.memo[m] as usize;
-            match self.slots.get(s) {
-                Some(x) if x.valid && x.vpn == vpn && x.pdid == pdid => Some(s),
-                _ => {
-                    let f = self.find(pdid, vpn);
-                    if let Some(s) = f {
-                        self.memo[m] = s as u32;
-                    }
-                    f
+            if let Some(x) = self.slots.get(s) {
+                if x.valid && x.vpn == vpn && x.pdid == pdid {
+                    self.hit(s);
+                    return true;
                 }
             }
-        } else {
-            self.find(pdid, vpn)
-        };
-        match found {
-            Some(slot) => {
+        }
+        self.lookup_slow(pdid, vpn)
+    }
+
+    /// [`Tlb::lookup`] past the memo: the index (refilling the memo) or the set's ways.
+    #[inline(never)]
+    fn lookup_slow(&mut self, pdid: Pdid, vpn: u64) -> bool {
+        let found = self.find(pdid, vpn);
+        if let Some(s) = found {
+            if self.index.is_some() {
+                self.memo[memo_of(pdid, vpn)] = s as u32;
+            }
+            self.hit(s);
+        }
+        found.is_some()
+    }
+
+    /// A lookup hit `slot`: refresh its recency.
+    #[inline(always)]
+    fn hit(&mut self, slot: usize) {
+        match &mut self.recency {
+            Some(r) => {
+                // The list alone decides the victim: stamps are read only by sets without one.
+                // A fully associative TLB (one set) needs no division per hit.
+                let set = if self.sets == 1 { 0 } else { slot / self.ways };
+                r.touch(set, slot);
+            }
+            None => {
                 let t = self.tick();
                 self.slots[slot].stamp = t;
-                if let Some(r) = &mut self.recency {
-                    // A fully associative TLB (one set) needs no division per hit.
-                    let set = if self.sets == 1 { 0 } else { slot / self.ways };
-                    r.touch(set, slot);
-                }
-                true
             }
-            None => false,
         }
     }
 
@@ -414,6 +430,13 @@ impl Tlb {
         self.len -= n;
         n
     }
+}
+
+/// The memo entry of a key. Fibonacci hashing: concurrent streams at the same offset of
+/// equally sized buffers differ only in high page-number bits, which a mask would drop.
+#[inline(always)]
+fn memo_of(pdid: Pdid, vpn: u64) -> usize {
+    ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize
 }
 
 /// The key a slot holds (valid or not: the index only names valid slots).
