@@ -341,6 +341,12 @@ impl PartEngine {
         None
     }
 
+    /// Whether events are waiting for [`PartEngine::poll_event`].
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// The next event for the host.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -352,6 +358,7 @@ impl PartEngine {
     }
 
     /// Whether `poll_transmit` may have something to send.
+    #[inline]
     pub fn wants_transmit(&self) -> bool {
         !self.ctrl.is_empty() || !self.ready.is_empty()
     }

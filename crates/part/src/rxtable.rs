@@ -3,9 +3,10 @@
 //! Every data packet looks its block up here. A node keeps the state of every block it saw
 //! in the last `rx_idle` (thousands at link speed), so a hash map lookup per packet mostly
 //! misses the CPU cache; yet consecutive packets name only a few blocks (one or two per
-//! transfer in flight). Entries live in a slab; a hash index maps keys to slab slots, and a
-//! small direct-mapped memo in front of it remembers the slot of recent keys. A memo entry is
-//! checked against the key its slot holds, so it never needs invalidating.
+//! transfer in flight). Entries live in a slab, each key next to its state (one cache line to
+//! check and update); a hash index maps keys to slab slots, and a small direct-mapped memo in
+//! front of it remembers the slot of recent keys. A memo entry is checked against the key its
+//! slot holds, so it never needs invalidating.
 
 use rustc_hash::FxHashMap;
 
@@ -20,10 +21,8 @@ const MEMO: usize = 64;
 
 /// Receive-side state per block key.
 pub(crate) struct RxTable {
-    /// Key per slot ([`FREE`] when the slot is unused).
-    keys: Vec<u128>,
-    /// State per slot (stale in free slots).
-    blocks: Vec<RxBlock>,
+    /// Key and state per slot (key [`FREE`] and stale state when the slot is unused).
+    slots: Vec<(u128, RxBlock)>,
     /// Free slots, reused last-freed first.
     free: Vec<u32>,
     /// Key -> slot.
@@ -41,7 +40,7 @@ fn memo_of(key: u128) -> usize {
 
 impl Default for RxTable {
     fn default() -> RxTable {
-        RxTable { keys: Vec::new(), blocks: Vec::new(), free: Vec::new(), index: FxHashMap::default(), memo: [0; MEMO] }
+        RxTable { slots: Vec::new(), free: Vec::new(), index: FxHashMap::default(), memo: [0; MEMO] }
     }
 }
 
@@ -60,7 +59,7 @@ impl RxTable {
     #[inline]
     fn find(&self, key: u128) -> Option<usize> {
         let s = self.memo[memo_of(key)] as usize;
-        if self.keys.get(s) == Some(&key) {
+        if self.slots.get(s).is_some_and(|e| e.0 == key) {
             return Some(s);
         }
         self.index.get(&key).map(|&s| s as usize)
@@ -69,7 +68,7 @@ impl RxTable {
     /// The state of `key`, if held.
     pub(crate) fn get(&self, key: u128) -> Option<&RxBlock> {
         debug_assert_ne!(key, FREE);
-        self.find(key).map(|s| &self.blocks[s])
+        self.find(key).map(|s| &self.slots[s].1)
     }
 
     /// The state of `key`, created by `make` if not held.
@@ -78,12 +77,12 @@ impl RxTable {
         debug_assert_ne!(key, FREE);
         let m = memo_of(key);
         let s = self.memo[m] as usize;
-        if self.keys.get(s) == Some(&key) {
-            return &mut self.blocks[s];
+        if self.slots.get(s).is_some_and(|e| e.0 == key) {
+            return &mut self.slots[s].1;
         }
         let s = self.get_or_insert_slow(key, make);
         self.memo[m] = s as u32;
-        &mut self.blocks[s]
+        &mut self.slots[s].1
     }
 
     /// [`RxTable::get_or_insert_with`] past the memo: the index, or a new slot.
@@ -95,14 +94,12 @@ impl RxTable {
         let block = make();
         let s = match self.free.pop() {
             Some(s) => {
-                self.keys[s as usize] = key;
-                self.blocks[s as usize] = block;
+                self.slots[s as usize] = (key, block);
                 s
             }
             None => {
-                self.keys.push(key);
-                self.blocks.push(block);
-                (self.keys.len() - 1) as u32
+                self.slots.push((key, block));
+                (self.slots.len() - 1) as u32
             }
         };
         self.index.insert(key, s);
@@ -112,12 +109,12 @@ impl RxTable {
     /// Keep only the entries for which `keep` returns true (it may take what it needs from an
     /// entry it drops).
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(u128, &mut RxBlock) -> bool) {
-        for s in 0..self.keys.len() {
-            let key = self.keys[s];
-            if key == FREE || keep(key, &mut self.blocks[s]) {
+        for s in 0..self.slots.len() {
+            let (key, block) = &mut self.slots[s];
+            if *key == FREE || keep(*key, block) {
                 continue;
             }
-            self.keys[s] = FREE;
+            let key = std::mem::replace(key, FREE);
             self.index.remove(&key);
             self.free.push(s as u32);
         }
@@ -125,7 +122,7 @@ impl RxTable {
 
     /// Every entry, in slot order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u128, &RxBlock)> {
-        self.keys.iter().zip(&self.blocks).filter(|(k, _)| **k != FREE).map(|(k, b)| (*k, b))
+        self.slots.iter().filter(|(k, _)| *k != FREE).map(|(k, b)| (*k, b))
     }
 }
 

@@ -24,7 +24,7 @@ pub enum Residence {
     MissingWithProbability(f64),
 }
 
-use crate::pages::{Page, PageTable};
+use crate::pages::{zeroed_page, Page, PageTable};
 
 /// One node's memory.
 pub struct SimMemory {
@@ -147,7 +147,7 @@ impl SimMemory {
             let (page, off) = (page_of(a), (a - page_of(a)) as usize);
             let n = (PAGE_BYTES as usize - off).min(data.len() - done);
             let p = self.pages.entry(pdid, page);
-            let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
+            let buf = p.data.get_or_insert_with(zeroed_page);
             buf[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
@@ -189,6 +189,12 @@ impl SimMemory {
     /// Violations seen (writes outside the allowed ranges), drained.
     pub fn take_violations(&mut self) -> Vec<String> {
         std::mem::take(&mut self.violations)
+    }
+
+    /// Whether IOMMU fault interrupts are waiting for [`SimMemory::take_interrupts`].
+    #[inline]
+    pub fn has_interrupts(&self) -> bool {
+        self.pending_interrupts != 0
     }
 
     /// IOMMU fault interrupts raised since the last call.
@@ -285,7 +291,7 @@ impl Memory for NiView<'_> {
                 // and need no 4 KiB of zeroed memory (a destination written with zeros only
                 // never gets any, as an untouched page shares the kernel's zero page).
                 None if is_zero(data) => return Ok(()),
-                None => p.data.insert(vec![0u8; PAGE_BYTES as usize].into_boxed_slice()),
+                None => p.data.insert(zeroed_page()),
             };
             buf[off..off + data.len()].copy_from_slice(data);
             return Ok(());

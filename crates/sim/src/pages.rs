@@ -13,6 +13,16 @@ use unpinned_core::memory::{Pdid, PAGE_BYTES};
 /// Pages a region created on demand (a write outside every mapped range) covers at most.
 const CHUNK_PAGES: u64 = 512;
 
+/// The bytes of one page.
+pub type PageBytes = [u8; PAGE_BYTES as usize];
+
+/// A page's bytes, zeroed (allocated zeroed, not built on the stack and moved).
+pub fn zeroed_page() -> Box<PageBytes> {
+    let b: Box<[u8]> = vec![0u8; PAGE_BYTES as usize].into_boxed_slice();
+    // The length is PAGE_BYTES by construction, so the conversion cannot fail.
+    b.try_into().unwrap_or_else(|_| unreachable!("a page-sized allocation"))
+}
+
 /// One page of simulated memory.
 #[derive(Default)]
 pub struct Page {
@@ -21,8 +31,9 @@ pub struct Page {
     exists: bool,
     /// Present in memory (not swapped out / never touched).
     pub present: bool,
-    /// Its bytes, once written (pages never written read as zeros).
-    pub data: Option<Box<[u8]>>,
+    /// Its bytes, once written (pages never written read as zeros). A thin pointer: an
+    /// entry is 16 bytes, and the NI reads one per packet.
+    pub data: Option<Box<PageBytes>>,
 }
 
 struct Region {

@@ -681,7 +681,33 @@ impl Sim {
     }
 
     /// After any input to node `n`: route its outputs, then re-arm its timers and transmitter.
+    #[inline]
     fn service(&mut self, n: NodeId) {
+        let node = &mut self.nodes[n as usize];
+        if node.handler_touched || node.mem.has_interrupts() || node.engine.has_events() || node.mem.has_violations() {
+            self.service_all(n);
+            return;
+        }
+        // Nothing to route (most packets): only the engine's timer and the transmitter, as
+        // at the end of `service_all`, without re-borrowing the node for each.
+        if let Some(t) = node.engine.poll_timeout() {
+            if node.engine_timer.is_none_or(|cur| t < cur) {
+                node.engine_timer = Some(t);
+                self.seq += 1;
+                self.queue.push(t, self.seq, Ev::EngineTimer { node: n });
+            }
+        }
+        if !node.tx_pending && node.engine.wants_transmit() {
+            node.tx_pending = true;
+            let at = self.now.max(node.tx_prep_at).max(node.ni_ready_at);
+            self.seq += 1;
+            self.queue.push(at, self.seq, Ev::TxReady { node: n });
+        }
+    }
+
+    /// [`Sim::service`] when the node has outputs to route (events, interrupts, handler work).
+    #[inline(never)]
+    fn service_all(&mut self, n: NodeId) {
         let now = self.now;
         loop {
             let node = &mut self.nodes[n as usize];
