@@ -232,11 +232,15 @@ impl SimMemory {
     }
 }
 
-/// Whether every byte is zero: OR-folds of 1 KiB chunks (which the compiler vectorizes),
-/// stopping at the first chunk that is not zero.
+/// Whether every byte is zero. An OR-fold (which the compiler vectorizes) over the whole of a
+/// packet-sized slice, over 1 KiB chunks of a larger one (stopping at the first that is not).
 #[inline]
 fn is_zero(data: &[u8]) -> bool {
-    data.chunks(1024).all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
+    let or = |c: &[u8]| c.iter().fold(0u8, |acc, &b| acc | b);
+    if data.len() <= 1024 {
+        return or(data) == 0;
+    }
+    data.chunks(1024).all(|c| or(c) == 0)
 }
 
 impl Residency for SimMemory {

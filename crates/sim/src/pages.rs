@@ -61,7 +61,18 @@ pub struct PageTable {
     /// Regions of the last two lookups that needed a search, most recent first: a node's NI
     /// alternates between its source buffers (transmit) and its destination buffers
     /// (arrivals), two regions.
-    hint: [Cell<usize>; 2],
+    hint: [Cell<Hint>; 2],
+}
+
+/// A remembered region with its bounds (regions never change once created), so that a hit
+/// needs no load from the region list.
+#[derive(Clone, Copy, Default)]
+struct Hint {
+    pdid: Pdid,
+    first: u64,
+    /// One past the last page number (0 in an unused hint: it holds nothing).
+    end: u64,
+    region: usize,
 }
 
 impl PageTable {
@@ -70,10 +81,8 @@ impl PageTable {
     fn slot(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
         for hint in &self.hint {
             let h = hint.get();
-            if let Some(r) = self.regions.get(h) {
-                if r.holds(pdid, vpn) {
-                    return Some((h, (vpn - r.first) as usize));
-                }
+            if h.pdid == pdid && vpn >= h.first && vpn < h.end {
+                return Some((h.region, (vpn - h.first) as usize));
             }
         }
         self.search(pdid, vpn)
@@ -83,9 +92,10 @@ impl PageTable {
     #[inline(never)]
     fn search(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
         let i = self.regions.iter().position(|r| r.holds(pdid, vpn))?;
+        let r = &self.regions[i];
         self.hint[1].set(self.hint[0].get());
-        self.hint[0].set(i);
-        Some((i, (vpn - self.regions[i].first) as usize))
+        self.hint[0].set(Hint { pdid: r.pdid, first: r.first, end: r.end(), region: i });
+        Some((i, (vpn - r.first) as usize))
     }
 
     /// The page at `page_addr`, if it exists.
