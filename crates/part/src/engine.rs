@@ -243,7 +243,7 @@ impl PartEngine {
     }
 
     fn handle_packet_inner<M: Memory>(&mut self, now: Instant, src: NodeId, bytes: &[u8], mem: &mut M, verify_crc: bool) -> Result<(), WireError> {
-        let parsed = if verify_crc { PartRepr::parse(bytes) } else { PartRepr::parse_ignoring_checksum(bytes) };
+        let parsed = if verify_crc { PartRepr::parse(bytes) } else { PartRepr::parse_trusted(bytes) };
         let (repr, crc_ok) = match parsed {
             Ok(r) => (r, true),
             Err(WireError::BadChecksum) => match PartRepr::parse_ignoring_checksum(bytes) {

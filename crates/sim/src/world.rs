@@ -609,8 +609,11 @@ impl Sim {
             self.arrive_compact(b, src, dst, len);
             return;
         }
-        let buf = std::mem::take(&mut self.bufs[b as usize].bytes);
-        self.trace_event(3, dst, &buf[..len]);
+        // The packet is read in place: the link buffers and the nodes are disjoint fields.
+        let buf = &self.bufs[b as usize].bytes;
+        if self.cfg.trace {
+            trace_into(&mut self.trace, now, 3, dst, &buf[..len]);
+        }
         self.arrived = Some((src, dst));
         self.arrived_write = write_target(&buf[..len]);
         let node = &mut self.nodes[dst as usize];
@@ -625,7 +628,6 @@ impl Sim {
         };
         let lat = node.mem.take_latency();
         node.ni_ready_at = node.ni_ready_at.max(now + self.ni_packet + lat);
-        self.bufs[b as usize].bytes = buf;
         self.free_bufs.push(b);
         self.service(dst);
     }
