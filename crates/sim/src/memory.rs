@@ -40,6 +40,12 @@ pub struct SimMemory {
     /// `(pdid, start, end)` (residency and costs only elsewhere, for cluster-scale runs whose
     /// contents nobody checks).
     keep_bytes: Option<Vec<(Pdid, u64, u64)>>,
+    /// The last NI read found only a page without bytes: it produced zeros.
+    zero_read: bool,
+    /// `(address, length)` of bytes the driver vouches are zeros (the payload of a packet
+    /// whose sender read it from a page without bytes; length 0: none): written into a page
+    /// without bytes, they need no zero check.
+    zero_vouched: (usize, usize),
 }
 
 impl Default for SimMemory {
@@ -59,6 +65,8 @@ impl SimMemory {
             pending_interrupts: 0,
             latency: Duration::ZERO,
             keep_bytes: None,
+            zero_read: false,
+            zero_vouched: (0, 0),
         }
     }
 
@@ -191,6 +199,36 @@ impl SimMemory {
         std::mem::take(&mut self.violations)
     }
 
+    /// Whether the last NI read produced zeros from a page without bytes (reset by the call).
+    /// The simulator carries this with the packet whose payload that read filled.
+    #[inline]
+    pub fn take_zero_read(&mut self) -> bool {
+        std::mem::take(&mut self.zero_read)
+    }
+
+    /// Vouch that `bytes` are all zeros until [`SimMemory::clear_zero_vouch`]: an NI write of
+    /// (part of) exactly these bytes into a page without bytes skips its zero check. Only the
+    /// identity of the slice is kept (its address and length), never a reference to it.
+    #[inline]
+    pub fn vouch_zero(&mut self, bytes: &[u8]) {
+        debug_assert!(is_zero(bytes), "vouched bytes are zeros");
+        self.zero_vouched = (bytes.as_ptr() as usize, bytes.len());
+    }
+
+    /// Withdraw [`SimMemory::vouch_zero`].
+    #[inline]
+    pub fn clear_zero_vouch(&mut self) {
+        self.zero_vouched = (0, 0);
+    }
+
+    /// Whether `data` lies within the bytes vouched for by [`SimMemory::vouch_zero`].
+    #[inline]
+    fn vouched_zero(&self, data: &[u8]) -> bool {
+        let (start, len) = self.zero_vouched;
+        let at = data.as_ptr() as usize;
+        len != 0 && at >= start && at + data.len() <= start + len
+    }
+
     /// Whether IOMMU fault interrupts are waiting for [`SimMemory::take_interrupts`].
     #[inline]
     pub fn has_interrupts(&self) -> bool {
@@ -256,6 +294,12 @@ pub struct NiView<'a> {
 }
 
 impl NiView<'_> {
+    /// [`SimMemory::vouch_zero`] through the view (while the view borrows the memory).
+    #[inline]
+    pub fn vouch_zero(&mut self, bytes: &[u8]) {
+        self.mem.vouch_zero(bytes);
+    }
+
     /// The single page holding `[addr, addr+len)` when the access does not cross a page
     /// boundary (the common case: packets are page-aligned slices), translated; `Ok(None)` when
     /// it crosses one.
@@ -285,6 +329,7 @@ impl Memory for NiView<'_> {
             self.mem.violations.push(format!("NI wrote [{addr:#x}, {end:#x}) of pdid {pdid}, outside every exposed range"));
         }
         let off = (addr - page_of(addr)) as usize;
+        let vouched = self.mem.vouched_zero(data);
         if let Some(p) = self.one_page(pdid, addr, data.len())? {
             if !keep {
                 return Ok(());
@@ -294,7 +339,7 @@ impl Memory for NiView<'_> {
                 // A page without bytes reads as zeros: zeros written into it change nothing,
                 // and need no 4 KiB of zeroed memory (a destination written with zeros only
                 // never gets any, as an untouched page shares the kernel's zero page).
-                None if is_zero(data) => return Ok(()),
+                None if vouched || is_zero(data) => return Ok(()),
                 None => p.data.insert(zeroed_page()),
             };
             buf[off..off + data.len()].copy_from_slice(data);
@@ -307,10 +352,14 @@ impl Memory for NiView<'_> {
 
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         let off = (addr - page_of(addr)) as usize;
+        self.mem.zero_read = false;
         if let Some(p) = self.one_page(pdid, addr, out.len())? {
             match &p.data {
                 Some(buf) => out.copy_from_slice(&buf[off..off + out.len()]),
-                None => out.fill(0),
+                None => {
+                    out.fill(0);
+                    self.mem.zero_read = true;
+                }
             }
             return Ok(());
         }
