@@ -68,7 +68,7 @@ impl Exposures {
 
     /// [`Exposures::allows`] for the per-packet path: the same answer, with the last key's
     /// exposure remembered (no hash lookup while packets present the same key).
-    #[inline]
+    #[inline(always)]
     pub fn check(&mut self, pdid: Pdid, key: RemoteKey, addr: u64, len: u64, need: Perms) -> bool {
         let e = match self.last {
             Some((k, e)) if k == key => e,

@@ -172,6 +172,7 @@ impl PartEngine {
 
     /// The receive state of attempt `seq` of a block: created on first sight, reset when a
     /// newer attempt starts; `None` for a packet of an older attempt (to be dropped).
+    #[inline(always)]
     fn rx_attempt(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, expected: u32) -> Option<&mut RxBlock> {
         if self.rx.is_empty() {
             self.arm_rx_gc(now);

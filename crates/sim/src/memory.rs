@@ -302,7 +302,9 @@ impl NiView<'_> {
 
     /// The single page holding `[addr, addr+len)` when the access does not cross a page
     /// boundary (the common case: packets are page-aligned slices), translated; `Ok(None)` when
-    /// it crosses one.
+    /// it crosses one. Inlined into `read` and `write`: every packet goes through it, and its
+    /// result would otherwise come back through memory.
+    #[inline(always)]
     fn one_page(&mut self, pdid: Pdid, addr: u64, len: usize) -> Result<Option<&mut Page>, MemError> {
         let page = page_of(addr);
         if page != page_of(addr + len.max(1) as u64 - 1) {
