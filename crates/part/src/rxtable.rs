@@ -71,8 +71,9 @@ impl RxTable {
         self.find(key).map(|s| &self.slots[s].1)
     }
 
-    /// The state of `key`, created by `make` if not held.
-    #[inline]
+    /// The state of `key`, created by `make` if not held (the memo check is inlined into the
+    /// per-packet caller; a miss goes through [`RxTable::get_or_insert_slow`]).
+    #[inline(always)]
     pub(crate) fn get_or_insert_with(&mut self, key: u128, make: impl FnOnce() -> RxBlock) -> &mut RxBlock {
         debug_assert_ne!(key, FREE);
         let m = memo_of(key);

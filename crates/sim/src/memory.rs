@@ -324,6 +324,7 @@ impl NiView<'_> {
 }
 
 impl Memory for NiView<'_> {
+    #[inline]
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let keep = self.mem.keeps(pdid, addr);
         let end = addr + data.len() as u64;
@@ -352,6 +353,7 @@ impl Memory for NiView<'_> {
         Ok(())
     }
 
+    #[inline]
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         let off = (addr - page_of(addr)) as usize;
         self.mem.zero_read = false;

@@ -929,7 +929,9 @@ pub const DATA_PAYLOAD_OFFSET: usize = field::data::PAYLOAD;
 /// Write the header and checksum of a data packet around the `payload_len` payload bytes
 /// already at `out[DATA_PAYLOAD_OFFSET..]`; returns the packet length. The bytes are the same
 /// as [`PartRepr::emit_with`] of the equivalent [`PartRepr::Data`]. Fails like `emit`
-/// (`Malformed("payload")`, `BufferTooSmall`), writing nothing.
+/// (`Malformed("payload")`, `BufferTooSmall`), writing nothing. Inlined: a sender calls it
+/// once per data packet.
+#[inline(always)]
 pub fn emit_data_in_place(
     h: &DataHeader,
     payload_len: usize,
