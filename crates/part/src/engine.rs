@@ -12,7 +12,7 @@ use crate::completer::PendingRead;
 use crate::config::EngineConfig;
 use crate::exposure::Exposures;
 use crate::requester::TxTransfer;
-use crate::responder::RxBlock;
+use crate::rxtable::RxTable;
 use crate::timers::{TimerKind, Timers};
 
 /// Something the engine tells its host.
@@ -111,7 +111,7 @@ pub struct PartEngine {
     pub(crate) ctrl: VecDeque<(NodeId, Ctrl)>,
     /// Receive-side state per (transfer, block).
     /// Keyed by [`rx_key`](crate::responder::rx_key).
-    pub(crate) rx: FxHashMap<u128, RxBlock>,
+    pub(crate) rx: RxTable,
     pub(crate) rx_gc_at: Option<Instant>,
     pub(crate) bitmap_pool: Vec<Vec<u64>>,
     /// Reads we initiated, by id.
@@ -141,7 +141,7 @@ impl PartEngine {
             tx_index: FxHashMap::default(),
             ready: VecDeque::new(),
             ctrl: VecDeque::new(),
-            rx: FxHashMap::default(),
+            rx: RxTable::default(),
             rx_gc_at: None,
             bitmap_pool: Vec::new(),
             reads: FxHashMap::default(),
@@ -243,7 +243,7 @@ impl PartEngine {
     }
 
     fn handle_packet_inner<M: Memory>(&mut self, now: Instant, src: NodeId, bytes: &[u8], mem: &mut M, verify_crc: bool) -> Result<(), WireError> {
-        let parsed = if verify_crc { PartRepr::parse(bytes) } else { PartRepr::parse_ignoring_checksum(bytes) };
+        let parsed = if verify_crc { PartRepr::parse(bytes) } else { PartRepr::parse_trusted(bytes) };
         let (repr, crc_ok) = match parsed {
             Ok(r) => (r, true),
             Err(WireError::BadChecksum) => match PartRepr::parse_ignoring_checksum(bytes) {
@@ -341,6 +341,12 @@ impl PartEngine {
         None
     }
 
+    /// Whether events are waiting for [`PartEngine::poll_event`].
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// The next event for the host.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -352,6 +358,7 @@ impl PartEngine {
     }
 
     /// Whether `poll_transmit` may have something to send.
+    #[inline]
     pub fn wants_transmit(&self) -> bool {
         !self.ctrl.is_empty() || !self.ready.is_empty()
     }
@@ -432,8 +439,8 @@ impl PartEngine {
             s += &format!("  tx {:?} len {} next_block {}/{} silent {} window {:?}\n", t.key, t.len, t.next_block, t.nblocks, t.silent_timeouts,
                 t.window.iter().map(|b| (b.id, b.seq, b.state, b.next_offset, b.deadline.map(|d| d.0))).collect::<Vec<_>>());
         }
-        for (key, e) in &self.rx {
-            let (k, b) = crate::responder::rx_key_parts(*key, self.node);
+        for (key, e) in self.rx.iter() {
+            let (k, b) = crate::responder::rx_key_parts(key, self.node);
             s += &format!("  rx {k:?} block {b} seq {} {}/{} failed {} done {}\n", e.seq, e.received, e.expected, e.failed, e.done);
         }
         s += &format!("  stats {:?}\n", self.stats);

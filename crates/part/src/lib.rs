@@ -40,6 +40,7 @@ pub mod engine;
 pub mod exposure;
 pub mod requester;
 pub mod responder;
+mod rxtable;
 pub mod timers;
 
 pub use atomics::{AtomicRequest, ATOMIC_BLOCK};

@@ -85,7 +85,7 @@ impl PartEngine {
         } else {
             // The whole transfer must be inside one exposure: an access that is partly outside
             // fails as a whole, and no byte of it is written.
-            (pdid, xfer_base, self.exposures.allows(pdid, rkey, xfer_base, xfer_len, Perms::W))
+            (pdid, xfer_base, self.exposures.check(pdid, rkey, xfer_base, xfer_len, Perms::W))
         };
         if !allowed {
             // Protection error (mechanism 12): nothing is written. For a read response this means
@@ -158,7 +158,7 @@ impl PartEngine {
     #[allow(clippy::too_many_arguments)]
     fn nack_once(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, reason: NackReason, addr: u64, rec: Option<FaultRecord>) {
         // The packet count is irrelevant for a failed attempt: keep what the entry has.
-        let expected = self.rx.get(&rx_key(transfer, block)).map_or(1, |e| e.expected);
+        let expected = self.rx.get(rx_key(transfer, block)).map_or(1, |e| e.expected);
         let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected) else { return };
         if entry.failed {
             return;
@@ -172,13 +172,14 @@ impl PartEngine {
 
     /// The receive state of attempt `seq` of a block: created on first sight, reset when a
     /// newer attempt starts; `None` for a packet of an older attempt (to be dropped).
+    #[inline(always)]
     fn rx_attempt(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, expected: u32) -> Option<&mut RxBlock> {
         if self.rx.is_empty() {
             self.arm_rx_gc(now);
         }
         let pool = &mut self.bitmap_pool;
         debug_assert_eq!(transfer.data_dst, self.node, "receive state is for data arriving here");
-        let entry = self.rx.entry(rx_key(transfer, block)).or_insert_with(|| RxBlock {
+        let entry = self.rx.get_or_insert_with(rx_key(transfer, block), || RxBlock {
             seq,
             bitmap: new_bitmap(pool, expected),
             received: 0,
@@ -206,7 +207,7 @@ impl PartEngine {
     /// A data packet failed its checksum: NACK its block so the source resends at once
     /// (mechanism 6). The named block is untrusted; the source ignores unknown blocks.
     pub(crate) fn on_corrupt_data(&mut self, _now: Instant, transfer: TransferKey, block: u32, seq: u16) {
-        if let Some(e) = self.rx.get(&rx_key(transfer, block)) {
+        if let Some(e) = self.rx.get(rx_key(transfer, block)) {
             if e.done && e.seq == seq {
                 return;
             }

@@ -24,7 +24,7 @@ pub enum Residence {
     MissingWithProbability(f64),
 }
 
-use crate::pages::{Page, PageTable};
+use crate::pages::{zeroed_page, Page, PageTable};
 
 /// One node's memory.
 pub struct SimMemory {
@@ -40,6 +40,12 @@ pub struct SimMemory {
     /// `(pdid, start, end)` (residency and costs only elsewhere, for cluster-scale runs whose
     /// contents nobody checks).
     keep_bytes: Option<Vec<(Pdid, u64, u64)>>,
+    /// The last NI read found only a page without bytes: it produced zeros.
+    zero_read: bool,
+    /// `(address, length)` of bytes the driver vouches are zeros (the payload of a packet
+    /// whose sender read it from a page without bytes; length 0: none): written into a page
+    /// without bytes, they need no zero check.
+    zero_vouched: (usize, usize),
 }
 
 impl Default for SimMemory {
@@ -59,6 +65,8 @@ impl SimMemory {
             pending_interrupts: 0,
             latency: Duration::ZERO,
             keep_bytes: None,
+            zero_read: false,
+            zero_vouched: (0, 0),
         }
     }
 
@@ -147,7 +155,7 @@ impl SimMemory {
             let (page, off) = (page_of(a), (a - page_of(a)) as usize);
             let n = (PAGE_BYTES as usize - off).min(data.len() - done);
             let p = self.pages.entry(pdid, page);
-            let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
+            let buf = p.data.get_or_insert_with(zeroed_page);
             buf[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
@@ -191,6 +199,42 @@ impl SimMemory {
         std::mem::take(&mut self.violations)
     }
 
+    /// Whether the last NI read produced zeros from a page without bytes (reset by the call).
+    /// The simulator carries this with the packet whose payload that read filled.
+    #[inline]
+    pub fn take_zero_read(&mut self) -> bool {
+        std::mem::take(&mut self.zero_read)
+    }
+
+    /// Vouch that `bytes` are all zeros until [`SimMemory::clear_zero_vouch`]: an NI write of
+    /// (part of) exactly these bytes into a page without bytes skips its zero check. Only the
+    /// identity of the slice is kept (its address and length), never a reference to it.
+    #[inline]
+    pub fn vouch_zero(&mut self, bytes: &[u8]) {
+        debug_assert!(is_zero(bytes), "vouched bytes are zeros");
+        self.zero_vouched = (bytes.as_ptr() as usize, bytes.len());
+    }
+
+    /// Withdraw [`SimMemory::vouch_zero`].
+    #[inline]
+    pub fn clear_zero_vouch(&mut self) {
+        self.zero_vouched = (0, 0);
+    }
+
+    /// Whether `data` lies within the bytes vouched for by [`SimMemory::vouch_zero`].
+    #[inline]
+    fn vouched_zero(&self, data: &[u8]) -> bool {
+        let (start, len) = self.zero_vouched;
+        let at = data.as_ptr() as usize;
+        len != 0 && at >= start && at + data.len() <= start + len
+    }
+
+    /// Whether IOMMU fault interrupts are waiting for [`SimMemory::take_interrupts`].
+    #[inline]
+    pub fn has_interrupts(&self) -> bool {
+        self.pending_interrupts != 0
+    }
+
     /// IOMMU fault interrupts raised since the last call.
     pub fn take_interrupts(&mut self) -> u32 {
         std::mem::take(&mut self.pending_interrupts)
@@ -226,6 +270,17 @@ impl SimMemory {
     }
 }
 
+/// Whether every byte is zero. An OR-fold (which the compiler vectorizes) over the whole of a
+/// packet-sized slice, over 1 KiB chunks of a larger one (stopping at the first that is not).
+#[inline]
+fn is_zero(data: &[u8]) -> bool {
+    let or = |c: &[u8]| c.iter().fold(0u8, |acc, &b| acc | b);
+    if data.len() <= 1024 {
+        return or(data) == 0;
+    }
+    data.chunks(1024).all(|c| or(c) == 0)
+}
+
 impl Residency for SimMemory {
     fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
         SimMemory::is_present(self, pdid, page_addr)
@@ -239,9 +294,17 @@ pub struct NiView<'a> {
 }
 
 impl NiView<'_> {
+    /// [`SimMemory::vouch_zero`] through the view (while the view borrows the memory).
+    #[inline]
+    pub fn vouch_zero(&mut self, bytes: &[u8]) {
+        self.mem.vouch_zero(bytes);
+    }
+
     /// The single page holding `[addr, addr+len)` when the access does not cross a page
     /// boundary (the common case: packets are page-aligned slices), translated; `Ok(None)` when
-    /// it crosses one.
+    /// it crosses one. Inlined into `read` and `write`: every packet goes through it, and its
+    /// result would otherwise come back through memory.
+    #[inline(always)]
     fn one_page(&mut self, pdid: Pdid, addr: u64, len: usize) -> Result<Option<&mut Page>, MemError> {
         let page = page_of(addr);
         if page != page_of(addr + len.max(1) as u64 - 1) {
@@ -261,6 +324,7 @@ impl NiView<'_> {
 }
 
 impl Memory for NiView<'_> {
+    #[inline]
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let keep = self.mem.keeps(pdid, addr);
         let end = addr + data.len() as u64;
@@ -268,11 +332,19 @@ impl Memory for NiView<'_> {
             self.mem.violations.push(format!("NI wrote [{addr:#x}, {end:#x}) of pdid {pdid}, outside every exposed range"));
         }
         let off = (addr - page_of(addr)) as usize;
+        let vouched = self.mem.vouched_zero(data);
         if let Some(p) = self.one_page(pdid, addr, data.len())? {
             if !keep {
                 return Ok(());
             }
-            let buf = p.data.get_or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
+            let buf = match &mut p.data {
+                Some(buf) => buf,
+                // A page without bytes reads as zeros: zeros written into it change nothing,
+                // and need no 4 KiB of zeroed memory (a destination written with zeros only
+                // never gets any, as an untouched page shares the kernel's zero page).
+                None if vouched || is_zero(data) => return Ok(()),
+                None => p.data.insert(zeroed_page()),
+            };
             buf[off..off + data.len()].copy_from_slice(data);
             return Ok(());
         }
@@ -281,17 +353,69 @@ impl Memory for NiView<'_> {
         Ok(())
     }
 
+    #[inline]
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         let off = (addr - page_of(addr)) as usize;
+        self.mem.zero_read = false;
         if let Some(p) = self.one_page(pdid, addr, out.len())? {
             match &p.data {
                 Some(buf) => out.copy_from_slice(&buf[off..off + out.len()]),
-                None => out.fill(0),
+                None => {
+                    out.fill(0);
+                    self.mem.zero_read = true;
+                }
             }
             return Ok(());
         }
         self.mem.translate_range(self.iommu, pdid, addr, out.len())?;
         self.mem.host_read(pdid, addr, out);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use unpinned_core::profile::Profile;
+
+    /// Zeros written by the NI into a page without bytes allocate nothing and read back as
+    /// zeros; other bytes are kept, and zeros written over them overwrite them.
+    #[test]
+    fn zero_writes_need_no_page_bytes() {
+        let mut rng = SimRng::seed_from_u64(1);
+        let mut iommu = Iommu::new(&Profile::forth_arm().iommu, 1);
+        let mut m = SimMemory::new();
+        m.map(1, 0x10000, 0x4000, Residence::Present, &mut rng);
+        m.allow_writes(1, 0x10000, 0x14000);
+        let mut v = m.ni_view(&mut iommu);
+        v.write(1, 0x10100, &[0u8; 256]).unwrap();
+        v.write(1, 0x11000, &[0u8; 13]).unwrap();
+        assert!(m.pages.get(1, 0x10000).is_some_and(|p| p.data.is_none()));
+        assert!(m.pages.get(1, 0x11000).is_some_and(|p| p.data.is_none()));
+        let mut v = m.ni_view(&mut iommu);
+        let mut out = [7u8; 256];
+        v.read(1, 0x10100, &mut out).unwrap();
+        assert_eq!(out, [0u8; 256]);
+        let mut data = [0u8; 256];
+        data[255] = 9;
+        v.write(1, 0x10100, &data).unwrap();
+        v.read(1, 0x10100, &mut out).unwrap();
+        assert_eq!(out, data);
+        v.write(1, 0x10100, &[0u8; 256]).unwrap();
+        v.read(1, 0x10100, &mut out).unwrap();
+        assert_eq!(out, [0u8; 256], "zeros over kept bytes overwrite them");
+        assert!(!m.has_violations());
+        for len in 0..20 {
+            let mut d = vec![0u8; len];
+            assert!(is_zero(&d));
+            if len > 0 {
+                d[len - 1] = 1;
+                assert!(!is_zero(&d), "{len}");
+                d[len - 1] = 0;
+                d[0] = 1;
+                assert!(!is_zero(&d), "{len}");
+            }
+        }
     }
 }

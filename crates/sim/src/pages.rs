@@ -13,6 +13,16 @@ use unpinned_core::memory::{Pdid, PAGE_BYTES};
 /// Pages a region created on demand (a write outside every mapped range) covers at most.
 const CHUNK_PAGES: u64 = 512;
 
+/// The bytes of one page.
+pub type PageBytes = [u8; PAGE_BYTES as usize];
+
+/// A page's bytes, zeroed (allocated zeroed, not built on the stack and moved).
+pub fn zeroed_page() -> Box<PageBytes> {
+    let b: Box<[u8]> = vec![0u8; PAGE_BYTES as usize].into_boxed_slice();
+    // The length is PAGE_BYTES by construction, so the conversion cannot fail.
+    b.try_into().unwrap_or_else(|_| unreachable!("a page-sized allocation"))
+}
+
 /// One page of simulated memory.
 #[derive(Default)]
 pub struct Page {
@@ -21,8 +31,9 @@ pub struct Page {
     exists: bool,
     /// Present in memory (not swapped out / never touched).
     pub present: bool,
-    /// Its bytes, once written (pages never written read as zeros).
-    pub data: Option<Box<[u8]>>,
+    /// Its bytes, once written (pages never written read as zeros). A thin pointer: an
+    /// entry is 16 bytes, and the NI reads one per packet.
+    pub data: Option<Box<PageBytes>>,
 }
 
 struct Region {
@@ -33,9 +44,11 @@ struct Region {
 }
 
 impl Region {
+    #[inline(always)]
     fn end(&self) -> u64 {
         self.first + self.pages.len() as u64
     }
+    #[inline(always)]
     fn holds(&self, pdid: Pdid, vpn: u64) -> bool {
         self.pdid == pdid && vpn >= self.first && vpn < self.end()
     }
@@ -48,29 +61,45 @@ pub struct PageTable {
     /// Regions of the last two lookups that needed a search, most recent first: a node's NI
     /// alternates between its source buffers (transmit) and its destination buffers
     /// (arrivals), two regions.
-    hint: [Cell<usize>; 2],
+    hint: [Cell<Hint>; 2],
+}
+
+/// A remembered region with its bounds (regions never change once created), so that a hit
+/// needs no load from the region list.
+#[derive(Clone, Copy, Default)]
+struct Hint {
+    pdid: Pdid,
+    first: u64,
+    /// One past the last page number (0 in an unused hint: it holds nothing).
+    end: u64,
+    region: usize,
 }
 
 impl PageTable {
     /// (region, index) of a page's slot, whether or not the page exists.
-    #[inline]
+    #[inline(always)]
     fn slot(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
         for hint in &self.hint {
             let h = hint.get();
-            if let Some(r) = self.regions.get(h) {
-                if r.holds(pdid, vpn) {
-                    return Some((h, (vpn - r.first) as usize));
-                }
+            if h.pdid == pdid && vpn >= h.first && vpn < h.end {
+                return Some((h.region, (vpn - h.first) as usize));
             }
         }
+        self.search(pdid, vpn)
+    }
+
+    /// [`PageTable::slot`] past the hints: scan the regions, and remember the one found.
+    #[inline(never)]
+    fn search(&self, pdid: Pdid, vpn: u64) -> Option<(usize, usize)> {
         let i = self.regions.iter().position(|r| r.holds(pdid, vpn))?;
+        let r = &self.regions[i];
         self.hint[1].set(self.hint[0].get());
-        self.hint[0].set(i);
-        Some((i, (vpn - self.regions[i].first) as usize))
+        self.hint[0].set(Hint { pdid: r.pdid, first: r.first, end: r.end(), region: i });
+        Some((i, (vpn - r.first) as usize))
     }
 
     /// The page at `page_addr`, if it exists.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, pdid: Pdid, page_addr: u64) -> Option<&Page> {
         let (r, i) = self.slot(pdid, page_addr / PAGE_BYTES)?;
         let p = &self.regions[r].pages[i];
@@ -78,7 +107,7 @@ impl PageTable {
     }
 
     /// The page at `page_addr`, mutably, if it exists.
-    #[inline]
+    #[inline(always)]
     pub fn get_mut(&mut self, pdid: Pdid, page_addr: u64) -> Option<&mut Page> {
         let (r, i) = self.slot(pdid, page_addr / PAGE_BYTES)?;
         let p = &mut self.regions[r].pages[i];

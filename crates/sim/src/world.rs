@@ -11,7 +11,7 @@ use unpinned_core::profile::Profile;
 use unpinned_core::rng::{derive_seed, rng_for, Rng, SimRng};
 use unpinned_core::time::{serialization, Duration, Instant};
 use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
-use unpinned_wire::part::{write_target, WriteTarget, DATA_HEADER_LEN};
+use unpinned_wire::part::{write_target, WriteTarget, DATA_HEADER_LEN, DATA_PAYLOAD_OFFSET};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::faults::{fate, Fate, FaultConfig};
@@ -152,6 +152,9 @@ struct LinkBuf {
     /// `bytes` is a compact buffer (see [`linkbuf`]): a small packet, or the header and the
     /// CRC of a data packet whose payload is zeros. Pooled apart from the full-size ones.
     compact: bool,
+    /// A data packet whose sender read its payload from a page without bytes: the payload is
+    /// zeros (the receiver's memory then need not check it; see `SimMemory::vouch_zero`).
+    zero_payload: bool,
 }
 
 /// The simulator.
@@ -504,16 +507,19 @@ impl Sim {
         let b = match self.free_bufs.pop() {
             Some(b) => b,
             None => {
-                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], len: 0, src: 0, dst: 0, intact: true, compact: false });
+                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], len: 0, src: 0, dst: 0, intact: true, compact: false, zero_payload: false });
                 (self.bufs.len() - 1) as u32
             }
         };
         let node = &mut self.nodes[n as usize];
+        node.mem.take_zero_read();
         let mut view = node.mem.ni_view(&mut node.iommu);
         let out = node.engine.poll_transmit(now, &mut self.bufs[b as usize].bytes, &mut view);
         match out {
             None => self.free_bufs.push(b),
             Some(tx) => {
+                // A data packet's payload is what the engine's last read filled.
+                let zero_payload = node.mem.take_zero_read() && tx.is_data;
                 let lat = node.mem.take_latency();
                 let link_bytes = if tx.is_data { tx.len - DATA_HEADER_LEN + self.header_bytes } else { self.header_bytes };
                 // Packets mostly have one of two sizes: reuse the last serialization time
@@ -552,7 +558,7 @@ impl Sim {
                     let c = match self.free_compact.pop() {
                         Some(c) => c,
                         None => {
-                            self.bufs.push(LinkBuf { bytes: vec![0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: true });
+                            self.bufs.push(LinkBuf { bytes: vec![0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: true, zero_payload: false });
                             (self.bufs.len() - 1) as u32
                         }
                     };
@@ -565,7 +571,7 @@ impl Sim {
                     self.deliver(tx.dst, c, arrival + f.extra, ser);
                 } else {
                     let lb = &mut self.bufs[b as usize];
-                    (lb.len, lb.src, lb.dst, lb.intact) = (tx.len as u32, n, tx.dst, true);
+                    (lb.len, lb.src, lb.dst, lb.intact, lb.zero_payload) = (tx.len as u32, n, tx.dst, true, zero_payload);
                     if let Some(i) = f.corrupt_at {
                         let i = i as usize % tx.len;
                         lb.bytes[i] ^= 0x5a;
@@ -604,13 +610,16 @@ impl Sim {
     fn on_arrive(&mut self, b: u32) {
         let now = self.now;
         let lb = &self.bufs[b as usize];
-        let (src, dst, len, intact) = (lb.src, lb.dst, lb.len as usize, lb.intact);
+        let (src, dst, len, intact, zero_payload) = (lb.src, lb.dst, lb.len as usize, lb.intact, lb.zero_payload);
         if lb.compact {
             self.arrive_compact(b, src, dst, len);
             return;
         }
-        let buf = std::mem::take(&mut self.bufs[b as usize].bytes);
-        self.trace_event(3, dst, &buf[..len]);
+        // The packet is read in place: the link buffers and the nodes are disjoint fields.
+        let buf = &self.bufs[b as usize].bytes;
+        if self.cfg.trace {
+            trace_into(&mut self.trace, now, 3, dst, &buf[..len]);
+        }
         self.arrived = Some((src, dst));
         self.arrived_write = write_target(&buf[..len]);
         let node = &mut self.nodes[dst as usize];
@@ -619,13 +628,16 @@ impl Sim {
         // checksum was computed when the sender emitted the packet; only a packet the fault
         // injector corrupted can fail it, so only those are verified again.
         let _ = if intact {
+            if zero_payload && len >= DATA_HEADER_LEN {
+                view.vouch_zero(&buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + (len - DATA_HEADER_LEN)]);
+            }
             node.engine.handle_packet_intact(now, src, &buf[..len], &mut view)
         } else {
             node.engine.handle_packet(now, src, &buf[..len], &mut view)
         };
+        node.mem.clear_zero_vouch();
         let lat = node.mem.take_latency();
         node.ni_ready_at = node.ni_ready_at.max(now + self.ni_packet + lat);
-        self.bufs[b as usize].bytes = buf;
         self.free_bufs.push(b);
         self.service(dst);
     }
@@ -681,7 +693,33 @@ impl Sim {
     }
 
     /// After any input to node `n`: route its outputs, then re-arm its timers and transmitter.
+    #[inline]
     fn service(&mut self, n: NodeId) {
+        let node = &mut self.nodes[n as usize];
+        if node.handler_touched || node.mem.has_interrupts() || node.engine.has_events() || node.mem.has_violations() {
+            self.service_all(n);
+            return;
+        }
+        // Nothing to route (most packets): only the engine's timer and the transmitter, as
+        // at the end of `service_all`, without re-borrowing the node for each.
+        if let Some(t) = node.engine.poll_timeout() {
+            if node.engine_timer.is_none_or(|cur| t < cur) {
+                node.engine_timer = Some(t);
+                self.seq += 1;
+                self.queue.push(t, self.seq, Ev::EngineTimer { node: n });
+            }
+        }
+        if !node.tx_pending && node.engine.wants_transmit() {
+            node.tx_pending = true;
+            let at = self.now.max(node.tx_prep_at).max(node.ni_ready_at);
+            self.seq += 1;
+            self.queue.push(at, self.seq, Ev::TxReady { node: n });
+        }
+    }
+
+    /// [`Sim::service`] when the node has outputs to route (events, interrupts, handler work).
+    #[inline(never)]
+    fn service_all(&mut self, n: NodeId) {
         let now = self.now;
         loop {
             let node = &mut self.nodes[n as usize];

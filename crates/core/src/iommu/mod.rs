@@ -103,7 +103,9 @@ impl Iommu {
     /// table"), so a stale hit is the driver's missing [`Iommu::invalidate`], as on hardware.
     /// A fault caches nothing and leaves no state behind, so later translations (of this or
     /// any other transfer) proceed normally: hit under previous fault (mechanism 4).
+    #[inline]
     pub fn translate(&mut self, pdid: Pdid, vpn: u64, present: bool) -> Translation {
+        // An L1 hit (almost every packet: 16 per page) stays inline in the caller.
         if self.l1.lookup(pdid, vpn) {
             self.stats.l1_hits += 1;
             return Translation {
@@ -111,6 +113,12 @@ impl Iommu {
                 latency: Duration::ZERO,
             };
         }
+        self.translate_l1_miss(pdid, vpn, present)
+    }
+
+    /// [`Iommu::translate`] after an L1 miss: L2, then the walk.
+    #[inline(never)]
+    fn translate_l1_miss(&mut self, pdid: Pdid, vpn: u64, present: bool) -> Translation {
         if self.l2.lookup(pdid, vpn) {
             self.stats.l2_hits += 1;
             self.l1.insert_absent(pdid, vpn);

@@ -49,16 +49,17 @@ const INDEX_MIN_WAYS: usize = 16;
 const NIL: u32 = u32::MAX;
 
 /// Entries of the lookup memo of indexed TLBs (a power of two).
-const MEMO: usize = 16;
+const MEMO: usize = 64;
 
 /// Recency order of the slots of every set, for wide LRU sets: a doubly linked list per set,
 /// least recently used at the head. Every touch (hit, refresh, insert) moves a slot to the
 /// tail and takes a new, larger stamp, so the head is always the valid slot with the smallest
 /// stamp: the victim the scan would pick, found without scanning 128 ways.
+///
+/// The links live in the slots themselves (`Slot::prev` / `Slot::next`): a hit then touches
+/// only the lines of slots in use (its own, its neighbours', the tail's), not two more arrays.
 #[derive(Clone, Debug)]
 struct Recency {
-    prev: Vec<u32>,
-    next: Vec<u32>,
     head: Vec<u32>,
     tail: Vec<u32>,
     /// Valid slots per set (a full set evicts without looking for a free way).
@@ -66,34 +67,34 @@ struct Recency {
 }
 
 impl Recency {
-    fn new(sets: usize, entries: usize) -> Recency {
-        Recency { prev: vec![NIL; entries], next: vec![NIL; entries], head: vec![NIL; sets], tail: vec![NIL; sets], valid: vec![0; sets] }
+    fn new(sets: usize) -> Recency {
+        Recency { head: vec![NIL; sets], tail: vec![NIL; sets], valid: vec![0; sets] }
     }
 
-    fn unlink(&mut self, set: usize, slot: usize) {
-        let (p, n) = (self.prev[slot], self.next[slot]);
+    fn unlink(&mut self, slots: &mut [Slot], set: usize, slot: usize) {
+        let (p, n) = (slots[slot].prev, slots[slot].next);
         if p == NIL {
             self.head[set] = n;
         } else {
-            self.next[p as usize] = n;
+            slots[p as usize].next = n;
         }
         if n == NIL {
             self.tail[set] = p;
         } else {
-            self.prev[n as usize] = p;
+            slots[n as usize].prev = p;
         }
-        self.prev[slot] = NIL;
-        self.next[slot] = NIL;
+        slots[slot].prev = NIL;
+        slots[slot].next = NIL;
     }
 
-    fn push_tail(&mut self, set: usize, slot: usize) {
+    fn push_tail(&mut self, slots: &mut [Slot], set: usize, slot: usize) {
         let t = self.tail[set];
-        self.prev[slot] = t;
-        self.next[slot] = NIL;
+        slots[slot].prev = t;
+        slots[slot].next = NIL;
         if t == NIL {
             self.head[set] = slot as u32;
         } else {
-            self.next[t as usize] = slot as u32;
+            slots[t as usize].next = slot as u32;
         }
         self.tail[set] = slot as u32;
     }
@@ -101,22 +102,23 @@ impl Recency {
     /// Move a listed slot to the tail: `unlink` + `push_tail` in one pass (a hit does this
     /// on every lookup). A listed slot that is not the tail has a successor, and the tail
     /// exists.
-    fn touch(&mut self, set: usize, slot: usize) {
+    #[inline(always)]
+    fn touch(&mut self, slots: &mut [Slot], set: usize, slot: usize) {
         let t = self.tail[set];
         if t == slot as u32 {
             return;
         }
-        let (p, n) = (self.prev[slot], self.next[slot]);
+        let (p, n) = (slots[slot].prev, slots[slot].next);
         debug_assert!(n != NIL && t != NIL, "a listed slot that is not the tail");
         if p == NIL {
             self.head[set] = n;
         } else {
-            self.next[p as usize] = n;
+            slots[p as usize].next = n;
         }
-        self.prev[n as usize] = p;
-        self.prev[slot] = t;
-        self.next[slot] = NIL;
-        self.next[t as usize] = slot as u32;
+        slots[n as usize].prev = p;
+        slots[slot].prev = t;
+        slots[slot].next = NIL;
+        slots[t as usize].next = slot as u32;
         self.tail[set] = slot as u32;
     }
 }
@@ -124,17 +126,24 @@ impl Recency {
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     vpn: u64,
+    /// Logical time of the last insert or hit; the smallest valid stamp of a set is its LRU way
+    /// (kept up to date only in sets without a recency list, the only ones that read it).
+    stamp: u64,
     pdid: Pdid,
     valid: bool,
-    /// Logical time of the last insert or hit; the smallest valid stamp of a set is its LRU way.
-    stamp: u64,
+    /// Previous and next slot in the set's recency list ([`NIL`] at the ends, and in TLBs
+    /// without a list).
+    prev: u32,
+    next: u32,
 }
 
 const EMPTY: Slot = Slot {
     vpn: 0,
+    stamp: 0,
     pdid: 0,
     valid: false,
-    stamp: 0,
+    prev: NIL,
+    next: NIL,
 };
 
 /// A set-associative TLB keyed by (PDID, virtual page number).
@@ -172,7 +181,7 @@ impl Tlb {
             "TLB entries ({entries}) must be a positive multiple of ways ({ways})"
         );
         let index = (ways > INDEX_MIN_WAYS).then(|| SlotIndex::new(entries));
-        let recency = (index.is_some() && replacement == Replacement::Lru).then(|| Recency::new(entries / ways, entries));
+        let recency = (index.is_some() && replacement == Replacement::Lru).then(|| Recency::new(entries / ways));
         Tlb {
             sets: entries / ways,
             ways,
@@ -250,39 +259,53 @@ impl Tlb {
     }
 
     /// Look a key up; a hit refreshes its recency (LRU). Returns whether it hit.
+    ///
+    /// The common case, an indexed TLB whose memo names the key, stays inline in the caller;
+    /// everything else is [`Tlb::lookup_slow`].
+    #[inline(always)]
     pub fn lookup(&mut self, pdid: Pdid, vpn: u64) -> bool {
-        let found = if self.index.is_some() {
+        if self.index.is_some() {
             // The memo only shortcuts the search: a slot holds one key, so a valid slot that
             // holds this key is the one the index would find.
-            // Fibonacci hashing: concurrent streams at the same offset of equally sized
-            // buffers differ only in high page-number bits, which a mask would drop.
-            let m = ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize;
+            let m = memo_of(pdid, vpn);
             let s = self.memo[m] as usize;
-            match self.slots.get(s) {
-                Some(x) if x.valid && x.vpn == vpn && x.pdid == pdid => Some(s),
-                _ => {
-                    let f = self.find(pdid, vpn);
-                    if let Some(s) = f {
-                        self.memo[m] = s as u32;
-                    }
-                    f
+            if let Some(x) = self.slots.get(s) {
+                if x.valid && x.vpn == vpn && x.pdid == pdid {
+                    self.hit(s);
+                    return true;
                 }
             }
-        } else {
-            self.find(pdid, vpn)
-        };
-        match found {
-            Some(slot) => {
+        }
+        self.lookup_slow(pdid, vpn)
+    }
+
+    /// [`Tlb::lookup`] past the memo: the index (refilling the memo) or the set's ways.
+    #[inline(never)]
+    fn lookup_slow(&mut self, pdid: Pdid, vpn: u64) -> bool {
+        let found = self.find(pdid, vpn);
+        if let Some(s) = found {
+            if self.index.is_some() {
+                self.memo[memo_of(pdid, vpn)] = s as u32;
+            }
+            self.hit(s);
+        }
+        found.is_some()
+    }
+
+    /// A lookup hit `slot`: refresh its recency.
+    #[inline(always)]
+    fn hit(&mut self, slot: usize) {
+        match &mut self.recency {
+            Some(r) => {
+                // The list alone decides the victim: stamps are read only by sets without one.
+                // A fully associative TLB (one set) needs no division per hit.
+                let set = if self.sets == 1 { 0 } else { slot / self.ways };
+                r.touch(&mut self.slots, set, slot);
+            }
+            None => {
                 let t = self.tick();
                 self.slots[slot].stamp = t;
-                if let Some(r) = &mut self.recency {
-                    // A fully associative TLB (one set) needs no division per hit.
-                    let set = if self.sets == 1 { 0 } else { slot / self.ways };
-                    r.touch(set, slot);
-                }
-                true
             }
-            None => false,
         }
     }
 
@@ -298,7 +321,7 @@ impl Tlb {
             let t = self.tick();
             self.slots[slot].stamp = t;
             if let Some(r) = &mut self.recency {
-                r.touch(slot / self.ways, slot);
+                r.touch(&mut self.slots, slot / self.ways, slot);
             }
             return None;
         }
@@ -346,7 +369,7 @@ impl Tlb {
                 ix.remove(old.pdid, old.vpn, |s| key_of(slots, s));
             }
             if let Some(r) = &mut self.recency {
-                r.unlink(set_no, slot);
+                r.unlink(&mut self.slots, set_no, slot);
             }
             Some((old.pdid, old.vpn))
         } else {
@@ -356,15 +379,17 @@ impl Tlb {
             }
             None
         };
-        if let Some(r) = &mut self.recency {
-            r.push_tail(set_no, slot);
-        }
         self.slots[slot] = Slot {
             vpn,
             pdid,
             valid: true,
             stamp: t,
+            prev: NIL,
+            next: NIL,
         };
+        if let Some(r) = &mut self.recency {
+            r.push_tail(&mut self.slots, set_no, slot);
+        }
         if let Some(ix) = &mut self.index {
             ix.insert(pdid, vpn, slot as u32);
         }
@@ -382,7 +407,7 @@ impl Tlb {
                 self.slots[slot].valid = false;
                 if let Some(r) = &mut self.recency {
                     let set = slot / self.ways;
-                    r.unlink(set, slot);
+                    r.unlink(&mut self.slots, set, slot);
                     r.valid[set] -= 1;
                 }
                 self.len -= 1;
@@ -402,11 +427,15 @@ impl Tlb {
                 ix.remove(pdid, s.vpn, |i| key_of(slots, i));
             }
         }
-        for (slot, s) in self.slots.iter_mut().enumerate().filter(|(_, s)| s.valid && s.pdid == pdid) {
+        for slot in 0..self.slots.len() {
+            let s = &mut self.slots[slot];
+            if !(s.valid && s.pdid == pdid) {
+                continue;
+            }
             s.valid = false;
             if let Some(r) = &mut self.recency {
                 let set = slot / self.ways;
-                r.unlink(set, slot);
+                r.unlink(&mut self.slots, set, slot);
                 r.valid[set] -= 1;
             }
             n += 1;
@@ -414,6 +443,13 @@ impl Tlb {
         self.len -= n;
         n
     }
+}
+
+/// The memo entry of a key. Fibonacci hashing: concurrent streams at the same offset of
+/// equally sized buffers differ only in high page-number bits, which a mask would drop.
+#[inline(always)]
+fn memo_of(pdid: Pdid, vpn: u64) -> usize {
+    ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize
 }
 
 /// The key a slot holds (valid or not: the index only names valid slots).
