@@ -67,6 +67,9 @@ pub const ENV_SET: &str = "UNPINNED_SET";
 
 /// Environment variable (optional): engine loop busy-poll time before yielding, us.
 pub const ENV_SPIN_US: &str = "UNPINNED_SPIN_US";
+/// Environment variable (optional): CPU to pin the progress thread to
+/// ([`LoopOptions::progress_cpu`]).
+pub const ENV_PROGRESS_CPU: &str = "UNPINNED_PROGRESS_CPU";
 /// Environment variable (optional): engine loop yield time before sleeping, us.
 pub const ENV_YIELD_US: &str = "UNPINNED_YIELD_US";
 /// Environment variable (optional): how long a residency verdict stays trusted, us
@@ -374,6 +377,12 @@ impl Runtime {
         if let Some(d) = us(ENV_WAIT_YIELD_US)? {
             cfg.loop_options.wait_yield = d;
         }
+        if let Ok(v) = std::env::var(ENV_PROGRESS_CPU) {
+            cfg.loop_options.progress_cpu = Some(v.trim().parse().map_err(|e| LiveError::Env {
+                var: ENV_PROGRESS_CPU,
+                why: format!("not a CPU number ({e})"),
+            })?);
+        }
         if let Ok(v) = std::env::var(ENV_FILL_ON_ACCESS_PAGES) {
             cfg.loop_options.fill_on_access_max_pages =
                 v.trim().parse().map_err(|e| LiveError::Env {
@@ -457,6 +466,15 @@ impl Runtime {
                 transport.max_packet(),
                 cfg.max_packet()
             )));
+        }
+        if let Some(cpu) = cfg.loop_options.progress_cpu {
+            let allowed = crate::affinity::allowed_cpus()
+                .map_err(|e| LiveError::Config(format!("cannot read this process's CPUs: {e}")))?;
+            if !allowed.contains(&cpu) {
+                return Err(LiveError::Config(format!(
+                    "progress_cpu {cpu} is not one of this process's CPUs {allowed:?}"
+                )));
+            }
         }
         let active = crate::active::ActiveAccess::new(cfg.rank);
         active.state.replies.set_waker(transport.waker());

@@ -162,8 +162,85 @@ pub struct LiveBench {
     pub hol_part_over_nofault: f64,
     /// live-hol: the same for the blocking engine (expected > 1.2).
     pub hol_blocking_over_nofault: f64,
+    /// The dedicated-core configuration ([`DedicatedCores`]), if this machine has two CPUs
+    /// for it: 8 B write and missing-page write measured the same way as above.
+    pub dedicated: Option<DedicatedCores>,
     /// Repetitions used for the large transfers.
     pub reps: usize,
+}
+
+/// The 8 B and missing-page writes measured in the dedicated-core configuration that HPC
+/// runs use: the posting caller pinned to one CPU and spinning while it waits, the target's
+/// progress thread pinned to another and spinning after its work (the sender's progress thread
+/// shares the caller's CPU, asleep while the caller drives). Spinning needs a core per spinning
+/// thread: unpinned, on this 2-vCPU VM shared with other jobs, the same spin gave 1.7 us or
+/// ~110 us from run to run (the two spinners landed on one core), so the runtime's default is
+/// not to spin.
+#[derive(Clone, Debug, Serialize)]
+pub struct DedicatedCores {
+    /// CPU of the caller (and of the sender's progress thread).
+    pub caller_cpu: usize,
+    /// CPU of the target's progress thread.
+    pub target_cpu: usize,
+    /// Spin of the waiting caller and of the target's progress thread, us.
+    pub spin_us: u64,
+    /// 8 B write, post to completion, median, us.
+    pub write_8b_us: f64,
+    /// 4 KiB write into a missing page (the spec's NACK path), median, us.
+    pub write_4k_missing_us: f64,
+}
+
+/// Spin of the dedicated-core configuration, us.
+pub const DEDICATED_SPIN_US: u64 = 200;
+
+/// Measure [`DedicatedCores`] on the last two CPUs this process may use; `None` with fewer
+/// than two. The calling thread is pinned during the measurement and unpinned afterwards.
+pub fn dedicated_cores(ctx: &RunContext, reps: usize) -> Result<Option<DedicatedCores>, ExperimentError> {
+    let cpus = unpinned_live::affinity::allowed_cpus().map_err(fail)?;
+    let [.., caller_cpu, target_cpu] = cpus[..] else {
+        return Ok(None);
+    };
+    let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
+    let pair = Pair::with_loop(&ctx.profile, MemoryMode::Part, HandlerConfig::default(), 0, |r, o| {
+        if r == 0 {
+            o.progress_cpu = Some(caller_cpu);
+            o.wait_spin = spin;
+        } else {
+            o.progress_cpu = Some(target_cpu);
+            o.spin = spin;
+        }
+    })?;
+    unpinned_live::affinity::pin_current_thread(&[caller_cpu]).map_err(fail)?;
+    let measured = (|| {
+        let dst = present(4096)?;
+        // SAFETY: `dst` outlives the measurement; the pair is dropped at the end of this
+        // function, after `dst`'s last use, and `dst` is declared in the closure that uses it.
+        let k = unsafe { pair.expose(dst.ptr(), 4096)? };
+        let src8 = pattern(8, 8);
+        writes(&pair, &src8, &dst, k, 100)?;
+        let write_8b_us = median(writes(&pair, &src8, &dst, k, 2000)?);
+        pair.revoke(k);
+        let src4 = pattern(4, 4096);
+        let mut miss = Vec::new();
+        for _ in 0..(20 * reps) {
+            let fresh = Mapping::anon(4096).map_err(fail)?;
+            // SAFETY: `fresh` outlives the exposure (revoked below).
+            let k = unsafe { pair.expose(fresh.ptr(), 4096) }?;
+            miss.push(pair.write_us(&src4, fresh.addr(), k)?);
+            pair.revoke(k);
+        }
+        Ok::<_, ExperimentError>((write_8b_us, median(miss)))
+    })();
+    let unpinned = unpinned_live::affinity::pin_current_thread(&cpus).map_err(fail);
+    let (write_8b_us, write_4k_missing_us) = measured?;
+    unpinned?;
+    Ok(Some(DedicatedCores {
+        caller_cpu,
+        target_cpu,
+        spin_us: DEDICATED_SPIN_US,
+        write_8b_us,
+        write_4k_missing_us,
+    }))
 }
 
 /// Median bandwidth of copying `len` bytes between two present buffers, GB/s (the memory
@@ -463,6 +540,9 @@ pub fn run(
     let write_4k_missing_fill_us = median(miss_fill);
     drop(part);
 
+    progress("dedicated cores: 8 B and missing-page writes, pinned and spinning");
+    let dedicated = dedicated_cores(ctx, reps)?;
+
     progress("live-hol");
     let hp = HolParams {
         others: 3,
@@ -499,6 +579,7 @@ pub fn run(
         write_4k_missing_fill_us,
         hol_part_over_nofault: hp_part / nf,
         hol_blocking_over_nofault: hb / nf,
+        dedicated,
         reps,
     })
 }
