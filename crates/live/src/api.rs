@@ -205,10 +205,14 @@ pub struct Config {
 ///   sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then). With
 ///   16 KiB packets, 16 blocks moved 4 MiB at 4.6-5.2 GB/s against 3.9-4.3 with 8 (three
 ///   interleaved `bench live` runs each), but the 3-rank shm test of `tests/multiproc.rs`
-///   then failed in 7 of 44 runs (two at a time, load average ~10: one rank's engine stopped
-///   receiving data packets, its peers ended with `RetryExceeded`; not understood yet) and in
-///   none of 52 with 8, so 8 stays (those runs had shm rings capped at 127 slots, since
-///   undone: see [`crate::transport::shm::ShmGeometry::new`]).
+///   then failed in 7 of 44 runs (two at a time, load average ~10) and in none of 52 with 8.
+///   Cause, found since: the engine counted every *block* timer against `max_timeouts`, so
+///   one silent period of a descheduled peer cost a 16-block window 16 of its 30 timeouts,
+///   and ~20 ms of silence failed the transfer (`RetryExceeded`; the failing rank then exited
+///   and its peers saw the rest). Silent *periods* are counted now (crates/part
+///   `requester.rs`): with 16 blocks the test passed 75 of 75 runs three at a time (load
+///   ~9), against 9 failures in 60 runs two at a time before. 8 stays the default until
+///   16 is measured again for bandwidth.
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
