@@ -57,9 +57,10 @@
 //! leaves our two threads one core, a spinner keeps the thread it waits for off that core
 //! until its spin ends. Spinning wins only with a core per thread; then set
 //! `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US` and pin the threads apart
-//! ([`LoopOptions::progress_cpu`], [`crate::affinity`]). Measured (`bench live`, load ~5,
-//! three runs of `--repeat 15`): 8 B write 7.24-7.74 us with the defaults, 0.88-0.89 us with
-//! the caller pinned to CPU 0 and the target's progress thread to CPU 1, both spinning 200 us.
+//! ([`LoopOptions::progress_cpu`], [`crate::affinity`]). Measured (`bench live`, two sets of
+//! three runs of `--repeat 15`, load ~5 and ~4): 8 B write 7.24-7.74 us and 2.49-6.99 us with
+//! the defaults, 0.88-0.89 us and 1.68-1.80 us with the caller pinned to CPU 0 and the
+//! target's progress thread to CPU 1, both spinning 200 us.
 //! Unpinned, the same spin gave 1.7 us or ~110 us from run to run: a trace showed the
 //! target's progress thread runnable but kept off the caller's core for the caller's whole
 //! spin. With the defaults a write is two polling periods of `sched_yield` + turn (~2.2 us

@@ -106,22 +106,28 @@
 //!
 //! # Latency and correctness follow-up (branch `livelat`), measured
 //!
-//! Release build; `bench live --repeat 15`, three runs at load average 4.9-5.0 (two other
-//! engineers' jobs at nice 19); medians of the three [range]:
+//! Release build; `bench live --repeat 15`, two sets of three runs: A at load average
+//! 4.9-5.0, B twenty minutes later at 4.1 (two other engineers' jobs at nice 19); medians of
+//! each set [range]:
 //!
-//! | what                                        | target     | last session (brief)  | now                    |
-//! |---------------------------------------------|------------|-----------------------|------------------------|
-//! | 8 B write, defaults (no pinning, no spin)   | <= 0.5 us  | 7.4 us                | 7.63 us [7.24-7.74]    |
-//! | 8 B write, dedicated cores (pinned, spin)   | <= 0.5 us  | (not measured)        | 0.88 us [0.88-0.89]    |
-//! | floor: one-way ring hand-off, spinning      |            | 0.13-0.15 us          | 0.14 us [0.13-0.14]    |
-//! | 4 KiB into a missing page (NACK path)       | <= 10 us   | 27.8-41.4 us          | 25.9 us [25.8-26.7]    |
-//! | the same, dedicated cores                   | <= 10 us   |                       | 25.1 us [24.5-25.4]    |
-//! | of which the page-in (inline, populate)     |            | 4.2-7.9 us            | 4.4 us [4.2-4.7]       |
-//! | PART / Transfer-Only, 64 KiB                | <= 1.05x   | 1.11-1.66             | 1.44x [1.36-2.18]      |
-//! | PART / Transfer-Only, 4 MiB                 | <= 1.05x   | 1.20-1.30             | 1.51x [1.22-1.85]      |
-//! | scans x scan time / 4 MiB write time        | <= 0.05    | 0.055-0.11            | 0.056 [0.047-0.061]    |
-//! | live-hol (31 reps), others PART / no-fault  | <= 1.2x    | 1.75-2.5x (this session) | 2.7x [0.83-12]      |
-//! | live-hol, faulting 1 MiB file write, PART   |            | 0.14-0.9 s            | 3.9-4.6 ms             |
+//! | what                                        | target     | last session (brief) | A                   | B                   |
+//! |---------------------------------------------|------------|----------------------|---------------------|---------------------|
+//! | 8 B write, defaults (no pinning, no spin)   | <= 0.5 us  | 7.4 us               | 7.63 [7.24-7.74]    | 2.56 [2.49-6.99]    |
+//! | 8 B write, dedicated cores (pinned, spin)   | <= 0.5 us  | (not measured)       | 0.88 [0.88-0.89]    | 1.76 [1.68-1.80]    |
+//! | floor: one-way ring hand-off, spinning      |            | 0.13-0.15 us         | 0.14 [0.13-0.14]    | 0.14                |
+//! | 4 KiB into a missing page (NACK path)       | <= 10 us   | 27.8-41.4 us         | 25.9 [25.8-26.7]    | 21.1 [20.2-24.2]    |
+//! | the same, dedicated cores                   | <= 10 us   |                      | 25.1 [24.5-25.4]    | 30.0 [29.4-31.0]    |
+//! | of which the page-in (inline, populate)     |            | 4.2-7.9 us           | 4.4 [4.2-4.7]       | 4.3 [4.2-4.4]       |
+//! | PART / Transfer-Only, 64 KiB                | <= 1.05x   | 1.11-1.66            | 1.44 [1.36-2.18]    | 1.16 [1.03-1.43]    |
+//! | PART / Transfer-Only, 4 MiB                 | <= 1.05x   | 1.20-1.30            | 1.51 [1.22-1.85]    | 1.22 [1.15-1.28]    |
+//! | scans x scan time / 4 MiB write time        | <= 0.05    | 0.055-0.11           | 0.056 [0.047-0.061] | 0.060 [0.058-0.068] |
+//! | live-hol others PART / no-fault (15 reps)   | <= 1.2x    | 1.44-2.15            | 0.45 [0.22-0.78]    | 2.40 [1.13-6.70]    |
+//!
+//! `live-hol` alone with 31 repetitions, three runs at load ~4.9: others PART / no-fault
+//! 2.7x [0.83-12] (1.75-2.5x at the start of this session), the faulting 1 MiB file write
+//! 3.9-4.6 ms under PART (0.14-0.9 s at the start of this session) and 9.9-18.7 ms under
+//! the blocking engine. The dedicated-core configuration depends on what else runs on its two
+//! CPUs: set A and set B used the same binary code, twenty minutes apart.
 //!
 //! - Correctness: "one rank never received a data packet" with 16 outstanding blocks was the
 //!   engine counting each block timer of a window against `max_timeouts` (see
@@ -141,7 +147,9 @@
 //!   transmitting (NACK and ERR leave together). What remains here: four hand-offs (~2.2 us
 //!   each with the defaults), the page-in (~4.4 us), two source scans at the sender and
 //!   ~8 us of posting after the fresh mapping's expose. Not met; with dedicated cores the
-//!   hand-offs shrink to ~1 us but the write stays ~25 us (the posting and the scans remain).
+//!   hand-offs shrink to ~1 us (traced) but the write measured 24.5-31 us, no better than the
+//!   defaults: not understood yet (the posting and the scans remain; the target's spinning
+//!   progress thread also holds its core's lock for the `expose` of each fresh page).
 //! - Residency share: at 256 KiB, 300 alternating writes per engine
 //!   (`examples/check_cost.rs`), PART / Transfer-Only was 1.21-1.29 (one run 3.0) with the
 //!   20 us trust bound and 1.02-1.13 with verdicts trusted for a second (no scans): the cost is
