@@ -141,7 +141,7 @@
 //!   the page-in thread's work (reads, copies, page-cache work) competes with both engine
 //!   threads; lowering its priority (nice 10) made them slower, not faster. Not met.
 //! - Missing 4 KiB page: a trace (in-memory, timestamps) of one write: scan + pagemap `pread`
-//!   + `mincore` before the NACK (~10 us with tracing), the ERR a turn after the NACK, a new
+//!   and `mincore` before the NACK (~10 us with tracing), the ERR a turn after the NACK, a new
 //!   scan for the retransmission, and four hand-offs. Now the scan's "not good" is followed
 //!   by `mincore` only, the inline page-in leaves a good verdict, and events are routed before
 //!   transmitting (NACK and ERR leave together). What remains here: four hand-offs (~2.2 us
