@@ -67,6 +67,9 @@ pub const ENV_SET: &str = "UNPINNED_SET";
 
 /// Environment variable (optional): engine loop busy-poll time before yielding, us.
 pub const ENV_SPIN_US: &str = "UNPINNED_SPIN_US";
+/// Environment variable (optional): CPU to pin the progress thread to
+/// ([`LoopOptions::progress_cpu`]).
+pub const ENV_PROGRESS_CPU: &str = "UNPINNED_PROGRESS_CPU";
 /// Environment variable (optional): engine loop yield time before sleeping, us.
 pub const ENV_YIELD_US: &str = "UNPINNED_YIELD_US";
 /// Environment variable (optional): how long a residency verdict stays trusted, us
@@ -202,10 +205,14 @@ pub struct Config {
 ///   sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then). With
 ///   16 KiB packets, 16 blocks moved 4 MiB at 4.6-5.2 GB/s against 3.9-4.3 with 8 (three
 ///   interleaved `bench live` runs each), but the 3-rank shm test of `tests/multiproc.rs`
-///   then failed in 7 of 44 runs (two at a time, load average ~10: one rank's engine stopped
-///   receiving data packets, its peers ended with `RetryExceeded`; not understood yet) and in
-///   none of 52 with 8, so 8 stays (those runs had shm rings capped at 127 slots, since
-///   undone: see [`crate::transport::shm::ShmGeometry::new`]).
+///   then failed in 7 of 44 runs (two at a time, load average ~10) and in none of 52 with 8.
+///   Cause, found since: the engine counted every *block* timer against `max_timeouts`, so
+///   one silent period of a descheduled peer cost a 16-block window 16 of its 30 timeouts,
+///   and ~20 ms of silence failed the transfer (`RetryExceeded`; the failing rank then exited
+///   and its peers saw the rest). Silent *periods* are counted now (crates/part
+///   `requester.rs`): with 16 blocks the test passed 75 of 75 runs three at a time (load
+///   ~9), against 9 failures in 60 runs two at a time before. 8 stays the default until
+///   16 is measured again for bandwidth.
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
@@ -374,6 +381,12 @@ impl Runtime {
         if let Some(d) = us(ENV_WAIT_YIELD_US)? {
             cfg.loop_options.wait_yield = d;
         }
+        if let Ok(v) = std::env::var(ENV_PROGRESS_CPU) {
+            cfg.loop_options.progress_cpu = Some(v.trim().parse().map_err(|e| LiveError::Env {
+                var: ENV_PROGRESS_CPU,
+                why: format!("not a CPU number ({e})"),
+            })?);
+        }
         if let Ok(v) = std::env::var(ENV_FILL_ON_ACCESS_PAGES) {
             cfg.loop_options.fill_on_access_max_pages =
                 v.trim().parse().map_err(|e| LiveError::Env {
@@ -457,6 +470,15 @@ impl Runtime {
                 transport.max_packet(),
                 cfg.max_packet()
             )));
+        }
+        if let Some(cpu) = cfg.loop_options.progress_cpu {
+            let allowed = crate::affinity::allowed_cpus()
+                .map_err(|e| LiveError::Config(format!("cannot read this process's CPUs: {e}")))?;
+            if !allowed.contains(&cpu) {
+                return Err(LiveError::Config(format!(
+                    "progress_cpu {cpu} is not one of this process's CPUs {allowed:?}"
+                )));
+            }
         }
         let active = crate::active::ActiveAccess::new(cfg.rank);
         active.state.replies.set_waker(transport.waker());

@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod active;
+pub mod affinity;
 pub mod api;
 pub mod atomics;
 pub mod bootstrap;

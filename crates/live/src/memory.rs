@@ -375,8 +375,8 @@ impl LiveMemory {
         }
         self.stats.filled_pages += (end - start) / PAGE_BYTES;
         self.stats.fill_ns += t.elapsed().as_nanos() as u64;
-        // Verdicts from before the page-in are stale.
-        self.forget();
+        // Per-page entries from before the page-in are stale; the range is now good.
+        self.paged_in(start, end);
         true
     }
 
@@ -432,6 +432,28 @@ impl LiveMemory {
     /// Forget every pagemap window now (pages were just brought in or marked bad).
     pub fn forget(&mut self) {
         self.forget_windows();
+    }
+
+    /// `[start, end)` was just paged in for writing (`MADV_POPULATE_WRITE` succeeded): drop
+    /// the per-page entries (they may say "missing") but keep the range verdicts (they only
+    /// ever say "good", and a page-in makes no good page bad), and remember the range as good
+    /// for the TTL, as a scan right now would. The retransmission after the ERR then needs no
+    /// new scan (1.8 us here).
+    pub fn paged_in(&mut self, start: u64, end: u64) {
+        for w in &mut self.windows {
+            w.len = 0;
+            w.at = None;
+        }
+        if end > start {
+            let v = self.range_victim;
+            self.range_victim = (v + 1) % RANGES;
+            self.ranges[v] = Verdict {
+                start: page_of(start),
+                end,
+                write: true,
+                at: Some(StdInstant::now()),
+            };
+        }
     }
 
     fn forget_windows(&mut self) {
@@ -570,7 +592,23 @@ impl LiveMemory {
         };
         let mut page = page_of(addr);
         if self.bad.is_empty() || !self.overlaps_bad(page, end) {
+            let scanned = self.scan && (access == Access::Read || !crate::scan::forked());
             page = self.covered(page, end, access);
+            if page < end && scanned && self.scan {
+                // The scan just saw this page not good (missing, or the zero page for a
+                // write) or not mapped: only `mincore` is needed to tell which, not the
+                // per-page pagemap entry (a `pread`, 2.7-4.7 us here, on every NACK).
+                self.stats.mincore_calls += 1;
+                return if is_mapped(page) {
+                    self.stats.not_present += 1;
+                    Err(MemError::NotPresent { page_addr: page })
+                } else {
+                    self.stats.unmapped += 1;
+                    Err(MemError::Unmapped {
+                        addr: page.max(addr),
+                    })
+                };
+            }
         }
         while page < end {
             match self.page_state(page, access) {
@@ -979,6 +1017,38 @@ mod tests {
         );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
+    }
+
+    #[test]
+    fn a_missing_page_costs_a_scan_and_mincore_and_a_page_in_is_trusted_after() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(2);
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        let s0 = m.stats();
+        assert_eq!(
+            m.check(base, 4096, Access::Write),
+            Err(MemError::NotPresent { page_addr: base })
+        );
+        let s1 = m.stats();
+        if s1.range_scans > s0.range_scans {
+            // With PAGEMAP_SCAN: no per-page pagemap read on the NACK path.
+            assert_eq!(s1.pagemap_reads, s0.pagemap_reads);
+            assert_eq!(s1.mincore_calls, s0.mincore_calls + 1);
+        }
+        crate::fault_handler::page_in(base, base + 4096, true).unwrap();
+        m.paged_in(base, base + 4096);
+        let s2 = m.stats();
+        assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
+        let s3 = m.stats();
+        assert_eq!((s3.range_scans, s3.pagemap_reads), (s2.range_scans, s2.pagemap_reads));
+        // The second page was not paged in: still missing.
+        m.begin_turn();
+        assert_eq!(
+            m.check(base + 4096, 8, Access::Write),
+            Err(MemError::NotPresent { page_addr: base + 4096 })
+        );
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 8192) };
     }
 
     #[test]

@@ -7,10 +7,12 @@
 //!    destination faults, `handle_source_resolved` for source faults, bad ranges into memory;
 //! 2. up to [`LoopOptions::batch`] packets from the transport into `handle_packet`;
 //! 3. `handle_timeout` if the engine's deadline has passed;
-//! 4. up to `batch` packets from `poll_transmit` into the transport (a packet the transport
+//! 4. `poll_event`: completions to the completion queue, fault records to inline page-in
+//!    (whose ERR then leaves with the NACK in step 5) or to the page-in thread;
+//! 5. up to `batch` packets from `poll_transmit` into the transport (a packet the transport
 //!    cannot take yet stays pending; one towards a destination that stays full longer than
 //!    [`LoopOptions::drop_after`] is dropped, as a lossy link would: the engine recovers);
-//! 5. `poll_event`: completions to the completion queue, fault records to the handler.
+//! 6. `poll_event` again, for what transmitting produced (source faults, failed transfers).
 //!
 //! This is the same routing as the simulator's `World::service` (crates/sim/src/world.rs),
 //! with real threads, memory and packets instead of modelled ones. The pagemap windows of
@@ -54,7 +56,16 @@
 //! alone; a missing 4 KiB page 35 us, 196 us, 85 us, 143 us. Whenever the machine's other load
 //! leaves our two threads one core, a spinner keeps the thread it waits for off that core
 //! until its spin ends. Spinning wins only with a core per thread; then set
-//! `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US`.
+//! `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US` and pin the threads apart
+//! ([`LoopOptions::progress_cpu`], [`crate::affinity`]). Measured (`bench live`, two sets of
+//! three runs of `--repeat 15`, load ~5 and ~4): 8 B write 7.24-7.74 us and 2.49-6.99 us with
+//! the defaults, 0.88-0.89 us and 1.68-1.80 us with the caller pinned to CPU 0 and the
+//! target's progress thread to CPU 1, both spinning 200 us.
+//! Unpinned, the same spin gave 1.7 us or ~110 us from run to run: a trace showed the
+//! target's progress thread runnable but kept off the caller's core for the caller's whole
+//! spin. With the defaults a write is two polling periods of `sched_yield` + turn (~2.2 us
+//! each here) plus two residency scans (~1.8 us each, when the last verdict is older than
+//! its 20 us bound) plus ~2 us of posting and copying.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -148,6 +159,12 @@ pub struct LoopOptions {
     /// inline anyway (`UNPINNED_FILL_ON_ACCESS_PAGES`; default 0: off, every fault NACKed as
     /// in the spec; `bench live` measures both).
     pub fill_on_access_max_pages: u64,
+    /// Pin the progress thread to this CPU (`UNPINNED_PROGRESS_CPU`; default `None`: the
+    /// scheduler places it). Part of the dedicated-core configuration: a progress thread that
+    /// spins ([`LoopOptions::spin`]) helps only on a core of its own; sharing one with the
+    /// caller it waits for, it kept that caller off the core for its whole spin (8 B write
+    /// 1.7 us or ~110 us from run to run with 100 us of spin on this 2-vCPU VM).
+    pub progress_cpu: Option<usize>,
 }
 
 impl Default for LoopOptions {
@@ -167,6 +184,7 @@ impl Default for LoopOptions {
             // Off: the spec's path (page-fault NACK, page-in, ERR, retransmission) is the
             // default; page-in on access is an opt-in policy that skips the protocol.
             fill_on_access_max_pages: 0,
+            progress_cpu: None,
         }
     }
 }
@@ -399,7 +417,7 @@ impl Core {
         st.pages.fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
         st.page_in_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         st.errs.fetch_add(1, Ordering::Relaxed);
-        self.mem.forget();
+        self.mem.paged_in(s, e);
         self.engine.post_err(rec.transfer, rec.block, rec.block_seq);
         true
     }
@@ -489,7 +507,12 @@ impl Core {
             self.engine.handle_timeout(now);
         }
 
-        // 4. Transmit, written in place into the transport where it allows (the shm ring slot
+        // 4. Events of what arrived, before transmitting: a destination fault paged in inline
+        // queues its ERR now, so it leaves with its NACK in this turn instead of the next one
+        // (and completions are delivered a transmit batch earlier).
+        work |= self.route_events();
+
+        // 5. Transmit, written in place into the transport where it allows (the shm ring slot
         // towards the last destination), else through `tx`.
         for _ in 0..self.opts.batch {
             let (dst, len) = match self.pending.take() {
@@ -548,7 +571,15 @@ impl Core {
             }
         }
 
-        // 5. Events.
+        // 6. Events (again: transmitting can fail transfers or meet source faults).
+        work |= self.route_events();
+        work
+    }
+
+    /// Completions to the completion queue, fault records to inline page-in or the page-in
+    /// thread. Returns whether there were any.
+    fn route_events(&mut self) -> bool {
+        let mut work = false;
         while let Some(ev) = self.engine.poll_event() {
             work = true;
             match ev {
@@ -576,6 +607,11 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         Ok(c) => (c.opts, c.clock),
         Err(_) => return finish(&core, &shared),
     };
+    if let Some(cpu) = opts.progress_cpu {
+        // Validated by `Runtime::new`; a failure here (the CPU went offline since) leaves the
+        // thread where the scheduler puts it, which is correct, only slower.
+        let _ = crate::affinity::pin_current_thread(&[cpu]);
+    }
     let mut idle_since: Option<StdInstant> = None;
     // When this thread's own turn last found work: it spins only after that (a target whose
     // peer may send again), never after a caller's driving (the caller's rank just got its

@@ -328,6 +328,12 @@ fn panicking_handler_and_missing_handler_do_not_hang_flushes() {
             // message with a backtrace can take long on a loaded machine); the second flush
             // waits the whole timeout by design.
             c.op_timeout = Duration::from_secs(2);
+            // The initiator gives a held get up after `max_timeouts` silent periods (30 x 10
+            // ms with the live defaults): five panics printing backtraces on a loaded machine
+            // took longer than that (RetryExceeded on the first flush, 3 of 30 runs two at a
+            // time at load average ~7). Allow more than the operation timeout, so that the
+            // second flush ends by the timeout as intended.
+            c.engine.max_timeouts = 1000;
             Runtime::new(c, Box::new(t)).unwrap()
         })
         .collect();

@@ -70,8 +70,14 @@ pub struct TxTransfer {
     pub next_block: u32,
     /// The window, ordered by block id.
     pub window: Vec<TxBlock>,
-    /// Timeouts since the peer last answered.
+    /// Silent periods since the peer last answered: block timeouts, counted at most once per
+    /// ack timeout. Every block of the window has its own timer, and one silent period fires
+    /// all of them; counting each made `max_timeouts` a budget of `max_timeouts / window`
+    /// periods (with 16 outstanding blocks and 30 timeouts, a peer descheduled for ~20 ms
+    /// failed the transfer with `RetryExceeded`).
     pub silent_timeouts: u32,
+    /// When the last silent period was counted (`None`: none since the peer last answered).
+    pub silent_counted_at: Option<Instant>,
     /// In the ready queue.
     pub in_ready: bool,
 }
@@ -80,6 +86,11 @@ impl TxTransfer {
     fn block_len(&self, block: u32, block_bytes: u32) -> u32 {
         let start = block as u64 * block_bytes as u64;
         (self.len - start).min(block_bytes as u64) as u32
+    }
+    /// The peer answered (ACK, NACK or ERR): the silence is over.
+    fn peer_answered(&mut self) {
+        self.silent_timeouts = 0;
+        self.silent_counted_at = None;
     }
     fn has_sendable(&self) -> bool {
         self.window.iter().any(|b| b.state == BlockState::Sending)
@@ -115,6 +126,7 @@ impl PartEngine {
             next_block: 0,
             window: Vec::with_capacity(self.cfg.max_outstanding as usize),
             silent_timeouts: 0,
+            silent_counted_at: None,
             in_ready: false,
         };
         let slot = match self.tx_free.pop() {
@@ -288,7 +300,7 @@ impl PartEngine {
             return;
         };
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.silent_timeouts = 0;
+        t.peer_answered();
         let b = &mut t.window[idx];
         if b.state == BlockState::Acked {
             return;
@@ -325,7 +337,7 @@ impl PartEngine {
             return;
         };
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.silent_timeouts = 0;
+        t.peer_answered();
         let b = t.window[idx];
         if b.seq != seq || b.state == BlockState::Acked {
             self.stats.stale_dropped += 1;
@@ -376,7 +388,7 @@ impl PartEngine {
             return;
         };
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.silent_timeouts = 0;
+        t.peer_answered();
         let b = t.window[idx];
         // Only the attempt that faulted is resent; an ERR for an older attempt is stale (a
         // newer attempt is already on its way and has its own fault record if it faulted).
@@ -414,7 +426,13 @@ impl PartEngine {
             self.make_ready(slot);
             return;
         }
-        t.silent_timeouts += 1;
+        // Timers of blocks sent in the same period expire within one ack timeout of the one
+        // that was counted: the same silence, counted once.
+        let period = self.cfg.ack_timeout();
+        if t.silent_counted_at.is_none_or(|c| now.saturating_since(c) >= period) {
+            t.silent_timeouts += 1;
+            t.silent_counted_at = Some(now);
+        }
         if t.silent_timeouts > self.cfg.max_timeouts {
             let err = CompletionError::RetryExceeded;
             self.fail_transfer(now, slot, err);

@@ -41,6 +41,15 @@ impl Rng {
     }
 }
 
+/// Revokes an exposure when dropped (before the memory it covers is unmapped).
+struct Revoke<'a>(&'a Runtime, unpinned_live::RemoteKey);
+
+impl Drop for Revoke<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.revoke(self.1);
+    }
+}
+
 fn fail(msg: String) -> Result<(), String> {
     Err(msg)
 }
@@ -108,6 +117,9 @@ fn transfers(rt: &Runtime) -> Result<(), String> {
         rt.expose(target.ptr(), n as usize * SLICE, Perms::RW)
             .map_err(e)?
     };
+    // Declared after `target`, so dropped before it: on an early error return, peers' writes
+    // still in flight must find the key revoked, not write into unmapped memory.
+    let _revoke_target = Revoke(rt, key);
     let regions = rt
         .exchange(target.addr(), (n as usize * SLICE) as u64, key)
         .map_err(e)?;
@@ -117,6 +129,7 @@ fn transfers(rt: &Runtime) -> Result<(), String> {
         .map_err(|e| format!("file mapping: {e}"))?;
     // SAFETY: as for `target`.
     let fkey = unsafe { rt.expose(file.ptr(), FILE_LEN, Perms::RW).map_err(e)? };
+    let _revoke_file = Revoke(rt, fkey);
     let files = rt.exchange(file.addr(), FILE_LEN as u64, fkey).map_err(e)?;
     rt.barrier().map_err(e)?;
 

@@ -122,6 +122,18 @@ impl Pair {
         handler: HandlerConfig,
         fill_pages: u64,
     ) -> Result<Pair, ExperimentError> {
+        Pair::with_loop(profile, mode, handler, fill_pages, |_, _| {})
+    }
+
+    /// [`Pair::with_fill`], then `tune(rank, options)` adjusts each rank's loop options (the
+    /// dedicated-core configuration of `bench live`).
+    pub fn with_loop(
+        profile: &Profile,
+        mode: MemoryMode,
+        handler: HandlerConfig,
+        fill_pages: u64,
+        tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
+    ) -> Result<Pair, ExperimentError> {
         let mut cfgs: Vec<Config> = (0..2)
             .map(|r| {
                 let mut c = Config::new(r, 2);
@@ -153,6 +165,7 @@ impl Pair {
                     c.loop_options.wait_yield = d;
                 }
                 c.loop_options.fill_on_access_max_pages = fill_pages;
+                tune(r, &mut c.loop_options);
                 c
             })
             .collect();
