@@ -20,6 +20,7 @@ use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
 use crate::net::Topology;
 use crate::queue::EventQueue;
+use crate::slab::Slab;
 
 /// Everything that shapes a simulation run.
 #[derive(Clone, Debug)]
@@ -133,7 +134,7 @@ pub struct Node {
 /// every push and pop, and small ones make that cheap.
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    Post { index: u32 },
+    Post { slot: u32 },
     TxReady { node: NodeId },
     Arrive { buf: u32 },
     EngineTimer { node: NodeId },
@@ -175,8 +176,8 @@ pub struct Sim {
     buf_len: usize,
     fault_rng: SimRng,
     setup_rng: SimRng,
-    /// Posts not yet completed, by post index.
-    pending: FxHashMap<u32, PostRecord>,
+    /// Posts not yet completed, by slot (see [`Slab`]).
+    pending: Slab<PostRecord>,
     /// Completed posts, in completion order (kept unless `forget_completed` drains them).
     completed: Vec<PostRecord>,
     next_post: u32,
@@ -242,7 +243,7 @@ impl Sim {
             buf_len,
             fault_rng: rng_for(cfg.seed, "faults"),
             setup_rng: rng_for(cfg.seed, "setup"),
-            pending: FxHashMap::default(),
+            pending: Slab::new(),
             completed: Vec::new(),
             next_post: 0,
             by_wr: FxHashMap::default(),
@@ -364,12 +365,13 @@ impl Sim {
     }
 
     /// The user posts `wr` at node `n` at time `at` (>= now); the engine sees it after the
-    /// co-processor's initiation time. Returns the index of its record.
+    /// co-processor's initiation time. Returns its number (posts are numbered from 0 in posting
+    /// order).
     pub fn post(&mut self, at: Instant, n: NodeId, wr: WorkRequest) -> usize {
         let index = self.next_post as usize;
         self.next_post += 1;
-        self.pending.insert(index as u32, PostRecord { node: n, wr, posted_at: at, completion: None });
-        self.schedule(at.max(self.now) + self.initiation, Ev::Post { index: index as u32 });
+        let slot = self.pending.insert(PostRecord { node: n, wr, posted_at: at, completion: None });
+        self.schedule(at.max(self.now) + self.initiation, Ev::Post { slot });
         index
     }
 
@@ -386,6 +388,15 @@ impl Sim {
     /// Drop the records of completed posts (long runs keep memory flat).
     pub fn forget_completed(&mut self) -> Vec<PostRecord> {
         std::mem::take(&mut self.completed)
+    }
+
+    /// Like [`Sim::forget_completed`], into `out` (cleared first): a driver that drains after
+    /// every step reuses one buffer instead of allocating one per completion.
+    pub fn take_completed_into(&mut self, out: &mut Vec<PostRecord>) {
+        out.clear();
+        if !self.completed.is_empty() {
+            std::mem::swap(out, &mut self.completed);
+        }
     }
 
     /// Run until no event is left (or `limit` simulated time passes: an error).
@@ -421,7 +432,7 @@ impl Sim {
         self.events += 1;
         self.max_queue = self.max_queue.max(self.queue.len() + 1);
         match ev {
-            Ev::Post { index } => self.on_post(index),
+            Ev::Post { slot } => self.on_post(slot),
             Ev::TxReady { node } => self.on_tx_ready(node),
             Ev::Arrive { buf } => self.on_arrive(buf),
             Ev::EngineTimer { node } => self.on_engine_timer(node),
@@ -469,20 +480,20 @@ impl Sim {
         }
     }
 
-    fn on_post(&mut self, index: u32) {
-        let rec = self.pending[&index].clone();
-        let n = rec.node;
-        self.trace_event(1, n, &rec.wr.wr_id.to_le_bytes());
-        if self.by_wr.insert((n, rec.wr.wr_id), index).is_some() {
-            self.checker.violation(format!("wr_id {} posted twice at node {n} while outstanding", rec.wr.wr_id));
+    fn on_post(&mut self, slot: u32) {
+        let rec = self.pending.get(slot).expect("pending post");
+        let (n, wr) = (rec.node, rec.wr);
+        self.trace_event(1, n, &wr.wr_id.to_le_bytes());
+        if self.by_wr.insert((n, wr.wr_id), slot).is_some() {
+            self.checker.violation(format!("wr_id {} posted twice at node {n} while outstanding", wr.wr_id));
         }
-        if rec.wr.op == Op::Read {
+        if wr.op == Op::Read {
             // The NI may write the read's local buffer while it is pending.
-            self.nodes[n as usize].mem.allow_writes(rec.wr.local_pdid, rec.wr.local_addr, rec.wr.local_addr + rec.wr.len);
+            self.nodes[n as usize].mem.allow_writes(wr.local_pdid, wr.local_addr, wr.local_addr + wr.len);
         }
-        self.checker.on_post(&self.nodes, n, &rec.wr);
+        self.checker.on_post(&self.nodes, n, &wr);
         let now = self.now;
-        if let Err(e) = self.nodes[n as usize].engine.post(now, rec.wr) {
+        if let Err(e) = self.nodes[n as usize].engine.post(now, wr) {
             self.checker.violation(format!("post refused: {e}"));
         }
         self.service(n);
@@ -757,11 +768,11 @@ impl Sim {
     }
 
     fn on_completion(&mut self, n: NodeId, c: Completion) {
-        let Some(index) = self.by_wr.remove(&(n, c.wr_id)) else {
+        let Some(slot) = self.by_wr.remove(&(n, c.wr_id)) else {
             self.checker.violation(format!("completion of wr_id {} at node {n} without an outstanding post (duplicate?)", c.wr_id));
             return;
         };
-        let mut rec = self.pending.remove(&index).expect("pending post");
+        let mut rec = self.pending.remove(slot).expect("pending post");
         rec.completion = Some(c);
         let wr = rec.wr;
         self.completed.push(rec);
