@@ -19,7 +19,7 @@ use crate::invariants::Checker;
 use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
 use crate::net::Topology;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Packed};
 use crate::slab::Slab;
 
 /// Everything that shapes a simulation run.
@@ -130,8 +130,8 @@ pub struct Node {
 }
 
 /// What an event does. Every variant carries one `u32` (a packet on a link keeps its
-/// addressing in its [`LinkBuf`]), so a queue entry is 24 bytes: the heap moves entries on
-/// every push and pop, and small ones make that cheap.
+/// addressing in its [`LinkBuf`]), so it packs into 35 bits of a 16-byte queue entry: the heap
+/// moves entries on every push and pop, and small ones make that cheap.
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Post { slot: u32 },
@@ -139,6 +139,33 @@ enum Ev {
     Arrive { buf: u32 },
     EngineTimer { node: NodeId },
     HandlerTimer { node: NodeId },
+}
+
+impl Packed for Ev {
+    /// The variant in bits 32..35, its `u32` below.
+    #[inline(always)]
+    fn pack(self) -> u64 {
+        let (tag, v) = match self {
+            Ev::Post { slot } => (0, slot),
+            Ev::TxReady { node } => (1, node),
+            Ev::Arrive { buf } => (2, buf),
+            Ev::EngineTimer { node } => (3, node),
+            Ev::HandlerTimer { node } => (4, node),
+        };
+        (tag << 32) | v as u64
+    }
+
+    #[inline(always)]
+    fn unpack(bits: u64) -> Ev {
+        let v = bits as u32;
+        match bits >> 32 {
+            0 => Ev::Post { slot: v },
+            1 => Ev::TxReady { node: v },
+            2 => Ev::Arrive { buf: v },
+            3 => Ev::EngineTimer { node: v },
+            _ => Ev::HandlerTimer { node: v },
+        }
+    }
 }
 
 /// A packet buffer of the links, reused across packets.
@@ -159,7 +186,6 @@ struct LinkBuf {
 pub struct Sim {
     cfg: SimConfig,
     now: Instant,
-    seq: u64,
     queue: EventQueue<Ev>,
     nodes: Vec<Node>,
     bufs: Vec<LinkBuf>,
@@ -232,7 +258,6 @@ impl Sim {
         let buf_len = p.engine.packet_bytes as usize + DATA_HEADER_LEN + 64;
         Sim {
             now: Instant::ZERO,
-            seq: 0,
             queue: EventQueue::new(),
             nodes,
             bufs: Vec::new(),
@@ -470,8 +495,7 @@ impl Sim {
     }
 
     fn schedule(&mut self, at: Instant, ev: Ev) {
-        self.seq += 1;
-        self.queue.push(at, self.seq, ev);
+        self.queue.push(at, ev);
     }
 
     fn trace_event(&mut self, kind: u8, node: NodeId, bytes: &[u8]) {
