@@ -120,7 +120,6 @@ pub struct Node {
     pub handler: FaultHandlerModel,
     tx_free_at: Instant,
     tx_prep_at: Instant,
-    rx_free_at: Instant,
     ni_ready_at: Instant,
     tx_pending: bool,
     engine_timer: Option<Instant>,
@@ -202,6 +201,10 @@ pub struct Sim {
     free_compact: Vec<u32>,
     /// Zeroed full-size buffer compact packets are expanded into on arrival.
     rx_zeroed: Vec<u8>,
+    /// Per node: when its input port is free. Kept apart from the nodes, densely: a sender
+    /// reads it for every packet, and at thousands of nodes the destination's node state
+    /// (kilobytes apart) is rarely in the cache, while this array (8 bytes per node) is.
+    rx_free_at: Vec<Instant>,
     /// Small and zero-payload packets are stored compactly (not with fault injection or
     /// tracing: they look at or change every byte on the link; and only when a full buffer is
     /// much larger than a compact one, [`linkbuf::COMPACT_MIN_BUF_BYTES`]: with small packets
@@ -254,7 +257,6 @@ impl Sim {
                     handler: FaultHandlerModel::new(HandlerConfig { os: p.os.clone(), policy: cfg.policy, send_err: cfg.send_err }),
                     tx_free_at: Instant::ZERO,
                     tx_prep_at: Instant::ZERO,
-                    rx_free_at: Instant::ZERO,
                     ni_ready_at: Instant::ZERO,
                     tx_pending: false,
                     engine_timer: None,
@@ -272,6 +274,7 @@ impl Sim {
             free_bufs: Vec::new(),
             free_compact: Vec::new(),
             rx_zeroed: Vec::new(),
+            rx_free_at: vec![Instant::ZERO; cfg.nodes as usize],
             compact_ok: !cfg.faults.any() && !cfg.trace && buf_len >= linkbuf::COMPACT_MIN_BUF_BYTES,
             buf_len,
             fault_rng: rng_for(cfg.seed, "faults"),
@@ -629,7 +632,7 @@ impl Sim {
     }
 
     fn deliver(&mut self, dst: NodeId, buf: u32, arrival: Instant, ser: Duration) {
-        let Some(d) = self.nodes.get_mut(dst as usize) else {
+        let Some(rx_free_at) = self.rx_free_at.get_mut(dst as usize) else {
             // Back to the pool it came from (a compact buffer cannot take a full packet).
             if self.bufs[buf as usize].compact {
                 self.free_compact.push(buf);
@@ -639,8 +642,8 @@ impl Sim {
             return;
         };
         // The receiver's input port serializes packets too.
-        let at = arrival.max(d.rx_free_at + ser);
-        d.rx_free_at = at;
+        let at = arrival.max(*rx_free_at + ser);
+        *rx_free_at = at;
         self.schedule(at, Ev::Arrive { buf });
     }
 

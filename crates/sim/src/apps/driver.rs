@@ -181,7 +181,7 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
         eps.push(ep);
         rs.push(Rank { ops: VecDeque::new(), next_iter: iters.start, bufs, bufs_len: len, outstanding: 0, state: State::Ready, debt: Duration::ZERO, next_id: 1 });
     }
-    let mut d = Driver { cfg, sim, eps, control_end, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0, done: Vec::new() };
+    let mut d = Driver { cfg, sim, eps, control_end, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0, done: Vec::new(), scratch: Vec::new() };
     for r in 0..n {
         d.wake.push(Reverse((Instant::ZERO, r)));
     }
@@ -211,6 +211,9 @@ struct Driver<'a> {
     finished: u32,
     /// Completed posts of the last step (a buffer kept across steps).
     done: Vec<crate::world::PostRecord>,
+    /// An iteration's operations on their way into a rank's queue (a buffer kept across
+    /// iterations).
+    scratch: Vec<Op>,
 }
 
 impl Driver<'_> {
@@ -344,9 +347,9 @@ impl Driver<'_> {
                 }
                 let it = rank.next_iter;
                 rank.next_iter += 1;
-                let mut ops = Vec::new();
-                self.model.iteration(n, it, &mut ops);
-                rank.ops.extend(ops);
+                self.scratch.clear();
+                self.model.iteration(n, it, &mut self.scratch);
+                rank.ops.extend(self.scratch.drain(..));
                 if self.cfg.evict_every > 0 && it > self.iters.start && (it - self.iters.start) % self.cfg.evict_every == 0 {
                     // Memory pressure: the OS reclaimed every buffer page since the last
                     // iteration; the next use faults again (NI or CPU).
