@@ -134,9 +134,9 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
     if args.workload != "transfers" {
         let r = crate::bench_apps::run(&args.profile, &args.workload, args.nodes, &args.topology, &args.mode, args.packet_bytes, args.window_s)?;
         println!(
-            "{} on {} nodes ({}, {}): {} iterations, {:.3} s simulated, {} events in {:.1} s wall ({:.1} s CPU) = {:.2} M events/s ({:.2} M per CPU second); peak RSS {:.1} MiB = {:.1} KiB per simulated node; {} sends, {} fault interrupts",
+            "{} on {} nodes ({}, {}): {} iterations, {:.3} s simulated, {} events in {:.1} s wall ({:.1} s CPU) = {:.2} M events/s ({:.2} M per CPU second); peak RSS {:.1} MiB = {:.1} KiB per simulated node; {} sends, {} fault interrupts; event queue up to {} entries, {} stale timer entries",
             r.workload, r.nodes, r.topology, r.mode, r.iterations, r.simulated_s, r.events, r.wall_s, r.cpu_s, r.events_per_s / 1e6, r.events_per_cpu_s / 1e6,
-            r.peak_rss_bytes as f64 / 1048576.0, r.peak_bytes_per_node / 1024.0, r.sends, r.fault_interrupts
+            r.peak_rss_bytes as f64 / 1048576.0, r.peak_bytes_per_node / 1024.0, r.sends, r.fault_interrupts, r.queue_max, r.stale_timers
         );
         if let Some(path) = &args.json {
             let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;

@@ -44,6 +44,10 @@ pub struct AppBenchReport {
     pub sends: u64,
     /// IOMMU fault interrupts.
     pub fault_interrupts: u64,
+    /// Largest number of entries in the event queue at once.
+    pub queue_max: u64,
+    /// Superseded timer entries popped from the queue (not counted as events).
+    pub stale_timers: u64,
 }
 
 /// Run one application benchmark.
@@ -91,5 +95,7 @@ pub fn run(profile: &crate::args::ProfileArgs, workload: &str, nodes: u32, topol
         peak_bytes_per_node: peak.saturating_sub(rss0) as f64 / nodes as f64,
         sends: r.sends,
         fault_interrupts: r.fault_interrupts,
+        queue_max: r.queue_max,
+        stale_timers: r.stale_timers,
     })
 }

@@ -2,11 +2,11 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, CompletionError, NodeId, Op, RemoteKey, WorkRequest};
 use unpinned_core::memory::Pdid;
 
 use crate::header::{Header, Kind, HEADER_BYTES};
+use crate::inflight::InFlight;
 use crate::layout::Layout;
 use crate::{MsgConfig, MsgError};
 
@@ -165,8 +165,10 @@ pub struct Endpoint {
     layout: Layout,
     infos: Vec<PeerInfo>,
     states: Vec<PeerState>,
-    index: FxHashMap<NodeId, u32>,
-    pending: FxHashMap<u64, Pending>,
+    /// (peer node, its index in `infos`), sorted by node: a binary search over a few cache
+    /// lines (a hash table per endpoint missed the cache on every arrival at scale).
+    index: Vec<(NodeId, u32)>,
+    pending: InFlight<Pending>,
     next_wr: u64,
     out: VecDeque<WorkRequest>,
     events: VecDeque<MsgEvent>,
@@ -201,15 +203,14 @@ impl Endpoint {
         if region_base.checked_add(layout.region_bytes()).is_none() {
             return Err(MsgError::BadRange);
         }
-        let mut index = FxHashMap::default();
-        for (i, p) in peers.iter().enumerate() {
-            if p.node == me || index.insert(p.node, i as u32).is_some() {
-                return Err(MsgError::BadConfig("peers must be distinct and not this node"));
-            }
+        let mut index: Vec<(NodeId, u32)> = peers.iter().enumerate().map(|(i, p)| (p.node, i as u32)).collect();
+        index.sort_unstable();
+        if index.iter().any(|&(n, _)| n == me) || index.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(MsgError::BadConfig("peers must be distinct and not this node"));
         }
         let k = cfg.slots_per_peer as usize;
         let states = peers.iter().map(|_| PeerState { next_seq: 1, expected: 1, header_busy: vec![false; k], ..PeerState::default() }).collect();
-        Ok(Endpoint { me, pdid, buf_rkey, cfg, layout, infos: peers, states, index, pending: FxHashMap::default(), next_wr: 1, out: VecDeque::new(), events: VecDeque::new(), staged: Vec::new(), stats: MsgStats::default() })
+        Ok(Endpoint { me, pdid, buf_rkey, cfg, layout, infos: peers, states, index, pending: InFlight::new(1), next_wr: 1, out: VecDeque::new(), events: VecDeque::new(), staged: Vec::new(), stats: MsgStats::default() })
     }
 
     /// The layout of this endpoint's region.
@@ -231,7 +232,7 @@ impl Endpoint {
     /// Like [`Endpoint::isend`], naming the key of a read-only exposure of this buffer (used
     /// by a rendezvous; a runtime may expose each large send buffer on its own).
     pub fn isend_keyed(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32, rkey: RemoteKey) -> Result<(), MsgError> {
-        let p = *self.index.get(&peer).ok_or(MsgError::UnknownPeer(peer))?;
+        let p = self.peer_index(peer).ok_or(MsgError::UnknownPeer(peer))?;
         addr.checked_add(len).ok_or(MsgError::BadRange)?;
         self.states[p as usize].queue.push_back(SendReq { id, addr, len, tag, rkey });
         self.pump_sends(p);
@@ -241,7 +242,7 @@ impl Endpoint {
     /// Post a receive of at most `len` bytes into `addr` from `peer`. Exactly one
     /// [`MsgEvent::Recv`] with `id` follows.
     pub fn irecv(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32) -> Result<(), MsgError> {
-        let p = *self.index.get(&peer).ok_or(MsgError::UnknownPeer(peer))?;
+        let p = self.peer_index(peer).ok_or(MsgError::UnknownPeer(peer))?;
         addr.checked_add(len).ok_or(MsgError::BadRange)?;
         self.states[p as usize].recvs.push_back(RecvReq { id, addr, len, tag });
         Ok(())
@@ -257,9 +258,15 @@ impl Endpoint {
 
     /// Like [`Endpoint::poll`], for one peer only.
     pub fn poll_node(&mut self, peer: NodeId, host: &mut impl HostMem) {
-        if let Some(&p) = self.index.get(&peer) {
+        if let Some(p) = self.peer_index(peer) {
             self.poll_peer(p, host);
         }
+    }
+
+    /// Index of `peer` in our peer list.
+    #[inline]
+    fn peer_index(&self, peer: NodeId) -> Option<u32> {
+        self.index.binary_search_by_key(&peer, |&(n, _)| n).ok().map(|i| self.index[i].1)
     }
 
     fn poll_peer(&mut self, p: u32, host: &mut impl HostMem) {
@@ -491,7 +498,7 @@ impl Endpoint {
 
     /// A work request of ours completed at the NI. Completions of unknown ids are ignored.
     pub fn handle_completion(&mut self, c: &Completion, host: &mut impl HostMem) {
-        let Some(what) = self.pending.remove(&c.wr_id) else { return };
+        let Some(what) = self.pending.remove(c.wr_id) else { return };
         match what {
             Pending::Payload { peer, slot, hdr, id } => {
                 self.events.push_back(MsgEvent::SendDone { id, result: c.status });
@@ -562,7 +569,7 @@ impl Endpoint {
 
     /// Whether work is left: queued sends, pending receives, operations in flight.
     pub fn is_busy(&self) -> bool {
-        !self.pending.is_empty() || !self.out.is_empty() || self.states.iter().any(|s| !s.queue.is_empty() || !s.recvs.is_empty() || !s.rndv_wait.is_empty())
+        self.pending.len() > 0 || !self.out.is_empty() || self.states.iter().any(|s| !s.queue.is_empty() || !s.recvs.is_empty() || !s.rndv_wait.is_empty())
     }
 
     /// The configuration.

@@ -27,6 +27,7 @@
 mod config;
 mod endpoint;
 mod header;
+mod inflight;
 mod layout;
 
 pub use config::MsgConfig;

@@ -13,6 +13,7 @@
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
 //! - [`queue`]: the event queue ((time, seq) order, a 4-ary heap).
 //! - [`world`]: the event loop.
+//! - [`slab`]: slot-addressed storage (the posts in flight).
 //! - [`apps`]: applications (per-rank programs over the message layer) on the simulator.
 //! - [`dsm`]: replay of DSM traces on the reference cluster's calibration.
 
@@ -32,6 +33,7 @@ pub mod pages;
 pub mod queue;
 pub mod rc;
 pub mod scenario;
+pub mod slab;
 pub mod world;
 
 pub use faults::FaultConfig;

@@ -19,7 +19,8 @@ use crate::invariants::Checker;
 use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
 use crate::net::Topology;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Packed};
+use crate::slab::Slab;
 
 /// Everything that shapes a simulation run.
 #[derive(Clone, Debug)]
@@ -119,7 +120,6 @@ pub struct Node {
     pub handler: FaultHandlerModel,
     tx_free_at: Instant,
     tx_prep_at: Instant,
-    rx_free_at: Instant,
     ni_ready_at: Instant,
     tx_pending: bool,
     engine_timer: Option<Instant>,
@@ -129,39 +129,73 @@ pub struct Node {
 }
 
 /// What an event does. Every variant carries one `u32` (a packet on a link keeps its
-/// addressing in its [`LinkBuf`]), so a queue entry is 24 bytes: the heap moves entries on
-/// every push and pop, and small ones make that cheap.
+/// addressing in its [`LinkBuf`]), so it packs into 35 bits of a 16-byte queue entry: the heap
+/// moves entries on every push and pop, and small ones make that cheap.
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    Post { index: u32 },
+    Post { slot: u32 },
     TxReady { node: NodeId },
     Arrive { buf: u32 },
     EngineTimer { node: NodeId },
     HandlerTimer { node: NodeId },
 }
 
-/// A packet buffer of the links, reused across packets.
+impl Packed for Ev {
+    /// The variant in bits 32..35, its `u32` below.
+    #[inline(always)]
+    fn pack(self) -> u64 {
+        let (tag, v) = match self {
+            Ev::Post { slot } => (0, slot),
+            Ev::TxReady { node } => (1, node),
+            Ev::Arrive { buf } => (2, buf),
+            Ev::EngineTimer { node } => (3, node),
+            Ev::HandlerTimer { node } => (4, node),
+        };
+        (tag << 32) | v as u64
+    }
+
+    #[inline(always)]
+    fn unpack(bits: u64) -> Ev {
+        let v = bits as u32;
+        match bits >> 32 {
+            0 => Ev::Post { slot: v },
+            1 => Ev::TxReady { node: v },
+            2 => Ev::Arrive { buf: v },
+            3 => Ev::EngineTimer { node: v },
+            _ => Ev::HandlerTimer { node: v },
+        }
+    }
+}
+
+/// A packet buffer of the links, reused across packets. A compact packet is kept inline
+/// (`small`), next to its addressing, so that its arrival reads one or two adjacent cache lines
+/// rather than a buffer entry plus a separate allocation: at thousands of nodes both missed the
+/// cache on most arrivals.
+#[repr(C, align(64))]
 struct LinkBuf {
-    bytes: Vec<u8>,
     len: u32,
     src: NodeId,
     dst: NodeId,
     /// The fault injector did not touch the bytes since the sender's engine emitted them, so
     /// their checksum (computed at emit) needs no re-verification at the receiver.
     intact: bool,
-    /// `bytes` is a compact buffer (see [`linkbuf`]): a small packet, or the header and the
-    /// CRC of a data packet whose payload is zeros. Pooled apart from the full-size ones.
+    /// A compact buffer (see [`linkbuf`]): the packet is in `small` (a small packet, or the
+    /// header and the CRC of a data packet whose payload is zeros), `bytes` is empty. Pooled
+    /// apart from the full-size ones.
     compact: bool,
     /// A data packet whose sender read its payload from a page without bytes: the payload is
     /// zeros (the receiver's memory then need not check it; see `SimMemory::vouch_zero`).
     zero_payload: bool,
+    /// A full-size buffer's bytes.
+    bytes: Vec<u8>,
+    /// A compact buffer's bytes.
+    small: [u8; linkbuf::COMPACT_CAP],
 }
 
 /// The simulator.
 pub struct Sim {
     cfg: SimConfig,
     now: Instant,
-    seq: u64,
     queue: EventQueue<Ev>,
     nodes: Vec<Node>,
     bufs: Vec<LinkBuf>,
@@ -170,6 +204,10 @@ pub struct Sim {
     free_compact: Vec<u32>,
     /// Zeroed full-size buffer compact packets are expanded into on arrival.
     rx_zeroed: Vec<u8>,
+    /// Per node: when its input port is free. Kept apart from the nodes, densely: a sender
+    /// reads it for every packet, and at thousands of nodes the destination's node state
+    /// (kilobytes apart) is rarely in the cache, while this array (8 bytes per node) is.
+    rx_free_at: Vec<Instant>,
     /// Small and zero-payload packets are stored compactly (not with fault injection or
     /// tracing: they look at or change every byte on the link; and only when a full buffer is
     /// much larger than a compact one, [`linkbuf::COMPACT_MIN_BUF_BYTES`]: with small packets
@@ -178,8 +216,8 @@ pub struct Sim {
     buf_len: usize,
     fault_rng: SimRng,
     setup_rng: SimRng,
-    /// Posts not yet completed, by post index.
-    pending: FxHashMap<u32, PostRecord>,
+    /// Posts not yet completed, by slot (see [`Slab`]).
+    pending: Slab<PostRecord>,
     /// Completed posts, in completion order (kept unless `forget_completed` drains them).
     completed: Vec<PostRecord>,
     next_post: u32,
@@ -222,7 +260,6 @@ impl Sim {
                     handler: FaultHandlerModel::new(HandlerConfig { os: p.os.clone(), policy: cfg.policy, send_err: cfg.send_err }),
                     tx_free_at: Instant::ZERO,
                     tx_prep_at: Instant::ZERO,
-                    rx_free_at: Instant::ZERO,
                     ni_ready_at: Instant::ZERO,
                     tx_pending: false,
                     engine_timer: None,
@@ -234,18 +271,18 @@ impl Sim {
         let buf_len = p.engine.packet_bytes as usize + DATA_HEADER_LEN + 64;
         Sim {
             now: Instant::ZERO,
-            seq: 0,
             queue: EventQueue::new(),
             nodes,
             bufs: Vec::new(),
             free_bufs: Vec::new(),
             free_compact: Vec::new(),
             rx_zeroed: Vec::new(),
+            rx_free_at: vec![Instant::ZERO; cfg.nodes as usize],
             compact_ok: !cfg.faults.any() && !cfg.trace && buf_len >= linkbuf::COMPACT_MIN_BUF_BYTES,
             buf_len,
             fault_rng: rng_for(cfg.seed, "faults"),
             setup_rng: rng_for(cfg.seed, "setup"),
-            pending: FxHashMap::default(),
+            pending: Slab::new(),
             completed: Vec::new(),
             next_post: 0,
             by_wr: FxHashMap::default(),
@@ -367,12 +404,13 @@ impl Sim {
     }
 
     /// The user posts `wr` at node `n` at time `at` (>= now); the engine sees it after the
-    /// co-processor's initiation time. Returns the index of its record.
+    /// co-processor's initiation time. Returns its number (posts are numbered from 0 in posting
+    /// order).
     pub fn post(&mut self, at: Instant, n: NodeId, wr: WorkRequest) -> usize {
         let index = self.next_post as usize;
         self.next_post += 1;
-        self.pending.insert(index as u32, PostRecord { node: n, wr, posted_at: at, completion: None });
-        self.schedule(at.max(self.now) + self.initiation, Ev::Post { index: index as u32 });
+        let slot = self.pending.insert(PostRecord { node: n, wr, posted_at: at, completion: None });
+        self.schedule(at.max(self.now) + self.initiation, Ev::Post { slot });
         index
     }
 
@@ -389,6 +427,15 @@ impl Sim {
     /// Drop the records of completed posts (long runs keep memory flat).
     pub fn forget_completed(&mut self) -> Vec<PostRecord> {
         std::mem::take(&mut self.completed)
+    }
+
+    /// Like [`Sim::forget_completed`], into `out` (cleared first): a driver that drains after
+    /// every step reuses one buffer instead of allocating one per completion.
+    pub fn take_completed_into(&mut self, out: &mut Vec<PostRecord>) {
+        out.clear();
+        if !self.completed.is_empty() {
+            std::mem::swap(out, &mut self.completed);
+        }
     }
 
     /// Run until no event is left (or `limit` simulated time passes: an error).
@@ -424,7 +471,7 @@ impl Sim {
         self.events += 1;
         self.max_queue = self.max_queue.max(self.queue.len() + 1);
         match ev {
-            Ev::Post { index } => self.on_post(index),
+            Ev::Post { slot } => self.on_post(slot),
             Ev::TxReady { node } => self.on_tx_ready(node),
             Ev::Arrive { buf } => self.on_arrive(buf),
             Ev::EngineTimer { node } => self.on_engine_timer(node),
@@ -462,8 +509,7 @@ impl Sim {
     }
 
     fn schedule(&mut self, at: Instant, ev: Ev) {
-        self.seq += 1;
-        self.queue.push(at, self.seq, ev);
+        self.queue.push(at, ev);
     }
 
     fn trace_event(&mut self, kind: u8, node: NodeId, bytes: &[u8]) {
@@ -472,20 +518,20 @@ impl Sim {
         }
     }
 
-    fn on_post(&mut self, index: u32) {
-        let rec = self.pending[&index].clone();
-        let n = rec.node;
-        self.trace_event(1, n, &rec.wr.wr_id.to_le_bytes());
-        if self.by_wr.insert((n, rec.wr.wr_id), index).is_some() {
-            self.checker.violation(format!("wr_id {} posted twice at node {n} while outstanding", rec.wr.wr_id));
+    fn on_post(&mut self, slot: u32) {
+        let rec = self.pending.get(slot).expect("pending post");
+        let (n, wr) = (rec.node, rec.wr);
+        self.trace_event(1, n, &wr.wr_id.to_le_bytes());
+        if self.by_wr.insert((n, wr.wr_id), slot).is_some() {
+            self.checker.violation(format!("wr_id {} posted twice at node {n} while outstanding", wr.wr_id));
         }
-        if rec.wr.op == Op::Read {
+        if wr.op == Op::Read {
             // The NI may write the read's local buffer while it is pending.
-            self.nodes[n as usize].mem.allow_writes(rec.wr.local_pdid, rec.wr.local_addr, rec.wr.local_addr + rec.wr.len);
+            self.nodes[n as usize].mem.allow_writes(wr.local_pdid, wr.local_addr, wr.local_addr + wr.len);
         }
-        self.checker.on_post(&self.nodes, n, &rec.wr);
+        self.checker.on_post(&self.nodes, n, &wr);
         let now = self.now;
-        if let Err(e) = self.nodes[n as usize].engine.post(now, rec.wr) {
+        if let Err(e) = self.nodes[n as usize].engine.post(now, wr) {
             self.checker.violation(format!("post refused: {e}"));
         }
         self.service(n);
@@ -507,7 +553,7 @@ impl Sim {
         let b = match self.free_bufs.pop() {
             Some(b) => b,
             None => {
-                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], len: 0, src: 0, dst: 0, intact: true, compact: false, zero_payload: false });
+                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], small: [0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: false, zero_payload: false });
                 (self.bufs.len() - 1) as u32
             }
         };
@@ -558,14 +604,14 @@ impl Sim {
                     let c = match self.free_compact.pop() {
                         Some(c) => c,
                         None => {
-                            self.bufs.push(LinkBuf { bytes: vec![0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: true, zero_payload: false });
+                            self.bufs.push(LinkBuf { bytes: Vec::new(), small: [0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: true, zero_payload: false });
                             (self.bufs.len() - 1) as u32
                         }
                     };
                     let mut kept = [0u8; linkbuf::COMPACT_CAP];
                     linkbuf::compact(&self.bufs[b as usize].bytes[..tx.len], &mut kept);
                     let small = &mut self.bufs[c as usize];
-                    small.bytes.copy_from_slice(&kept);
+                    small.small = kept;
                     (small.len, small.src, small.dst, small.intact) = (tx.len as u32, n, tx.dst, true);
                     self.free_bufs.push(b);
                     self.deliver(tx.dst, c, arrival + f.extra, ser);
@@ -592,7 +638,7 @@ impl Sim {
     }
 
     fn deliver(&mut self, dst: NodeId, buf: u32, arrival: Instant, ser: Duration) {
-        let Some(d) = self.nodes.get_mut(dst as usize) else {
+        let Some(rx_free_at) = self.rx_free_at.get_mut(dst as usize) else {
             // Back to the pool it came from (a compact buffer cannot take a full packet).
             if self.bufs[buf as usize].compact {
                 self.free_compact.push(buf);
@@ -602,8 +648,8 @@ impl Sim {
             return;
         };
         // The receiver's input port serializes packets too.
-        let at = arrival.max(d.rx_free_at + ser);
-        d.rx_free_at = at;
+        let at = arrival.max(*rx_free_at + ser);
+        *rx_free_at = at;
         self.schedule(at, Ev::Arrive { buf });
     }
 
@@ -652,7 +698,7 @@ impl Sim {
         self.arrived = Some((src, dst));
         let node = &mut self.nodes[dst as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
-        let packet = linkbuf::expand(&self.bufs[b as usize].bytes, len, &mut self.rx_zeroed);
+        let packet = linkbuf::expand(&self.bufs[b as usize].small, len, &mut self.rx_zeroed);
         self.arrived_write = write_target(packet);
         let _ = node.engine.handle_packet_intact(now, src, packet, &mut view);
         linkbuf::clear(len, &mut self.rx_zeroed);
@@ -705,15 +751,13 @@ impl Sim {
         if let Some(t) = node.engine.poll_timeout() {
             if node.engine_timer.is_none_or(|cur| t < cur) {
                 node.engine_timer = Some(t);
-                self.seq += 1;
-                self.queue.push(t, self.seq, Ev::EngineTimer { node: n });
+                self.queue.push(t, Ev::EngineTimer { node: n });
             }
         }
         if !node.tx_pending && node.engine.wants_transmit() {
             node.tx_pending = true;
             let at = self.now.max(node.tx_prep_at).max(node.ni_ready_at);
-            self.seq += 1;
-            self.queue.push(at, self.seq, Ev::TxReady { node: n });
+            self.queue.push(at, Ev::TxReady { node: n });
         }
     }
 
@@ -795,11 +839,11 @@ impl Sim {
     }
 
     fn on_completion(&mut self, n: NodeId, c: Completion) {
-        let Some(index) = self.by_wr.remove(&(n, c.wr_id)) else {
+        let Some(slot) = self.by_wr.remove(&(n, c.wr_id)) else {
             self.checker.violation(format!("completion of wr_id {} at node {n} without an outstanding post (duplicate?)", c.wr_id));
             return;
         };
-        let mut rec = self.pending.remove(&index).expect("pending post");
+        let mut rec = self.pending.remove(slot).expect("pending post");
         rec.completion = Some(c);
         let wr = rec.wr;
         self.completed.push(rec);

@@ -83,6 +83,10 @@ pub struct AppResult {
     pub minor_faults: u64,
     /// Simulator events.
     pub events: u64,
+    /// Superseded timer entries popped from the event queue (not events).
+    pub stale_timers: u64,
+    /// Largest number of entries in the simulator's event queue at once.
+    pub queue_max: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -177,7 +181,7 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
         eps.push(ep);
         rs.push(Rank { ops: VecDeque::new(), next_iter: iters.start, bufs, bufs_len: len, outstanding: 0, state: State::Ready, debt: Duration::ZERO, next_id: 1 });
     }
-    let mut d = Driver { cfg, sim, eps, control_end, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0 };
+    let mut d = Driver { cfg, sim, eps, control_end, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0, done: Vec::new(), scratch: Vec::new() };
     for r in 0..n {
         d.wake.push(Reverse((Instant::ZERO, r)));
     }
@@ -188,6 +192,8 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
         d.res.errs += s.engine.errs_sent;
     }
     d.res.events = d.sim.events();
+    let (stale, queue_max) = d.sim.queue_stats();
+    (d.res.stale_timers, d.res.queue_max) = (stale, queue_max as u64);
     Ok(d.res)
 }
 
@@ -203,6 +209,11 @@ struct Driver<'a> {
     model: &'a dyn AppModel,
     iters: std::ops::Range<u64>,
     finished: u32,
+    /// Completed posts of the last step (a buffer kept across steps).
+    done: Vec<crate::world::PostRecord>,
+    /// An iteration's operations on their way into a rank's queue (a buffer kept across
+    /// iterations).
+    scratch: Vec<Op>,
 }
 
 impl Driver<'_> {
@@ -254,7 +265,9 @@ impl Driver<'_> {
             self.charge(n, spent, mf);
             self.drain(n, self.sim.now());
         }
-        for rec in self.sim.forget_completed() {
+        let mut done = std::mem::take(&mut self.done);
+        self.sim.take_completed_into(&mut done);
+        for rec in done.drain(..) {
             let Some(c) = rec.completion else { continue };
             let n = rec.node;
             let (mut host, ep) = self.host(n);
@@ -263,6 +276,7 @@ impl Driver<'_> {
             self.charge(n, spent, mf);
             self.drain(n, self.sim.now());
         }
+        self.done = done;
     }
 
     /// Whether a packet that wrote `w` at node `n` may have changed the endpoint's control words
@@ -333,9 +347,9 @@ impl Driver<'_> {
                 }
                 let it = rank.next_iter;
                 rank.next_iter += 1;
-                let mut ops = Vec::new();
-                self.model.iteration(n, it, &mut ops);
-                rank.ops.extend(ops);
+                self.scratch.clear();
+                self.model.iteration(n, it, &mut self.scratch);
+                rank.ops.extend(self.scratch.drain(..));
                 if self.cfg.evict_every > 0 && it > self.iters.start && (it - self.iters.start) % self.cfg.evict_every == 0 {
                     // Memory pressure: the OS reclaimed every buffer page since the last
                     // iteration; the next use faults again (NI or CPU).
