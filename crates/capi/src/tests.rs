@@ -129,7 +129,9 @@ fn every_error_variant_has_its_own_code() {
         assert!(seen.insert(c), "code {c} used twice");
     }
     // Active Access: one code per ActiveError variant that is not an argument error.
-    use crate::active::{active_error_code, UP_ERR_AA_EXISTS, UP_ERR_AA_HANDLER, UP_ERR_AA_NO_LOG, UP_ERR_AA_THREAD};
+    use crate::active::{
+        active_error_code, UP_ERR_AA_EXISTS, UP_ERR_AA_HANDLER, UP_ERR_AA_NO_LOG, UP_ERR_AA_THREAD,
+    };
     use unpinned_live::active::ActiveError;
     for (e, code) in [
         (ActiveError::LogExists(1), UP_ERR_AA_EXISTS),
@@ -140,7 +142,11 @@ fn every_error_variant_has_its_own_code() {
         assert_eq!(active_error_code(&e), code, "{e:?}");
         assert!(seen.insert(code), "code {code} used twice");
     }
-    for e in [ActiveError::BadIuid(2000), ActiveError::LogTooSmall(1), ActiveError::BadRange { addr: 0, len: 0 }] {
+    for e in [
+        ActiveError::BadIuid(2000),
+        ActiveError::LogTooSmall(1),
+        ActiveError::BadRange { addr: 0, len: 0 },
+    ] {
         assert_eq!(active_error_code(&e), UP_ERR_ARG, "{e:?}");
     }
     // Every code has a name, a description, and they are all distinct.
@@ -598,14 +604,26 @@ fn active_access_calls_refuse_bad_arguments() {
     // SAFETY: NULL handles and pointers are part of the contract (UP_ERR_NULL).
     unsafe {
         assert_eq!(up_aa_create_log(null_mut(), 1, 4096), UP_ERR_NULL);
-        assert_eq!(up_aa_assoc_pages(null_mut(), null_mut(), 1, UP_AA_ACTIVE_PUT, 1), UP_ERR_NULL);
-        assert_eq!(up_aa_handler_start(null_mut(), 1, UP_AA_POLL, Some(nop), null_mut()), UP_ERR_NULL);
+        assert_eq!(
+            up_aa_assoc_pages(null_mut(), null_mut(), 1, UP_AA_ACTIVE_PUT, 1),
+            UP_ERR_NULL
+        );
+        assert_eq!(
+            up_aa_handler_start(null_mut(), 1, UP_AA_POLL, Some(nop), null_mut()),
+            UP_ERR_NULL
+        );
         assert_eq!(up_aa_handler_stop(null_mut(), 1, null_mut()), UP_ERR_NULL);
         assert_eq!(up_aa_flush(null_mut(), 1, 0, 0), UP_ERR_NULL);
         assert_eq!(up_aa_reply_setup(null_mut()), UP_ERR_NULL);
         assert_eq!(up_aa_reply_flush(null_mut(), 1), UP_ERR_NULL);
-        assert_eq!(up_aa_write_active(null_mut(), 1, null_mut(), 0, 0, 8, null_mut()), UP_ERR_NULL);
-        assert_eq!(up_atomic(null_mut(), 1, 0, 0, UP_ATOMIC_SWAP, 0, 0, null_mut()), UP_ERR_NULL);
+        assert_eq!(
+            up_aa_write_active(null_mut(), 1, null_mut(), 0, 0, 8, null_mut()),
+            UP_ERR_NULL
+        );
+        assert_eq!(
+            up_atomic(null_mut(), 1, 0, 0, UP_ATOMIC_SWAP, 0, 0, null_mut()),
+            UP_ERR_NULL
+        );
     }
     let p = Pair::new();
     let h = p.0[1];
@@ -614,12 +632,30 @@ fn active_access_calls_refuse_bad_arguments() {
         assert_eq!(up_aa_create_log(h, 2000, 4096), UP_ERR_ARG);
         assert_eq!(up_aa_create_log(h, 1, 4096), UP_OK);
         assert_eq!(up_aa_create_log(h, 1, 4096), UP_ERR_AA_EXISTS);
-        assert_eq!(up_aa_assoc_pages(h, 0x1000 as *const c_void, 4096, 1 << 9, 1), UP_ERR_ARG);
-        assert_eq!(up_aa_assoc_pages(h, 0x1000 as *const c_void, 4096, UP_AA_ACTIVE_PUT, 3), UP_ERR_AA_NO_LOG);
-        assert_eq!(up_aa_handler_start(h, 1, 7, Some(nop), null_mut()), UP_ERR_ARG);
-        assert_eq!(up_aa_handler_start(h, 1, UP_AA_SLEEP, None, null_mut()), UP_ERR_NULL);
-        assert_eq!(up_aa_handler_start(h, 1, UP_AA_SLEEP, Some(nop), null_mut()), UP_OK);
-        assert_eq!(up_aa_handler_start(h, 1, UP_AA_POLL, Some(nop), null_mut()), UP_ERR_AA_HANDLER);
+        assert_eq!(
+            up_aa_assoc_pages(h, 0x1000 as *const c_void, 4096, 1 << 9, 1),
+            UP_ERR_ARG
+        );
+        assert_eq!(
+            up_aa_assoc_pages(h, 0x1000 as *const c_void, 4096, UP_AA_ACTIVE_PUT, 3),
+            UP_ERR_AA_NO_LOG
+        );
+        assert_eq!(
+            up_aa_handler_start(h, 1, 7, Some(nop), null_mut()),
+            UP_ERR_ARG
+        );
+        assert_eq!(
+            up_aa_handler_start(h, 1, UP_AA_SLEEP, None, null_mut()),
+            UP_ERR_NULL
+        );
+        assert_eq!(
+            up_aa_handler_start(h, 1, UP_AA_SLEEP, Some(nop), null_mut()),
+            UP_OK
+        );
+        assert_eq!(
+            up_aa_handler_start(h, 1, UP_AA_POLL, Some(nop), null_mut()),
+            UP_ERR_AA_HANDLER
+        );
         let mut st = UpAaHandlerStats::default();
         assert_eq!(up_aa_handler_stop(h, 1, &mut st), UP_OK);
         assert_eq!(st.entries, 0);
@@ -627,7 +663,10 @@ fn active_access_calls_refuse_bad_arguments() {
         assert_eq!(up_aa_reply_flush(h, 0), UP_ERR_CONFIG, "no reply words yet");
         assert_eq!(up_aa_reply_flush(h, 1), UP_ERR_INVALID, "this rank");
         assert_eq!(up_aa_reply_setup(h), UP_ERR_NO_BOOTSTRAP);
-        assert_eq!(up_atomic(h, 0, 4, 1, UP_ATOMIC_SWAP, 0, 0, null_mut()), UP_ERR_INVALID);
+        assert_eq!(
+            up_atomic(h, 0, 4, 1, UP_ATOMIC_SWAP, 0, 0, null_mut()),
+            UP_ERR_INVALID
+        );
         assert_eq!(up_atomic(h, 0, 8, 1, 99, 0, 0, null_mut()), UP_ERR_ARG);
     }
     assert!(last().contains("up_atomic"), "{}", last());
@@ -663,11 +702,26 @@ fn reply_flush_through_the_c_abi() {
     // SAFETY: live handles; `mem` and `counted` outlive every use (the handler is stopped and
     // the runtimes finalized before they are dropped).
     unsafe {
-        assert_eq!(up_expose(dst, mem.ptr() as *mut c_void, 4096, UP_PERM_READ | UP_PERM_WRITE, &mut key), UP_OK);
+        assert_eq!(
+            up_expose(
+                dst,
+                mem.ptr() as *mut c_void,
+                4096,
+                UP_PERM_READ | UP_PERM_WRITE,
+                &mut key
+            ),
+            UP_OK
+        );
         assert_eq!(up_aa_create_log(dst, 5, 1 << 16), UP_OK);
-        assert_eq!(up_aa_assoc_pages(dst, mem.ptr() as *const c_void, 4096, UP_AA_ACTIVE_PUT, 5), UP_OK);
+        assert_eq!(
+            up_aa_assoc_pages(dst, mem.ptr() as *const c_void, 4096, UP_AA_ACTIVE_PUT, 5),
+            UP_OK
+        );
         let arg = &counted as *const AtomicU64 as *mut c_void;
-        assert_eq!(up_aa_handler_start(dst, 5, UP_AA_SLEEP, Some(count), arg), UP_OK);
+        assert_eq!(
+            up_aa_handler_start(dst, 5, UP_AA_SLEEP, Some(count), arg),
+            UP_OK
+        );
         let d = h[1];
         let t = std::thread::spawn(move || up_aa_reply_setup(d as *mut UpRuntime));
         assert_eq!(up_aa_reply_setup(src), UP_OK);
@@ -675,12 +729,19 @@ fn reply_flush_through_the_c_abi() {
         let v = 9u64.to_le_bytes();
         for i in 0..20u64 {
             let p = v.as_ptr() as *const c_void;
-            assert_eq!(up_aa_write_active(src, 1, p, mem.addr() + 8 * i, key, 8, null_mut()), UP_OK);
+            assert_eq!(
+                up_aa_write_active(src, 1, p, mem.addr() + 8 * i, key, 8, null_mut()),
+                UP_OK
+            );
         }
         assert_eq!(up_aa_reply_flush(src, 1), UP_OK);
         assert_eq!(counted.load(Ordering::SeqCst), 20);
         let mut c = UpCompletion::default();
-        assert_eq!(up_poll(dst, &mut c), 0, "replies stay out of the target's completions");
+        assert_eq!(
+            up_poll(dst, &mut c),
+            0,
+            "replies stay out of the target's completions"
+        );
         assert_eq!(up_aa_handler_stop(dst, 5, null_mut()), UP_OK);
         assert_eq!(up_finalize(src), UP_OK);
         assert_eq!(up_finalize(dst), UP_OK);

@@ -233,12 +233,22 @@ fn aa_c_builds_and_runs_under_the_launcher() {
         o.timeout = Duration::from_secs(60);
         o.grace = Duration::from_secs(2);
         let report = launch(&o).expect("launch");
-        assert!(report.success(), "aa with {n} ranks ({notify}) failed: {}", report.failures().join("; "));
+        assert!(
+            report.success(),
+            "aa with {n} ranks ({notify}) failed: {}",
+            report.failures().join("; ")
+        );
         for r in 0..n {
             let p = dir.join(format!("rank-{r}.out"));
             let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            let want = format!("rank {r} of {n}: aa ok: {} active puts handled ({notify})", (n - 1) * 200);
-            assert!(s.contains(&want), "rank {r} printed {s:?}, expected {want:?}");
+            let want = format!(
+                "rank {r} of {n}: aa ok: {} active puts handled ({notify})",
+                (n - 1) * 200
+            );
+            assert!(
+                s.contains(&want),
+                "rank {r} printed {s:?}, expected {want:?}"
+            );
             print!("{s}");
         }
     }

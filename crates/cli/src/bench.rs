@@ -42,26 +42,69 @@ pub struct BenchLiveArgs {
 pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     let s = crate::live_cmd::live_setup(&args.profile).map_err(|e| e.to_string())?;
     let progress = |_: u64, _: u64| {};
-    let ctx = unpinned_experiments::RunContext { profile: s.profile.clone(), seed: s.seed, params: s.params.clone(), progress: &progress };
+    let ctx = unpinned_experiments::RunContext {
+        profile: s.profile.clone(),
+        seed: s.seed,
+        params: s.params.clone(),
+        progress: &progress,
+    };
     eprintln!(
         "bench live: 2 ranks in one process over shm; engine: {} B blocks, {} B packets, {} outstanding; {} rounds",
         s.profile.engine.block_bytes, s.profile.engine.packet_bytes, s.profile.engine.max_outstanding_blocks, args.repeat
     );
-    let r = unpinned_livebench::bench::run(&ctx, args.repeat, |step| eprintln!("  {step} ...")).map_err(|e| e.to_string())?;
+    let r = unpinned_livebench::bench::run(&ctx, args.repeat, |step| eprintln!("  {step} ..."))
+        .map_err(|e| e.to_string())?;
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-    println!("8 B write latency (median)            {:>10.2} us      target <= 0.5 us   {}", r.write_8b_us, verdict(r.write_8b_us <= 0.5));
-    println!("4 MiB write bandwidth (median)        {:>10.3} GB/s    target >= 20 GB/s  {}", r.write_4mib_gbytes_s, verdict(r.write_4mib_gbytes_s >= 20.0));
-    println!("  bound: 4 MiB memcpy on this machine {:>10.3} GB/s    (live = {:.0}% of it)", r.memcpy_4mib_gbytes_s, 100.0 * r.write_4mib_gbytes_s / r.memcpy_4mib_gbytes_s);
-    println!("  bound: two copies pipelined, 2 thr. {:>10.3} GB/s    (live = {:.0}% of it)", r.pipelined_copy_4mib_gbytes_s, 100.0 * r.write_4mib_gbytes_s / r.pipelined_copy_4mib_gbytes_s);
-    println!("  floor: ring hand-off one way        {:>10.2} us      (8 B write = {:.1} hand-offs)", r.ring_one_way_us, r.write_8b_us / r.ring_one_way_us);
-    println!("pin-per-transfer / PART, 4 MiB        {:>10.2} x       target >= 3x       {}", r.pin_over_part_4mib, verdict(r.pin_over_part_4mib >= 3.0));
+    println!(
+        "8 B write latency (median)            {:>10.2} us      target <= 0.5 us   {}",
+        r.write_8b_us,
+        verdict(r.write_8b_us <= 0.5)
+    );
+    println!(
+        "4 MiB write bandwidth (median)        {:>10.3} GB/s    target >= 20 GB/s  {}",
+        r.write_4mib_gbytes_s,
+        verdict(r.write_4mib_gbytes_s >= 20.0)
+    );
+    println!(
+        "  bound: 4 MiB memcpy on this machine {:>10.3} GB/s    (live = {:.0}% of it)",
+        r.memcpy_4mib_gbytes_s,
+        100.0 * r.write_4mib_gbytes_s / r.memcpy_4mib_gbytes_s
+    );
+    println!(
+        "  bound: two copies pipelined, 2 thr. {:>10.3} GB/s    (live = {:.0}% of it)",
+        r.pipelined_copy_4mib_gbytes_s,
+        100.0 * r.write_4mib_gbytes_s / r.pipelined_copy_4mib_gbytes_s
+    );
+    println!(
+        "  floor: ring hand-off one way        {:>10.2} us      (8 B write = {:.1} hand-offs)",
+        r.ring_one_way_us,
+        r.write_8b_us / r.ring_one_way_us
+    );
+    println!(
+        "pin-per-transfer / PART, 4 MiB        {:>10.2} x       target >= 3x       {}",
+        r.pin_over_part_4mib,
+        verdict(r.pin_over_part_4mib >= 3.0)
+    );
     for (size, ratio) in &r.part_over_transfer_only {
-        println!("PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}", size, ratio, verdict(*ratio <= 1.05));
+        println!(
+            "PART / Transfer-Only, {:>7} B      {:>10.3} x       target <= 1.05x    {}",
+            size,
+            ratio,
+            verdict(*ratio <= 1.05)
+        );
     }
     println!("  check cost of a 4 MiB write         {:>10.3}         ({:.1} scans x {:.2} us over the write's time; target <= 0.05)", r.check_cost_4mib_fraction, r.checks_per_4mib_write, r.scan_us);
-    println!("4 KiB write into a missing page       {:>10.1} us      target <= 10 us    {}", r.write_4k_missing_us, verdict(r.write_4k_missing_us <= 10.0));
+    println!(
+        "4 KiB write into a missing page       {:>10.1} us      target <= 10 us    {}",
+        r.write_4k_missing_us,
+        verdict(r.write_4k_missing_us <= 10.0)
+    );
     println!("  of which page-in of the page (mean) {:>10.1} us      (+ 2 round trips ~ 8 B write each; {} NACKs)", r.missing_page_in_us, r.missing_nacks);
-    println!("  opt-in page-in on access (no NACK)  {:>10.1} us      (UNPINNED_FILL_ON_ACCESS_PAGES={})", r.write_4k_missing_fill_us, unpinned_livebench::bench::FILL_OPT_IN_PAGES);
+    println!(
+        "  opt-in page-in on access (no NACK)  {:>10.1} us      (UNPINNED_FILL_ON_ACCESS_PAGES={})",
+        r.write_4k_missing_fill_us,
+        unpinned_livebench::bench::FILL_OPT_IN_PAGES
+    );
     match &r.dedicated {
         Some(d) => {
             println!("dedicated cores: caller pinned to CPU {}, target's progress thread to CPU {}, both spin {} us", d.caller_cpu, d.target_cpu, d.spin_us);
@@ -71,8 +114,16 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
         }
         None => println!("dedicated cores: not measured (fewer than two CPUs available)"),
     }
-    println!("live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}", r.hol_part_over_nofault, verdict(r.hol_part_over_nofault <= 1.2));
-    println!("live-hol others, blocking / no-fault  {:>10.2} x       expected > 1.2x    {}", r.hol_blocking_over_nofault, verdict(r.hol_blocking_over_nofault > 1.2));
+    println!(
+        "live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}",
+        r.hol_part_over_nofault,
+        verdict(r.hol_part_over_nofault <= 1.2)
+    );
+    println!(
+        "live-hol others, blocking / no-fault  {:>10.2} x       expected > 1.2x    {}",
+        r.hol_blocking_over_nofault,
+        verdict(r.hol_blocking_over_nofault > 1.2)
+    );
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -132,7 +183,15 @@ pub struct BenchSimArgs {
 /// Run `unpinned bench sim`.
 pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
     if args.workload != "transfers" {
-        let r = crate::bench_apps::run(&args.profile, &args.workload, args.nodes, &args.topology, &args.mode, args.packet_bytes, args.window_s)?;
+        let r = crate::bench_apps::run(
+            &args.profile,
+            &args.workload,
+            args.nodes,
+            &args.topology,
+            &args.mode,
+            args.packet_bytes,
+            args.window_s,
+        )?;
         println!(
             "{} on {} nodes ({}, {}): {} iterations, {:.3} s simulated, {} events in {:.1} s wall ({:.1} s CPU) = {:.2} M events/s ({:.2} M per CPU second); peak RSS {:.1} MiB = {:.1} KiB per simulated node; {} sends, {} fault interrupts; event queue up to {} entries, {} stale timer entries",
             r.workload, r.nodes, r.topology, r.mode, r.iterations, r.simulated_s, r.events, r.wall_s, r.cpu_s, r.events_per_s / 1e6, r.events_per_cpu_s / 1e6,
@@ -140,15 +199,26 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
         );
         if let Some(path) = &args.json {
             let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
-            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
         return Ok(());
     }
     let s = setup(&args.profile).map_err(|e| e.to_string())?;
-    if args.nodes < 2 || args.concurrent == 0 || args.rounds == 0 || args.repeat == 0 || args.transfer_bytes == 0 {
+    if args.nodes < 2
+        || args.concurrent == 0
+        || args.rounds == 0
+        || args.repeat == 0
+        || args.transfer_bytes == 0
+    {
         return Err("bench sim: --nodes must be >= 2 and --concurrent, --rounds, --repeat, --transfer-bytes >= 1".into());
     }
-    let spec = LoadSpec { nodes: args.nodes, concurrent: args.concurrent, transfer_bytes: args.transfer_bytes, rounds: args.rounds };
+    let spec = LoadSpec {
+        nodes: args.nodes,
+        concurrent: args.concurrent,
+        transfer_bytes: args.transfer_bytes,
+        rounds: args.rounds,
+    };
     eprintln!(
         "bench sim: {} nodes x {} concurrent {} B all-fault writes, {} rounds, {} repetitions (profile {}, seed {})",
         spec.nodes, spec.concurrent, spec.transfer_bytes, spec.rounds, args.repeat, s.profile.name, s.seed
@@ -156,12 +226,26 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
     let variants: &[(bool, &str)] = match args.payload.as_str() {
         "zero" => &[(false, "zero source bytes (the standard load)")],
         "random" => &[(true, "random source bytes")],
-        _ => &[(false, "zero source bytes (the standard load)"), (true, "random source bytes (same load, every payload byte stored and moved)")],
+        _ => &[
+            (false, "zero source bytes (the standard load)"),
+            (
+                true,
+                "random source bytes (same load, every payload byte stored and moved)",
+            ),
+        ],
     };
     let mut all_reports = Vec::new();
     for &(random_sources, label) in variants {
         eprintln!("{label}:");
-        let reports = run_sim_variant(&s, &spec, args.repeat, LoadOptions { check_invariants: false, random_sources })?;
+        let reports = run_sim_variant(
+            &s,
+            &spec,
+            args.repeat,
+            LoadOptions {
+                check_invariants: false,
+                random_sources,
+            },
+        )?;
         print_sim_summary(label, &reports);
         all_reports.extend(reports);
     }
@@ -174,12 +258,22 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
 }
 
 /// `repeat` runs of the standard load with `opts`, one line per run.
-fn run_sim_variant(s: &crate::run::Setup, spec: &LoadSpec, repeat: u32, opts: LoadOptions) -> Result<Vec<unpinned_sim::bench::LoadReport>, String> {
+fn run_sim_variant(
+    s: &crate::run::Setup,
+    spec: &LoadSpec,
+    repeat: u32,
+    opts: LoadOptions,
+) -> Result<Vec<unpinned_sim::bench::LoadReport>, String> {
     let mut reports = Vec::new();
     for rep in 0..repeat {
         let r = run_load_with(&s.profile, s.seed + rep as u64, spec, opts, |round| {
             if round % 5 == 0 || round == spec.rounds {
-                eprint!("\r  repetition {}/{}: round {round}/{}", rep + 1, repeat, spec.rounds);
+                eprint!(
+                    "\r  repetition {}/{}: round {round}/{}",
+                    rep + 1,
+                    repeat,
+                    spec.rounds
+                );
             }
         })
         .map_err(|e| e.to_string())?;
@@ -220,7 +314,8 @@ fn print_sim_summary(label: &str, reports: &[unpinned_sim::bench::LoadReport]) {
     let median = med(|r| r.events_per_s);
     let median_cpu = med(|r| r.events_per_cpu_s);
     let last = reports.last().expect("at least one run");
-    let growth = last.rss_after_last_round_bytes as f64 / last.rss_after_first_round_bytes.max(1) as f64;
+    let growth =
+        last.rss_after_last_round_bytes as f64 / last.rss_after_first_round_bytes.max(1) as f64;
     let peak = reports.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0);
     println!(
         "{label}: median {:.2} M events/s wall, {:.2} M events per CPU second; {:.2} M packets/s wall, {:.2} M per CPU second; wall {:.2} s per run; peak RSS {:.1} MiB; memory growth first -> last round: x{growth:.3}",

@@ -52,15 +52,29 @@ pub struct AppBenchReport {
 
 /// Run one application benchmark.
 #[allow(clippy::too_many_arguments)]
-pub fn run(profile: &crate::args::ProfileArgs, workload: &str, nodes: u32, topology: &str, mode: &str, packet_bytes: u32, window_s: f64) -> Result<AppBenchReport, String> {
+pub fn run(
+    profile: &crate::args::ProfileArgs,
+    workload: &str,
+    nodes: u32,
+    topology: &str,
+    mode: &str,
+    packet_bytes: u32,
+    window_s: f64,
+) -> Result<AppBenchReport, String> {
     let s = setup(profile).map_err(|e| e.to_string())?;
     if nodes == 0 || packet_bytes == 0 || packet_bytes > MAX_PACKET_BYTES || !(window_s > 0.0) {
-        return Err(format!("bench sim: --nodes >= 1, --packet-bytes in 1..={MAX_PACKET_BYTES}, --window-s > 0"));
+        return Err(format!(
+            "bench sim: --nodes >= 1, --packet-bytes in 1..={MAX_PACKET_BYTES}, --window-s > 0"
+        ));
     }
     let topology: &'static str = match topology {
         "torus" => "torus",
         "fattree" => "fattree",
-        t => return Err(format!("bench sim: unknown topology {t:?} (torus, fattree)")),
+        t => {
+            return Err(format!(
+                "bench sim: unknown topology {t:?} (torus, fattree)"
+            ))
+        }
     };
     let mode = match mode {
         "part" => BufferMode::Part,
@@ -69,7 +83,14 @@ pub fn run(profile: &crate::args::ProfileArgs, workload: &str, nodes: u32, topol
     };
     let m = model(workload, nodes, NodeRates::default()).map_err(|e| e.to_string())?;
     let iterations = iterations_for(m.as_ref(), window_s);
-    let p = Point { app: workload.to_string(), nodes, topology, seed: 0, iterations, packet_bytes };
+    let p = Point {
+        app: workload.to_string(),
+        nodes,
+        topology,
+        seed: 0,
+        iterations,
+        packet_bytes,
+    };
     let cfg = app_config(&s.profile, &p, mode, s.seed);
     eprintln!("bench sim: {workload} on {nodes} nodes ({topology}), {} mode, {iterations} iterations (~{window_s} s of compute), {packet_bytes} B packets", mode.name());
     let rss0 = rss_bytes().0;
@@ -90,7 +111,11 @@ pub fn run(profile: &crate::args::ProfileArgs, workload: &str, nodes: u32, topol
         cpu_s: cpu,
         events_per_s: r.events as f64 / wall,
         // The CPU clock ticks every 10 ms: a shorter run has no meaningful rate.
-        events_per_cpu_s: if cpu >= 0.1 { r.events as f64 / cpu } else { f64::NAN },
+        events_per_cpu_s: if cpu >= 0.1 {
+            r.events as f64 / cpu
+        } else {
+            f64::NAN
+        },
         peak_rss_bytes: peak,
         peak_bytes_per_node: peak.saturating_sub(rss0) as f64 / nodes as f64,
         sends: r.sends,

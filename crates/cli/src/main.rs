@@ -9,10 +9,10 @@ mod live_cmd;
 mod profile_cmd;
 mod progress;
 mod replay_cmd;
-mod sweep;
-mod thp;
 mod run;
 mod run_cmd;
+mod sweep;
+mod thp;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,7 +98,11 @@ enum Command {
 #[derive(Args, Debug)]
 struct DsmRunArgs {
     /// APP and its options (passed to unpinned-dsm-run as they are).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "APP ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "APP ARGS"
+    )]
     args: Vec<String>,
 }
 
@@ -168,8 +172,18 @@ fn list() {
         println!("No experiments are registered yet.");
         return;
     }
-    let w = all.iter().map(|e| e.name.len()).max().unwrap_or(0).max("EXPERIMENT".len());
-    let s = all.iter().map(|e| e.system.len()).max().unwrap_or(0).max("SYSTEM".len());
+    let w = all
+        .iter()
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("EXPERIMENT".len());
+    let s = all
+        .iter()
+        .map(|e| e.system.len())
+        .max()
+        .unwrap_or(0)
+        .max("SYSTEM".len());
     println!("{:w$}  {:s$}  DESCRIPTION", "EXPERIMENT", "SYSTEM");
     for e in all {
         println!("{:w$}  {:s$}  {}", e.name, e.system, e.description);
@@ -181,7 +195,10 @@ fn sim(a: &SimArgs) -> Result<(), CliError> {
         list();
         return Ok(());
     }
-    let name = a.experiment.as_deref().ok_or_else(|| CliError::Usage("name an experiment or use --list".into()))?;
+    let name = a
+        .experiment
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("name an experiment or use --list".into()))?;
     let spec = run::find_experiment(name)?;
     let setup = run::setup(&a.profile)?;
     let outcome = run::run_experiment(spec, &setup, &a.out, a.quiet)?;
@@ -208,7 +225,10 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
                     systems.push(e.system);
                 }
             }
-            return Err(CliError::Usage(format!("no experiments of system {sys:?} (systems: {})", systems.join(", "))));
+            return Err(CliError::Usage(format!(
+                "no experiments of system {sys:?} (systems: {})",
+                systems.join(", ")
+            )));
         }
     }
     let mut entries = Vec::new();
@@ -234,7 +254,11 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
     }
     let live = !a.no_live;
     if live {
-        let p = args::ProfileArgs { profile: "forth-arm".into(), sets: Vec::new(), seed: a.profile.seed };
+        let p = args::ProfileArgs {
+            profile: "forth-arm".into(),
+            sets: Vec::new(),
+            seed: a.profile.seed,
+        };
         let (live_entries, live_failures) = live_cmd::run_all(&p, &a.out.join("live"), a.quiet)?;
         entries.extend(live_entries);
         failures.extend(live_failures);
@@ -248,16 +272,33 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
         command: std::env::args().collect(),
         failures: failures.clone(),
     };
-    let index = write_index(&a.out, "unpinned results", &info, &entries)
-        .map_err(|e| CliError::Run(format!("writing {}: {e}", a.out.join("index.html").display())))?;
+    let index = write_index(&a.out, "unpinned results", &info, &entries).map_err(|e| {
+        CliError::Run(format!(
+            "writing {}: {e}",
+            a.out.join("index.html").display()
+        ))
+    })?;
     println!("{}", index.display());
     if failures.is_empty() {
         Ok(())
     } else {
         let names: Vec<&str> = failures.iter().map(|f| f.0.as_str()).collect();
-        let ran = chosen.len() + if live { unpinned_livebench::exp::specs().len() } else { 0 };
-        let msg = format!("{} of {ran} experiments failed: {}", failures.len(), names.join(", "));
-        Err(if usage_failures == failures.len() { CliError::Usage(msg) } else { CliError::Run(msg) })
+        let ran = chosen.len()
+            + if live {
+                unpinned_livebench::exp::specs().len()
+            } else {
+                0
+            };
+        let msg = format!(
+            "{} of {ran} experiments failed: {}",
+            failures.len(),
+            names.join(", ")
+        );
+        Err(if usage_failures == failures.len() {
+            CliError::Usage(msg)
+        } else {
+            CliError::Run(msg)
+        })
     }
 }
 
@@ -277,7 +318,9 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Sim(a) => sim(a),
         Command::Reproduce(a) => reproduce(a),
-        Command::Profile(ProfileCommand::Show { profile, sets }) => profile_cmd::show(profile, sets),
+        Command::Profile(ProfileCommand::Show { profile, sets }) => {
+            profile_cmd::show(profile, sets)
+        }
         Command::Profile(ProfileCommand::Check { file }) => profile_cmd::check(file),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a).map_err(CliError::Run),
         Command::Run(a) => run_cmd::run(a),

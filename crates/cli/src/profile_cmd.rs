@@ -13,7 +13,9 @@ pub fn show(name_or_file: &str, sets: &[String]) -> Result<(), CliError> {
                 "--set {set:?} is an experiment parameter, not a profile field (use it with `unpinned sim`)"
             )));
         }
-        p = p.with_override(set).map_err(|e| CliError::Usage(e.to_string()))?;
+        p = p
+            .with_override(set)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
     }
     print!("{}", p.to_toml());
     Ok(())

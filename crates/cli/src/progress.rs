@@ -27,10 +27,11 @@ impl Progress {
             Mode::Hidden
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            let style =
-                ProgressStyle::with_template("{prefix} [{bar:30.cyan/blue}] {pos}/{len} points, {elapsed} (eta {eta})")
-                    .expect("valid template")
-                    .progress_chars("=> ");
+            let style = ProgressStyle::with_template(
+                "{prefix} [{bar:30.cyan/blue}] {pos}/{len} points, {elapsed} (eta {eta})",
+            )
+            .expect("valid template")
+            .progress_chars("=> ");
             bar.set_style(style);
             bar.set_prefix(label.to_string());
             bar.enable_steady_tick(Duration::from_millis(200));
@@ -38,7 +39,10 @@ impl Progress {
         } else {
             Mode::Plain(AtomicU64::new(0))
         };
-        Progress { label: label.to_string(), mode }
+        Progress {
+            label: label.to_string(),
+            mode,
+        }
     }
 
     /// Record that `done` of `total` points are finished (callable from any thread).

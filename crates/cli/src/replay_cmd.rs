@@ -33,25 +33,51 @@ pub struct ReplayArgs {
 /// Run `unpinned replay`: prints a tidy CSV table (one row per mode).
 pub fn run(a: &ReplayArgs) -> Result<(), CliError> {
     let s = setup(&a.profile)?;
-    let text = std::fs::read_to_string(&a.trace).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", a.trace.display())))?;
+    let text = std::fs::read_to_string(&a.trace)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", a.trace.display())))?;
     let goal = match a.format.as_str() {
         "goal" => true,
         "jsonl" => false,
         "auto" => a.trace.extension().is_some_and(|e| e == "goal"),
-        f => return Err(CliError::Usage(format!("unknown trace format {f:?} (auto, jsonl, goal)"))),
+        f => {
+            return Err(CliError::Usage(format!(
+                "unknown trace format {f:?} (auto, jsonl, goal)"
+            )))
+        }
     };
-    let programs = if goal { unpinned_traffic::goal::read_goal(&text) } else { read_jsonl(text.as_bytes()) }.map_err(|e| CliError::Usage(format!("{}: {e}", a.trace.display())))?;
+    let programs = if goal {
+        unpinned_traffic::goal::read_goal(&text)
+    } else {
+        read_jsonl(text.as_bytes())
+    }
+    .map_err(|e| CliError::Usage(format!("{}: {e}", a.trace.display())))?;
     if a.packet_bytes == 0 || a.packet_bytes > MAX_PACKET_BYTES {
-        return Err(CliError::Usage(format!("--packet-bytes must be in 1..={MAX_PACKET_BYTES}")));
+        return Err(CliError::Usage(format!(
+            "--packet-bytes must be in 1..={MAX_PACKET_BYTES}"
+        )));
     }
     let topology: &'static str = match a.topology.as_str() {
         "torus" => "torus",
         "fattree" => "fattree",
-        t => return Err(CliError::Usage(format!("unknown topology {t:?} (torus, fattree)"))),
+        t => {
+            return Err(CliError::Usage(format!(
+                "unknown topology {t:?} (torus, fattree)"
+            )))
+        }
     };
     let nodes = programs.len() as u32;
-    let replay = Replay { name: "trace", programs };
-    let p = Point { app: "trace".into(), nodes, topology, seed: 0, iterations: 1, packet_bytes: a.packet_bytes };
+    let replay = Replay {
+        name: "trace",
+        programs,
+    };
+    let p = Point {
+        app: "trace".into(),
+        nodes,
+        topology,
+        seed: 0,
+        iterations: 1,
+        packet_bytes: a.packet_bytes,
+    };
     let mut rows = Vec::new();
     for mode in [BufferMode::Part, BufferMode::PreTouch] {
         let cfg = app_config(&s.profile, &p, mode, s.seed);
@@ -61,7 +87,18 @@ pub fn run(a: &ReplayArgs) -> Result<(), CliError> {
     let pre = rows[1].1.time_s;
     println!("trace,nodes,mode,time_s,slowdown,fault_interrupts,errs,sends,total_bytes,msg_errors");
     for (mode, r) in rows {
-        println!("{},{nodes},{},{},{},{},{},{},{},{}", a.trace.display(), mode.name(), r.time_s, r.time_s / pre, r.fault_interrupts, r.errs, r.sends, r.bytes, r.msg_errors);
+        println!(
+            "{},{nodes},{},{},{},{},{},{},{},{}",
+            a.trace.display(),
+            mode.name(),
+            r.time_s,
+            r.time_s / pre,
+            r.fault_interrupts,
+            r.errs,
+            r.sends,
+            r.bytes,
+            r.msg_errors
+        );
     }
     Ok(())
 }

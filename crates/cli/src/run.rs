@@ -8,7 +8,9 @@ use std::time::{Instant, SystemTime};
 
 use unpinned_core::profile::Profile;
 use unpinned_experiments::{ExperimentError, ExperimentSpec, RunContext};
-use unpinned_report::{rfc3339_utc, write_experiment, ExperimentFiles, Metadata, ReportEntry, Table};
+use unpinned_report::{
+    rfc3339_utc, write_experiment, ExperimentFiles, Metadata, ReportEntry, Table,
+};
 
 use crate::args::ProfileArgs;
 use crate::error::CliError;
@@ -34,19 +36,28 @@ pub fn setup(args: &ProfileArgs) -> Result<Setup, CliError> {
     let mut params = BTreeMap::new();
     for set in &args.sets {
         if let Some(rest) = set.trim().strip_prefix("exp.") {
-            let (k, v) = rest
-                .split_once('=')
-                .ok_or_else(|| CliError::Usage(format!("bad --set {set:?}: expected exp.NAME=VALUE")))?;
+            let (k, v) = rest.split_once('=').ok_or_else(|| {
+                CliError::Usage(format!("bad --set {set:?}: expected exp.NAME=VALUE"))
+            })?;
             let k = k.trim();
             if k.is_empty() {
-                return Err(CliError::Usage(format!("bad --set {set:?}: empty parameter name")));
+                return Err(CliError::Usage(format!(
+                    "bad --set {set:?}: empty parameter name"
+                )));
             }
             params.insert(k.to_string(), v.trim().to_string());
         } else {
-            profile = profile.with_override(set).map_err(|e| CliError::Usage(e.to_string()))?;
+            profile = profile
+                .with_override(set)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
         }
     }
-    Ok(Setup { profile, params, seed: args.seed, sets: args.sets.clone() })
+    Ok(Setup {
+        profile,
+        params,
+        seed: args.seed,
+        sets: args.sets.clone(),
+    })
 }
 
 /// Levenshtein distance (names are short).
@@ -56,7 +67,9 @@ fn distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -69,8 +82,8 @@ pub fn close_names<'a>(wanted: &str, names: impl IntoIterator<Item = &'a str>) -
         .into_iter()
         .filter_map(|n| {
             let d = distance(wanted, n);
-            let near =
-                d <= (wanted.len() / 3).max(2) || (wanted.len() >= 3 && (n.contains(wanted) || wanted.contains(n)));
+            let near = d <= (wanted.len() / 3).max(2)
+                || (wanted.len() >= 3 && (n.contains(wanted) || wanted.contains(n)));
             near.then_some((d, n))
         })
         .collect();
@@ -149,7 +162,12 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 /// Run `spec` with `setup`, showing progress (hidden when `quiet`), and write its files to
 /// `out`. A bad experiment parameter is a usage error; a simulation failure, a panic (a bug)
 /// or a file error is a run error.
-pub fn run_experiment(spec: &ExperimentSpec, setup: &Setup, out: &Path, quiet: bool) -> Result<Outcome, CliError> {
+pub fn run_experiment(
+    spec: &ExperimentSpec,
+    setup: &Setup,
+    out: &Path,
+    quiet: bool,
+) -> Result<Outcome, CliError> {
     let progress = Progress::new(spec.name, quiet);
     let callback = |done: u64, total: u64| progress.update(done, total);
     let ctx = RunContext {
@@ -164,8 +182,15 @@ pub fn run_experiment(spec: &ExperimentSpec, setup: &Setup, out: &Path, quiet: b
     progress.finish();
     let output = match result {
         Ok(Ok(o)) => o,
-        Ok(Err(e @ ExperimentError::BadParam(..))) => return Err(CliError::Usage(format!("{}: {e}", spec.name))),
-        Ok(Err(e)) => return Err(CliError::Run(format!("{} (seed {}): {e}", spec.name, setup.seed))),
+        Ok(Err(e @ ExperimentError::BadParam(..))) => {
+            return Err(CliError::Usage(format!("{}: {e}", spec.name)))
+        }
+        Ok(Err(e)) => {
+            return Err(CliError::Run(format!(
+                "{} (seed {}): {e}",
+                spec.name, setup.seed
+            )))
+        }
         Err(p) => {
             return Err(CliError::Run(format!(
                 "{} (seed {}) panicked: {} (this is a bug)",
@@ -189,9 +214,19 @@ pub fn run_experiment(spec: &ExperimentSpec, setup: &Setup, out: &Path, quiet: b
         command: std::env::args().collect(),
         extra: output.meta,
     };
-    let files = write_experiment(out, spec.name, &output.table, &output.plots, &meta)
-        .map_err(|e| CliError::Run(format!("{}: writing files to {}: {e}", spec.name, out.display())))?;
-    Ok(Outcome { files, table: output.table, meta })
+    let files =
+        write_experiment(out, spec.name, &output.table, &output.plots, &meta).map_err(|e| {
+            CliError::Run(format!(
+                "{}: writing files to {}: {e}",
+                spec.name,
+                out.display()
+            ))
+        })?;
+    Ok(Outcome {
+        files,
+        table: output.table,
+        meta,
+    })
 }
 
 #[cfg(test)]
@@ -204,7 +239,11 @@ mod tests {
         let mut table = Table::new(&["scheme", "x", "y_us"]);
         for i in 0..points {
             (ctx.progress)(i, points);
-            table.push(vec![Cell::from("a"), i.into(), (i as f64 * 1.5 + ctx.seed as f64).into()]);
+            table.push(vec![
+                Cell::from("a"),
+                i.into(),
+                (i as f64 * 1.5 + ctx.seed as f64).into(),
+            ]);
         }
         (ctx.progress)(points, points);
         Ok(ExperimentOutput {
@@ -221,16 +260,33 @@ mod tests {
     fn panicking(_: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         panic!("boom")
     }
-    static DEMO: ExperimentSpec = ExperimentSpec { name: "demo-exp", system: "part", description: "d", run: demo };
-    static FAILING: ExperimentSpec =
-        ExperimentSpec { name: "fail-exp", system: "part", description: "d", run: failing };
-    static PANICKING: ExperimentSpec =
-        ExperimentSpec { name: "panic-exp", system: "part", description: "d", run: panicking };
+    static DEMO: ExperimentSpec = ExperimentSpec {
+        name: "demo-exp",
+        system: "part",
+        description: "d",
+        run: demo,
+    };
+    static FAILING: ExperimentSpec = ExperimentSpec {
+        name: "fail-exp",
+        system: "part",
+        description: "d",
+        run: failing,
+    };
+    static PANICKING: ExperimentSpec = ExperimentSpec {
+        name: "panic-exp",
+        system: "part",
+        description: "d",
+        run: panicking,
+    };
 
     #[test]
     fn runs_write_files_and_map_errors() {
-        let nanos = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let dir = std::env::temp_dir().join(format!("unpinned-cli-run-{}-{nanos}", std::process::id()));
+        let nanos = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("unpinned-cli-run-{}-{nanos}", std::process::id()));
         let args = ProfileArgs {
             profile: "forth-arm".into(),
             sets: vec!["exp.points=6".into(), "engine.block_bytes=8192".into()],
@@ -240,7 +296,8 @@ mod tests {
         let o = run_experiment(&DEMO, &s, &dir, true).unwrap();
         assert_eq!(o.table.rows.len(), 6);
         assert_eq!(o.files.svgs, vec![dir.join("demo-exp.svg")]);
-        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&o.files.json).unwrap()).unwrap();
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&o.files.json).unwrap()).unwrap();
         assert_eq!(j["seed"], 5);
         assert_eq!(j["sim_events"], 42);
         assert_eq!(j["parameters"]["points"], "6");
@@ -248,10 +305,20 @@ mod tests {
         assert_eq!(j["extra"]["block_bytes"], 8192);
         assert_eq!(o.into_entry(&DEMO).name, "demo-exp");
 
-        let bad = setup(&ProfileArgs { sets: vec!["exp.points=many".into()], ..args.clone() }).unwrap();
-        assert!(matches!(run_experiment(&DEMO, &bad, &dir, true), Err(CliError::Usage(m)) if m.contains("points")));
-        assert!(matches!(run_experiment(&FAILING, &s, &dir, true), Err(CliError::Run(m)) if m.contains("seed 5")));
-        assert!(matches!(run_experiment(&PANICKING, &s, &dir, true), Err(CliError::Run(m)) if m.contains("boom")));
+        let bad = setup(&ProfileArgs {
+            sets: vec!["exp.points=many".into()],
+            ..args.clone()
+        })
+        .unwrap();
+        assert!(
+            matches!(run_experiment(&DEMO, &bad, &dir, true), Err(CliError::Usage(m)) if m.contains("points"))
+        );
+        assert!(
+            matches!(run_experiment(&FAILING, &s, &dir, true), Err(CliError::Run(m)) if m.contains("seed 5"))
+        );
+        assert!(
+            matches!(run_experiment(&PANICKING, &s, &dir, true), Err(CliError::Run(m)) if m.contains("boom"))
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -267,13 +334,19 @@ mod tests {
     fn setup_splits_params_and_overrides() {
         let args = ProfileArgs {
             profile: "forth-arm".into(),
-            sets: vec!["exp.sizes=4096".into(), "engine.block_timeout_us=100".into()],
+            sets: vec![
+                "exp.sizes=4096".into(),
+                "engine.block_timeout_us=100".into(),
+            ],
             seed: 3,
         };
         let s = setup(&args).unwrap();
         assert_eq!(s.params["sizes"], "4096");
         assert_eq!(s.profile.engine.block_timeout_us, 100.0);
-        let bad = ProfileArgs { sets: vec!["engine.nope=1".into()], ..args };
+        let bad = ProfileArgs {
+            sets: vec!["engine.nope=1".into()],
+            ..args
+        };
         assert!(matches!(setup(&bad), Err(CliError::Usage(_))));
     }
 }

@@ -94,15 +94,32 @@ fn value_text(v: &toml::Value) -> String {
 pub fn run_point(experiment: &str, profile: &ProfileArgs) -> Result<PointTable, CliError> {
     let spec = find_experiment(experiment)?;
     let s = setup(profile)?;
-    let ctx = unpinned_experiments::RunContext { profile: s.profile, seed: s.seed, params: s.params, progress: &|_, _| {} };
-    let out = (spec.run)(&ctx).map_err(|e| CliError::Run(format!("{experiment} (seed {}): {e}", s.seed)))?;
-    Ok(PointTable { columns: out.table.columns.clone(), rows: out.table.rows.iter().map(|r| r.iter().map(|c| c.to_text()).collect()).collect() })
+    let ctx = unpinned_experiments::RunContext {
+        profile: s.profile,
+        seed: s.seed,
+        params: s.params,
+        progress: &|_, _| {},
+    };
+    let out = (spec.run)(&ctx)
+        .map_err(|e| CliError::Run(format!("{experiment} (seed {}): {e}", s.seed)))?;
+    Ok(PointTable {
+        columns: out.table.columns.clone(),
+        rows: out
+            .table
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| c.to_text()).collect())
+            .collect(),
+    })
 }
 
 /// `unpinned run-point`.
 pub fn run_point_cmd(a: &RunPointArgs) -> Result<(), CliError> {
     let t = run_point(&a.experiment, &a.profile)?;
-    println!("{}", serde_json::to_string(&t).map_err(|e| CliError::Run(e.to_string()))?);
+    println!(
+        "{}",
+        serde_json::to_string(&t).map_err(|e| CliError::Run(e.to_string()))?
+    );
     Ok(())
 }
 
@@ -116,22 +133,47 @@ fn points(spec: &Spec) -> Vec<Point> {
     let keys: Vec<&String> = spec.grid.keys().collect();
     let mut combos: Vec<Vec<String>> = vec![Vec::new()];
     for k in &keys {
-        combos = combos.into_iter().flat_map(|c| spec.grid[*k].iter().map(move |v| [c.clone(), vec![value_text(v)]].concat())).collect();
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                spec.grid[*k]
+                    .iter()
+                    .map(move |v| [c.clone(), vec![value_text(v)]].concat())
+            })
+            .collect();
     }
     let seeds = spec.seeds.clone().unwrap_or_else(|| vec![1]);
     let mut out = Vec::new();
     for c in &combos {
         for &seed in &seeds {
-            let mut sets: Vec<String> = spec.set.iter().map(|(k, v)| format!("{k}={}", value_text(v))).collect();
+            let mut sets: Vec<String> = spec
+                .set
+                .iter()
+                .map(|(k, v)| format!("{k}={}", value_text(v)))
+                .collect();
             sets.extend(keys.iter().zip(c).map(|(k, v)| format!("{k}={v}")));
-            out.push(Point { seed, values: c.clone(), args: ProfileArgs { profile: spec.profile.clone().unwrap_or_else(|| "forth-arm".into()), sets, seed } });
+            out.push(Point {
+                seed,
+                values: c.clone(),
+                args: ProfileArgs {
+                    profile: spec.profile.clone().unwrap_or_else(|| "forth-arm".into()),
+                    sets,
+                    seed,
+                },
+            });
         }
     }
     out
 }
 
 fn invocation(experiment: &str, p: &Point) -> Vec<String> {
-    let mut v = vec![experiment.to_string(), "--profile".into(), p.args.profile.clone(), "--seed".into(), p.seed.to_string()];
+    let mut v = vec![
+        experiment.to_string(),
+        "--profile".into(),
+        p.args.profile.clone(),
+        "--seed".into(),
+        p.seed.to_string(),
+    ];
     for s in &p.args.sets {
         v.push("--set".into());
         v.push(s.clone());
@@ -143,7 +185,8 @@ fn run_local(experiment: &str, pts: &[Point], jobs: usize) -> Result<Vec<PointTa
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<Result<PointTable, CliError>>>> = Mutex::new((0..pts.len()).map(|_| None).collect());
+    let out: Mutex<Vec<Option<Result<PointTable, CliError>>>> =
+        Mutex::new((0..pts.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..jobs.clamp(1, pts.len().max(1)) {
             s.spawn(|| loop {
@@ -156,16 +199,30 @@ fn run_local(experiment: &str, pts: &[Point], jobs: usize) -> Result<Vec<PointTa
             });
         }
     });
-    out.into_inner().expect("lock").into_iter().map(|r| r.expect("every point ran")).collect()
+    out.into_inner()
+        .expect("lock")
+        .into_iter()
+        .map(|r| r.expect("every point ran"))
+        .collect()
 }
 
-fn run_cluster(experiment: &str, pts: &[Point], address: &str, python: &str) -> Result<Vec<PointTable>, CliError> {
+fn run_cluster(
+    experiment: &str,
+    pts: &[Point],
+    address: &str,
+    python: &str,
+) -> Result<Vec<PointTable>, CliError> {
     if !address.starts_with("tcp://") {
-        return Err(CliError::Usage(format!("--cluster {address:?}: expected tcp://HOST:PORT")));
+        return Err(CliError::Usage(format!(
+            "--cluster {address:?}: expected tcp://HOST:PORT"
+        )));
     }
-    let exe = std::env::current_exe().map_err(|e| CliError::Run(format!("cannot find this executable: {e}")))?;
-    let script = std::env::temp_dir().join(format!("unpinned-sweep-dask-{}.py", std::process::id()));
-    std::fs::write(&script, include_str!("../../../tools/sweep_dask.py")).map_err(|e| CliError::Run(format!("cannot write {}: {e}", script.display())))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Run(format!("cannot find this executable: {e}")))?;
+    let script =
+        std::env::temp_dir().join(format!("unpinned-sweep-dask-{}.py", std::process::id()));
+    std::fs::write(&script, include_str!("../../../tools/sweep_dask.py"))
+        .map_err(|e| CliError::Run(format!("cannot write {}: {e}", script.display())))?;
     let input: Vec<Vec<String>> = pts.iter().map(|p| invocation(experiment, p)).collect();
     let mut child = Command::new(python)
         .arg(&script)
@@ -179,32 +236,58 @@ fn run_cluster(experiment: &str, pts: &[Point], address: &str, python: &str) -> 
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().expect("piped");
-        stdin.write_all(serde_json::to_string(&input).expect("strings").as_bytes()).map_err(|e| CliError::Run(e.to_string()))?;
+        stdin
+            .write_all(serde_json::to_string(&input).expect("strings").as_bytes())
+            .map_err(|e| CliError::Run(e.to_string()))?;
     }
-    let out = child.wait_with_output().map_err(|e| CliError::Run(e.to_string()))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| CliError::Run(e.to_string()))?;
     let _ = std::fs::remove_file(&script);
     if !out.status.success() {
-        return Err(CliError::Run(format!("the Dask driver failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(CliError::Run(format!(
+            "the Dask driver failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
-    let texts: Vec<String> = serde_json::from_slice(&out.stdout).map_err(|e| CliError::Run(format!("the Dask driver's output: {e}")))?;
+    let texts: Vec<String> = serde_json::from_slice(&out.stdout)
+        .map_err(|e| CliError::Run(format!("the Dask driver's output: {e}")))?;
     if texts.len() != pts.len() {
-        return Err(CliError::Run(format!("the Dask driver returned {} results for {} points", texts.len(), pts.len())));
+        return Err(CliError::Run(format!(
+            "the Dask driver returned {} results for {} points",
+            texts.len(),
+            pts.len()
+        )));
     }
-    texts.iter().map(|t| serde_json::from_str(t.trim()).map_err(|e| CliError::Run(format!("a point's output: {e}")))).collect()
+    texts
+        .iter()
+        .map(|t| {
+            serde_json::from_str(t.trim())
+                .map_err(|e| CliError::Run(format!("a point's output: {e}")))
+        })
+        .collect()
 }
 
 /// Merge the points' tables: one row per row of each point, prefixed with the point's seed
 /// and grid values.
 fn merge(keys: &[&String], pts: &[Point], tables: &[PointTable]) -> Result<Table, CliError> {
-    let cols = tables.first().map(|t| t.columns.clone()).unwrap_or_default();
+    let cols = tables
+        .first()
+        .map(|t| t.columns.clone())
+        .unwrap_or_default();
     let mut names: Vec<String> = vec!["sweep_seed".into()];
-    names.extend(keys.iter().map(|k| format!("sweep_{}", k.replace('.', "_"))));
+    names.extend(
+        keys.iter()
+            .map(|k| format!("sweep_{}", k.replace('.', "_"))),
+    );
     names.extend(cols.iter().cloned());
     let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
     let mut table = Table::new(&refs);
     for (p, t) in pts.iter().zip(tables) {
         if t.columns != cols {
-            return Err(CliError::Run("points produced tables with different columns".into()));
+            return Err(CliError::Run(
+                "points produced tables with different columns".into(),
+            ));
         }
         for row in &t.rows {
             let mut r: Vec<Cell> = vec![Cell::from(p.seed)];
@@ -218,17 +301,31 @@ fn merge(keys: &[&String], pts: &[Point], tables: &[PointTable]) -> Result<Table
 
 /// `unpinned sweep`.
 pub fn run(a: &SweepArgs) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(&a.spec).map_err(|e| CliError::Usage(format!("cannot read {}: {e}", a.spec.display())))?;
-    let spec: Spec = toml::from_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", a.spec.display())))?;
+    let text = std::fs::read_to_string(&a.spec)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", a.spec.display())))?;
+    let spec: Spec =
+        toml::from_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", a.spec.display())))?;
     find_experiment(&spec.experiment)?;
-    if spec.grid.values().any(|v| v.is_empty()) || spec.seeds.as_ref().is_some_and(|s| s.is_empty()) {
-        return Err(CliError::Usage(format!("{}: every grid list and seeds must be non-empty", a.spec.display())));
+    if spec.grid.values().any(|v| v.is_empty()) || spec.seeds.as_ref().is_some_and(|s| s.is_empty())
+    {
+        return Err(CliError::Usage(format!(
+            "{}: every grid list and seeds must be non-empty",
+            a.spec.display()
+        )));
     }
     let pts = points(&spec);
     let keys: Vec<&String> = spec.grid.keys().collect();
     let wall = std::time::Instant::now();
     let tables = match &a.cluster {
-        None => run_local(&spec.experiment, &pts, a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)))?,
+        None => run_local(
+            &spec.experiment,
+            &pts,
+            a.jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            }),
+        )?,
         Some(addr) => run_cluster(&spec.experiment, &pts, addr, &a.python)?,
     };
     let table = merge(&keys, &pts, &tables)?;
@@ -242,7 +339,13 @@ pub fn run(a: &SweepArgs) -> Result<(), CliError> {
         "seeds": pts.iter().map(|p| p.seed).collect::<std::collections::BTreeSet<_>>(),
         "executor": a.cluster.clone().unwrap_or_else(|| "local".into()),
     });
-    let files = unpinned_report::write_experiment(&a.out, &name, &table, &[], &meta).map_err(|e| CliError::Run(format!("writing {}: {e}", a.out.display())))?;
-    println!("{}: {} points, {} rows", files.csv.display(), pts.len(), table.rows.len());
+    let files = unpinned_report::write_experiment(&a.out, &name, &table, &[], &meta)
+        .map_err(|e| CliError::Run(format!("writing {}: {e}", a.out.display())))?;
+    println!(
+        "{}: {} points, {} rows",
+        files.csv.display(),
+        pts.len(),
+        table.rows.len()
+    );
     Ok(())
 }

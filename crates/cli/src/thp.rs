@@ -20,10 +20,17 @@ pub fn reexec_with_huge_pages() {
         return;
     }
     let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
-    let Some(tunables) = with_huge_pages(&current) else { return };
-    let Ok(exe) = std::env::current_exe() else { return };
+    let Some(tunables) = with_huge_pages(&current) else {
+        return;
+    };
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
     // `exec` returns only on failure; then run as we are.
-    let _err = std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("GLIBC_TUNABLES", tunables).exec();
+    let _err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("GLIBC_TUNABLES", tunables)
+        .exec();
 }
 
 /// `GLIBC_TUNABLES` with the huge-page tunable added, or `None` when it already says
@@ -44,9 +51,23 @@ mod tests {
 
     #[test]
     fn adds_the_tunable_once_and_keeps_the_users() {
-        assert_eq!(with_huge_pages("").as_deref(), Some("glibc.malloc.hugetlb=1"));
-        assert_eq!(with_huge_pages("glibc.malloc.arena_max=2").as_deref(), Some("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"));
-        assert_eq!(with_huge_pages("glibc.malloc.hugetlb=1"), None, "already re-executed: no loop");
-        assert_eq!(with_huge_pages("glibc.malloc.hugetlb=0"), None, "the user's choice wins");
+        assert_eq!(
+            with_huge_pages("").as_deref(),
+            Some("glibc.malloc.hugetlb=1")
+        );
+        assert_eq!(
+            with_huge_pages("glibc.malloc.arena_max=2").as_deref(),
+            Some("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1")
+        );
+        assert_eq!(
+            with_huge_pages("glibc.malloc.hugetlb=1"),
+            None,
+            "already re-executed: no loop"
+        );
+        assert_eq!(
+            with_huge_pages("glibc.malloc.hugetlb=0"),
+            None,
+            "the user's choice wins"
+        );
     }
 }

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn unpinned(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_unpinned")).args(args).output().expect("binary runs")
+    Command::new(env!("CARGO_BIN_EXE_unpinned"))
+        .args(args)
+        .output()
+        .expect("binary runs")
 }
 
 fn text(b: &[u8]) -> String {
@@ -13,7 +16,10 @@ fn text(b: &[u8]) -> String {
 
 /// A fresh directory name under the system temp dir.
 fn scratch(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
     std::env::temp_dir().join(format!("unpinned-cli-{tag}-{}-{nanos}", std::process::id()))
 }
 
@@ -38,7 +44,10 @@ fn unknown_experiment_is_a_usage_error() {
     let o = unpinned(&["sim", "no-such-experiment"]);
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
-    assert!(err.contains("no-such-experiment") && err.contains("--list"), "{err}");
+    assert!(
+        err.contains("no-such-experiment") && err.contains("--list"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -72,7 +81,11 @@ fn profile_check_file() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("OK"));
     let bad = dir.join("bad.toml");
-    std::fs::write(&bad, text(&shown.stdout).replace("block_bytes = 16384", "block_bytes = 1000")).unwrap();
+    std::fs::write(
+        &bad,
+        text(&shown.stdout).replace("block_bytes = 16384", "block_bytes = 1000"),
+    )
+    .unwrap();
     let o = unpinned(&["profile", "check", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("block_bytes"));
@@ -82,7 +95,13 @@ fn profile_check_file() {
 #[test]
 fn reproduce_writes_index() {
     let dir = scratch("reproduce");
-    let o = unpinned(&["reproduce", "--quiet", "--no-live", "--out", dir.to_str().unwrap()]);
+    let o = unpinned(&[
+        "reproduce",
+        "--quiet",
+        "--no-live",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let index = dir.join("index.html");
     assert!(index.exists());
@@ -98,17 +117,38 @@ fn reproduce_writes_index() {
 
 /// Experiment names linked from the table of contents (`href="#NAME"`).
 fn unpinned_experiments_names(html: &str) -> Vec<String> {
-    html.split("href=\"#").skip(1).filter_map(|s| s.split('"').next()).map(str::to_string).collect()
+    html.split("href=\"#")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
 fn dsm_run_runs_an_app_on_two_ranks_and_checks_it() {
     // The README's command: `unpinned run -n 2 -- unpinned dsm-run APP ...`.
     let exe = env!("CARGO_BIN_EXE_unpinned");
-    let o = unpinned(&["run", "-n", "2", "--timeout", "60", "--", exe, "dsm-run", "nbody", "--threads", "2", "--context", "deferred"]);
+    let o = unpinned(&[
+        "run",
+        "-n",
+        "2",
+        "--timeout",
+        "60",
+        "--",
+        exe,
+        "dsm-run",
+        "nbody",
+        "--threads",
+        "2",
+        "--context",
+        "deferred",
+    ]);
     let out = text(&o.stdout);
     assert!(o.status.success(), "{out}{}", text(&o.stderr));
-    assert!(out.contains("nbody (small) on 2 ranks x 2 threads, context deferred: correct"), "{out}");
+    assert!(
+        out.contains("nbody (small) on 2 ranks x 2 threads, context deferred: correct"),
+        "{out}"
+    );
     let o = unpinned(&["dsm-run", "no-such-app"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("unknown application"));

@@ -20,11 +20,20 @@ pub struct Perms {
 
 impl Perms {
     /// Read and write.
-    pub const RW: Perms = Perms { write: true, read: true };
+    pub const RW: Perms = Perms {
+        write: true,
+        read: true,
+    };
     /// Read only.
-    pub const R: Perms = Perms { write: false, read: true };
+    pub const R: Perms = Perms {
+        write: false,
+        read: true,
+    };
     /// Write only.
-    pub const W: Perms = Perms { write: true, read: false };
+    pub const W: Perms = Perms {
+        write: true,
+        read: false,
+    };
 }
 
 /// The key a target hands to its peers for one exposed range (checked on every access).

@@ -191,7 +191,9 @@ impl Profile {
     /// validated.
     pub fn with_override(&self, assignment: &str) -> Result<Profile, ProfileError> {
         let bad = |why: &str| ProfileError::Override(assignment.to_string(), why.to_string());
-        let (key, raw) = assignment.split_once('=').ok_or_else(|| bad("expected key=value"))?;
+        let (key, raw) = assignment
+            .split_once('=')
+            .ok_or_else(|| bad("expected key=value"))?;
         let (key, raw) = (key.trim(), raw.trim());
         let mut doc = toml::Value::try_from(self).map_err(|e| bad(&e.to_string()))?;
         let mut slot = &mut doc;
@@ -207,11 +209,21 @@ impl Profile {
         // Integers given where floats are expected (and vice versa when exact) are accepted.
         *slot = match (&*slot, parsed) {
             (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(i as f64),
-            (toml::Value::Integer(_), toml::Value::Float(f)) if f.fract() == 0.0 => toml::Value::Integer(f as i64),
+            (toml::Value::Integer(_), toml::Value::Float(f)) if f.fract() == 0.0 => {
+                toml::Value::Integer(f as i64)
+            }
             (old, new) if std::mem::discriminant(old) == std::mem::discriminant(&new) => new,
-            (old, new) => return Err(bad(&format!("expected a {}, got {}", old.type_str(), new.type_str()))),
+            (old, new) => {
+                return Err(bad(&format!(
+                    "expected a {}, got {}",
+                    old.type_str(),
+                    new.type_str()
+                )))
+            }
         };
-        let p: Profile = doc.try_into().map_err(|e: toml::de::Error| bad(&e.to_string()))?;
+        let p: Profile = doc
+            .try_into()
+            .map_err(|e: toml::de::Error| bad(&e.to_string()))?;
         p.validate()?;
         Ok(p)
     }
@@ -223,7 +235,10 @@ impl Profile {
         // 32 KiB: the largest power of two under the wire format's 16-bit payload length (the
         // live runtime moves one 16 KiB block per packet over shared memory).
         if e.packet_bytes == 0 || e.packet_bytes > 32768 {
-            return bad(format!("engine.packet_bytes = {} (must be 1..=32768)", e.packet_bytes));
+            return bad(format!(
+                "engine.packet_bytes = {} (must be 1..=32768)",
+                e.packet_bytes
+            ));
         }
         if e.block_bytes == 0 || !e.block_bytes.is_multiple_of(e.packet_bytes) {
             return bad(format!(
@@ -232,7 +247,10 @@ impl Profile {
             ));
         }
         if e.block_bytes / e.packet_bytes > 4096 {
-            return bad(format!("engine.block_bytes / engine.packet_bytes = {} (at most 4096 packets per block)", e.block_bytes / e.packet_bytes));
+            return bad(format!(
+                "engine.block_bytes / engine.packet_bytes = {} (at most 4096 packets per block)",
+                e.block_bytes / e.packet_bytes
+            ));
         }
         if e.max_outstanding_blocks == 0 {
             return bad("engine.max_outstanding_blocks = 0 (must be at least 1)".into());
@@ -240,7 +258,10 @@ impl Profile {
         for (name, v) in [
             ("engine.block_timeout_us", e.block_timeout_us),
             ("engine.initiation_us", e.initiation_us),
-            ("engine.fault_recovery_timeout_us", e.fault_recovery_timeout_us),
+            (
+                "engine.fault_recovery_timeout_us",
+                e.fault_recovery_timeout_us,
+            ),
             ("engine.rx_state_idle_us", e.rx_state_idle_us),
             ("os.irq_us", self.os.irq_us),
             ("os.irq_coalesce_us", self.os.irq_coalesce_us),
@@ -261,22 +282,36 @@ impl Profile {
             }
         }
         if e.fault_recovery_timeout_us <= 0.0 {
-            return bad("engine.fault_recovery_timeout_us must be > 0 (a lost ERR would hang)".into());
+            return bad(
+                "engine.fault_recovery_timeout_us must be > 0 (a lost ERR would hang)".into(),
+            );
         }
         if !(self.net.link_gbps > 0.0 && self.net.link_gbps.is_finite()) {
-            return bad(format!("net.link_gbps = {} (must be > 0)", self.net.link_gbps));
+            return bad(format!(
+                "net.link_gbps = {} (must be > 0)",
+                self.net.link_gbps
+            ));
         }
         if !(self.net.board_link_gbps > 0.0 && self.net.board_link_gbps.is_finite()) {
-            return bad(format!("net.board_link_gbps = {} (must be > 0)", self.net.board_link_gbps));
+            return bad(format!(
+                "net.board_link_gbps = {} (must be > 0)",
+                self.net.board_link_gbps
+            ));
         }
         let i = &self.iommu;
-        for (name, entries, ways) in [("l1", i.l1_entries, i.l1_ways), ("l2", i.l2_entries, i.l2_ways)] {
+        for (name, entries, ways) in [
+            ("l1", i.l1_entries, i.l1_ways),
+            ("l2", i.l2_entries, i.l2_ways),
+        ] {
             if ways == 0 || entries == 0 || entries % ways != 0 {
                 return bad(format!("iommu.{name}_entries = {entries}, iommu.{name}_ways = {ways} (entries must be a positive multiple of ways)"));
             }
         }
         if i.policy != "lru" && i.policy != "random" {
-            return bad(format!("iommu.policy = {:?} (must be \"lru\" or \"random\")", i.policy));
+            return bad(format!(
+                "iommu.policy = {:?} (must be \"lru\" or \"random\")",
+                i.policy
+            ));
         }
         if self.os.fifo_entries == 0 {
             return bad("os.fifo_entries = 0 (must be at least 1)".into());
@@ -313,6 +348,9 @@ mod tests {
     #[test]
     fn unknown_fields_are_rejected() {
         let text = FORTH_ARM_TOML.replace("[net]", "[net]\nbogus = 1");
-        assert!(matches!(Profile::from_toml(&text), Err(ProfileError::Parse(_))));
+        assert!(matches!(
+            Profile::from_toml(&text),
+            Err(ProfileError::Parse(_))
+        ));
     }
 }

@@ -1,8 +1,8 @@
 //! Seeded randomness. One master seed per run; every component derives its own sub-seed by
 //! name, so adding a component never perturbs the random streams of the others.
 
-use rand::SeedableRng;
 pub use rand::Rng;
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The generator handed to components. Never a global: it is passed in.

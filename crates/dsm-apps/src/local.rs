@@ -33,7 +33,9 @@ impl LocalSpace {
     /// A space of `ranks x threads_per_rank` workers. Both must be at least 1.
     pub fn new(ranks: usize, threads_per_rank: usize) -> Result<LocalSpace, SpaceError> {
         if ranks == 0 || threads_per_rank == 0 || ranks > 64 {
-            return Err(SpaceError(format!("need 1..=64 ranks and >= 1 thread per rank, got {ranks} x {threads_per_rank}")));
+            return Err(SpaceError(format!(
+                "need 1..=64 ranks and >= 1 thread per rank, got {ranks} x {threads_per_rank}"
+            )));
         }
         Ok(LocalSpace {
             ranks,
@@ -67,7 +69,12 @@ impl LocalSpace {
 
     /// (address, length) of every allocation so far, in allocation order.
     pub fn allocations(&self) -> Vec<(usize, usize)> {
-        self.allocs.lock().expect("alloc list lock").iter().map(|(a, l)| (*a, l.size())).collect()
+        self.allocs
+            .lock()
+            .expect("alloc list lock")
+            .iter()
+            .map(|(a, l)| (*a, l.size()))
+            .collect()
     }
 }
 
@@ -83,7 +90,9 @@ impl SharedSpace for LocalSpace {
     }
     fn alloc(&self, bytes: usize, align: usize) -> Result<*mut u8, SpaceError> {
         if bytes == 0 || bytes > ALLOC_BYTES_MAX {
-            return Err(SpaceError(format!("allocation of {bytes} bytes (allowed 1..={ALLOC_BYTES_MAX})")));
+            return Err(SpaceError(format!(
+                "allocation of {bytes} bytes (allowed 1..={ALLOC_BYTES_MAX})"
+            )));
         }
         let layout = Layout::from_size_align(bytes, align.max(1))
             .map_err(|e| SpaceError(format!("allocation of {bytes} bytes aligned {align}: {e}")))?;
@@ -91,9 +100,14 @@ impl SharedSpace for LocalSpace {
         // the same layout in Drop.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
-            return Err(SpaceError(format!("out of memory allocating {bytes} bytes")));
+            return Err(SpaceError(format!(
+                "out of memory allocating {bytes} bytes"
+            )));
         }
-        self.allocs.lock().expect("alloc list lock").push((ptr as usize, layout));
+        self.allocs
+            .lock()
+            .expect("alloc list lock")
+            .push((ptr as usize, layout));
         Ok(ptr)
     }
     fn barrier(&self, _worker: Worker) {

@@ -13,7 +13,11 @@ pub fn run_app(app: &mut dyn App, space: &dyn SharedSpace) -> Result<(), String>
 }
 
 /// [`run_app`], calling `poison` when a worker panics so the others stop waiting for it.
-fn run_with(app: &mut dyn App, space: &dyn SharedSpace, poison: &(dyn Fn() + Sync)) -> Result<(), String> {
+fn run_with(
+    app: &mut dyn App,
+    space: &dyn SharedSpace,
+    poison: &(dyn Fn() + Sync),
+) -> Result<(), String> {
     app.setup(space).map_err(|e| e.to_string())?;
     let count = space.ranks() * space.threads_per_rank();
     let app: &dyn App = app;
@@ -21,7 +25,9 @@ fn run_with(app: &mut dyn App, space: &dyn SharedSpace, poison: &(dyn Fn() + Syn
         let handles: Vec<_> = (0..count)
             .map(|id| {
                 s.spawn(move || {
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.work(space, Worker { id, count })));
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        app.work(space, Worker { id, count })
+                    }));
                     if r.is_err() {
                         poison();
                     }
@@ -29,7 +35,11 @@ fn run_with(app: &mut dyn App, space: &dyn SharedSpace, poison: &(dyn Fn() + Syn
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(true)).filter(|&p| p).count()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(true))
+            .filter(|&p| p)
+            .count()
     });
     if panicked > 0 {
         return Err(format!("{}: {panicked} worker(s) panicked", app.name()));

@@ -50,17 +50,29 @@ impl<T: Plain> Shared<T> {
     /// minipages).
     pub fn alloc(space: &dyn SharedSpace, len: usize) -> Result<Shared<T>, AppError> {
         let size = std::mem::size_of::<T>();
-        let bytes = len.checked_mul(size).ok_or_else(|| AppError::Space(format!("allocation of {len} values overflows")))?;
+        let bytes = len
+            .checked_mul(size)
+            .ok_or_else(|| AppError::Space(format!("allocation of {len} values overflows")))?;
         let ptr = space.alloc(bytes.max(1), std::mem::align_of::<T>().max(8))?;
         if ptr.is_null() || (ptr as usize) % std::mem::align_of::<T>() != 0 {
-            return Err(AppError::Space("alloc returned a null or misaligned pointer".into()));
+            return Err(AppError::Space(
+                "alloc returned a null or misaligned pointer".into(),
+            ));
         }
-        Ok(Shared { ptr: ptr.cast(), len, _t: PhantomData })
+        Ok(Shared {
+            ptr: ptr.cast(),
+            len,
+            _t: PhantomData,
+        })
     }
 
     /// An empty placeholder (before setup).
     pub fn empty() -> Shared<T> {
-        Shared { ptr: std::ptr::NonNull::dangling().as_ptr(), len: 0, _t: PhantomData }
+        Shared {
+            ptr: std::ptr::NonNull::dangling().as_ptr(),
+            len: 0,
+            _t: PhantomData,
+        }
     }
 
     /// Number of values.
@@ -97,9 +109,18 @@ impl<T: Plain> Shared<T> {
         if range.start >= range.end {
             return;
         }
-        assert!(range.end <= self.len, "shared range {range:?} out of range {}", self.len);
+        assert!(
+            range.end <= self.len,
+            "shared range {range:?} out of range {}",
+            self.len
+        );
         let size = std::mem::size_of::<T>();
-        space.access(worker, self.ptr.wrapping_add(range.start) as *const u8, (range.end - range.start) * size, write);
+        space.access(
+            worker,
+            self.ptr.wrapping_add(range.start) as *const u8,
+            (range.end - range.start) * size,
+            write,
+        );
     }
 
     /// Announces the whole array.

@@ -66,12 +66,29 @@ pub struct TracingSpace {
 
 impl TracingSpace {
     /// A tracing space of `ranks x threads_per_rank` workers for application `app`.
-    pub fn new(app: &str, ranks: usize, threads_per_rank: usize) -> Result<TracingSpace, SpaceError> {
+    pub fn new(
+        app: &str,
+        ranks: usize,
+        threads_per_rank: usize,
+    ) -> Result<TracingSpace, SpaceError> {
         let local = LocalSpace::new(ranks, threads_per_rank)?;
         let logs = (0..ranks * threads_per_rank)
-            .map(|_| Mutex::new(WorkerLog { ops: Vec::new(), last_ns: None }))
+            .map(|_| {
+                Mutex::new(WorkerLog {
+                    ops: Vec::new(),
+                    last_ns: None,
+                })
+            })
             .collect();
-        Ok(TracingSpace { app: app.to_string(), local, coherence: Mutex::new(Coherence { allocs: Vec::new(), mps: Vec::new() }), logs })
+        Ok(TracingSpace {
+            app: app.to_string(),
+            local,
+            coherence: Mutex::new(Coherence {
+                allocs: Vec::new(),
+                mps: Vec::new(),
+            }),
+            logs,
+        })
     }
 
     /// See [`LocalSpace::poison`].
@@ -131,7 +148,10 @@ impl SharedSpace for TracingSpace {
         let ranks = self.local.ranks() as u32;
         for mp in first..first + bytes.div_ceil(MINIPAGE_BYTES) as u32 {
             let m = (mp % ranks) as u8;
-            c.mps.push(MpState { owner: Some(m), copies: 1 << m });
+            c.mps.push(MpState {
+                owner: Some(m),
+                copies: 1 << m,
+            });
         }
         let at = c.allocs.partition_point(|a| a.0 < ptr as usize);
         c.allocs.insert(at, (ptr as usize, bytes, first));
@@ -166,7 +186,10 @@ impl SharedSpace for TracingSpace {
             // The allocation holding `addr`: the last one starting at or below it (allocations
             // do not overlap).
             let k = c.allocs.partition_point(|a| a.0 <= addr);
-            let found = k.checked_sub(1).map(|k| c.allocs[k]).filter(|(a, b, _)| addr < a + b);
+            let found = k
+                .checked_sub(1)
+                .map(|k| c.allocs[k])
+                .filter(|(a, b, _)| addr < a + b);
             let Some((base, bytes, first)) = found else {
                 // Not shared memory: nothing to emulate (the live DSM would not fault either).
                 return;
@@ -180,7 +203,10 @@ impl SharedSpace for TracingSpace {
                     if s.owner == Some(rank as u8) && s.copies == bit {
                         continue;
                     }
-                    *s = MpState { owner: Some(rank as u8), copies: bit };
+                    *s = MpState {
+                        owner: Some(rank as u8),
+                        copies: bit,
+                    };
                 } else {
                     if s.copies & bit != 0 {
                         continue;

@@ -9,7 +9,8 @@ fn every_app_matches_its_sequential_reference_on_1_2_4_workers() {
     for name in names() {
         for (ranks, threads) in [(1, 1), (1, 2), (1, 4), (2, 2), (4, 1)] {
             let mut app = create(name, Input::Small).unwrap();
-            run_local(app.as_mut(), ranks, threads).unwrap_or_else(|e| panic!("{name} on {ranks}x{threads}: {e}"));
+            run_local(app.as_mut(), ranks, threads)
+                .unwrap_or_else(|e| panic!("{name} on {ranks}x{threads}: {e}"));
         }
     }
 }
@@ -32,11 +33,22 @@ fn traced_runs_are_correct_and_record_faults_only_with_several_ranks() {
         assert!(t.faults > 0, "{name}: three ranks share data");
         assert!(t.compute_ns > 0, "{name}: computation is measured");
         // Every worker sees the same barriers.
-        let per: Vec<usize> = trace.threads.iter().map(|ops| ops.iter().filter(|o| **o == TraceOp::Barrier).count()).collect();
-        assert!(per.iter().all(|&b| b == per[0]), "{name}: barriers per worker {per:?}");
+        let per: Vec<usize> = trace
+            .threads
+            .iter()
+            .map(|ops| ops.iter().filter(|o| **o == TraceOp::Barrier).count())
+            .collect();
+        assert!(
+            per.iter().all(|&b| b == per[0]),
+            "{name}: barriers per worker {per:?}"
+        );
         // Faults name minipages that exist.
         let mps = trace.header.minipages;
-        assert!(trace.threads.iter().flatten().all(|o| !matches!(o, TraceOp::Fault { mp, .. } if *mp >= mps)));
+        assert!(trace
+            .threads
+            .iter()
+            .flatten()
+            .all(|o| !matches!(o, TraceOp::Fault { mp, .. } if *mp >= mps)));
         // The JSON-lines form round-trips.
         let back = unpinned_dsm::trace::Trace::parse(&trace.to_json_lines()).unwrap();
         assert_eq!(back, trace);
@@ -50,7 +62,15 @@ fn sor_bands_share_only_edge_rows() {
     let mut app = create("sor", Input::Small).unwrap();
     let (trace, verdict) = run_traced(app.as_mut(), 2, 1).unwrap();
     verdict.unwrap();
-    let faults: Vec<u64> = trace.threads.iter().map(|ops| ops.iter().filter(|o| matches!(o, TraceOp::Fault { .. })).count() as u64).collect();
+    let faults: Vec<u64> = trace
+        .threads
+        .iter()
+        .map(|ops| {
+            ops.iter()
+                .filter(|o| matches!(o, TraceOp::Fault { .. }))
+                .count() as u64
+        })
+        .collect();
     // 4 iterations x 2 colours: at most a read of the edge row and a write-back of the own band
     // (one or two minipages) per half-iteration.
     for f in faults {
@@ -78,7 +98,10 @@ impl unpinned_dsm_apps::App for Failing {
     fn name(&self) -> &'static str {
         "failing"
     }
-    fn setup(&mut self, _space: &dyn unpinned_dsm_apps::SharedSpace) -> Result<(), unpinned_dsm_apps::AppError> {
+    fn setup(
+        &mut self,
+        _space: &dyn unpinned_dsm_apps::SharedSpace,
+    ) -> Result<(), unpinned_dsm_apps::AppError> {
         Ok(())
     }
     fn work(&self, space: &dyn unpinned_dsm_apps::SharedSpace, worker: unpinned_dsm_apps::Worker) {

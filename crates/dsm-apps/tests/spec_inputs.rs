@@ -14,6 +14,9 @@ fn every_app_runs_the_spec_input_correctly() {
         let t = std::time::Instant::now();
         let mut app = create(name, Input::Spec).unwrap();
         run_local(app.as_mut(), 2, 2).unwrap_or_else(|e| panic!("{name}: {e}"));
-        eprintln!("{name}: spec input on 2x2 workers correct in {:.1} s", t.elapsed().as_secs_f64());
+        eprintln!(
+            "{name}: spec input on 2x2 workers correct in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
     }
 }

@@ -22,7 +22,12 @@ pub(crate) struct Managed {
 impl Managed {
     /// Initially the manager itself holds the only copy, with write access.
     pub fn new(manager: NodeId) -> Managed {
-        Managed { owner: Some(manager), copies: vec![manager], busy: false, queue: VecDeque::new() }
+        Managed {
+            owner: Some(manager),
+            copies: vec![manager],
+            busy: false,
+            queue: VecDeque::new(),
+        }
     }
 
     /// Start serving the request of `from`: the messages that do it. The caller marks `busy`.
@@ -31,21 +36,54 @@ impl Managed {
         let has_copy = self.copies.contains(&from);
         if write {
             // Every other copy is invalidated; the owner (or a copy holder) serves the data.
-            let server = self.owner.or_else(|| self.copies.first().copied()).expect("a minipage always has a copy");
-            let mut invalidate: Vec<NodeId> = self.copies.iter().copied().filter(|&n| n != from && (has_copy || n != server)).collect();
+            let server = self
+                .owner
+                .or_else(|| self.copies.first().copied())
+                .expect("a minipage always has a copy");
+            let mut invalidate: Vec<NodeId> = self
+                .copies
+                .iter()
+                .copied()
+                .filter(|&n| n != from && (has_copy || n != server))
+                .collect();
             invalidate.sort_unstable();
             let notices = invalidate.len() as u32;
             for n in invalidate {
-                out.push((n, Msg::Invalidate { mp, requestor: from }));
+                out.push((
+                    n,
+                    Msg::Invalidate {
+                        mp,
+                        requestor: from,
+                    },
+                ));
             }
             if has_copy {
                 out.push((from, Msg::Grant { mp, notices }));
             } else {
-                out.push((server, Msg::Transfer { mp, requestor: from, write: true, notices }));
+                out.push((
+                    server,
+                    Msg::Transfer {
+                        mp,
+                        requestor: from,
+                        write: true,
+                        notices,
+                    },
+                ));
             }
         } else {
-            let server = self.owner.or_else(|| self.copies.first().copied()).expect("a minipage always has a copy");
-            out.push((server, Msg::Transfer { mp, requestor: from, write: false, notices: 0 }));
+            let server = self
+                .owner
+                .or_else(|| self.copies.first().copied())
+                .expect("a minipage always has a copy");
+            out.push((
+                server,
+                Msg::Transfer {
+                    mp,
+                    requestor: from,
+                    write: false,
+                    notices: 0,
+                },
+            ));
         }
         out
     }

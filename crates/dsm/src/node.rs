@@ -97,7 +97,9 @@ impl Node {
     pub fn access(&self, mp: Mp) -> Access {
         match self.access.get(&mp) {
             Some(a) => *a,
-            None if self.manager_of(mp) == self.id && !self.managed.contains_key(&mp) => Access::Write,
+            None if self.manager_of(mp) == self.id && !self.managed.contains_key(&mp) => {
+                Access::Write
+            }
             None => Access::None,
         }
     }
@@ -109,13 +111,20 @@ impl Node {
 
     /// Read the local copy (requires read access; the driver's page protection enforces it).
     pub fn read(&mut self, mp: Mp) -> Vec<u8> {
-        assert!(self.access(mp) >= Access::Read, "read of minipage {mp} without access");
+        assert!(
+            self.access(mp) >= Access::Read,
+            "read of minipage {mp} without access"
+        );
         self.ensure_data(mp).clone()
     }
 
     /// Write the local copy (requires write access).
     pub fn write(&mut self, mp: Mp, bytes: &[u8]) {
-        assert_eq!(self.access(mp), Access::Write, "write of minipage {mp} without write access");
+        assert_eq!(
+            self.access(mp),
+            Access::Write,
+            "write of minipage {mp} without write access"
+        );
         let d = self.ensure_data(mp);
         d[..bytes.len()].copy_from_slice(bytes);
     }
@@ -157,9 +166,24 @@ impl Node {
         // A request already outstanding: join its wait queue. If it was for reading and this
         // thread wants to write, the thread faults again after the read completes.
         if !self.pending.contains_key(&mp) {
-            self.pending.insert(mp, Pending { write, have_data: false, notices: None, notices_got: 0 });
+            self.pending.insert(
+                mp,
+                Pending {
+                    write,
+                    have_data: false,
+                    notices: None,
+                    notices_got: 0,
+                },
+            );
             let m = self.manager_of(mp);
-            self.outbox.push_back((m, Msg::Request { mp, from: self.id, write }));
+            self.outbox.push_back((
+                m,
+                Msg::Request {
+                    mp,
+                    from: self.id,
+                    write,
+                },
+            ));
         }
         FaultResult::Wait
     }
@@ -184,9 +208,22 @@ impl Node {
                 }
                 self.outbox.push_back((requestor, Msg::Invalidated { mp }));
             }
-            Msg::Transfer { mp, requestor, write, notices } => {
+            Msg::Transfer {
+                mp,
+                requestor,
+                write,
+                notices,
+            } => {
                 let bytes = self.ensure_data(mp).clone();
-                self.outbox.push_back((requestor, Msg::Data { mp, write, notices, bytes }));
+                self.outbox.push_back((
+                    requestor,
+                    Msg::Data {
+                        mp,
+                        write,
+                        notices,
+                        bytes,
+                    },
+                ));
                 if write {
                     self.set_access(mp, Access::None);
                 } else if self.access(mp) == Access::Write {
@@ -200,7 +237,12 @@ impl Node {
                 }
                 self.try_complete(mp);
             }
-            Msg::Data { mp, write: _, notices, bytes } => {
+            Msg::Data {
+                mp,
+                write: _,
+                notices,
+                bytes,
+            } => {
                 self.data.insert(mp, bytes);
                 if let Some(p) = self.pending.get_mut(&mp) {
                     p.have_data = true;
@@ -227,7 +269,9 @@ impl Node {
     }
 
     fn try_complete(&mut self, mp: Mp) {
-        let Some(p) = self.pending.get(&mp) else { return };
+        let Some(p) = self.pending.get(&mp) else {
+            return;
+        };
         if !(p.have_data && p.notices == Some(p.notices_got)) {
             return;
         }
@@ -238,7 +282,14 @@ impl Node {
             self.events.push_back(Event::Resume { thread });
         }
         let m = self.manager_of(mp);
-        self.outbox.push_back((m, Msg::Ack { mp, from: self.id, write }));
+        self.outbox.push_back((
+            m,
+            Msg::Ack {
+                mp,
+                from: self.id,
+                write,
+            },
+        ));
     }
 
     /// The next message to send: (destination, message). Messages to this node itself are

@@ -101,31 +101,59 @@ impl Trace {
     /// An empty trace for `header`'s workers.
     pub fn new(header: TraceHeader) -> Trace {
         let n = (header.ranks as usize) * (header.threads_per_rank as usize);
-        Trace { header, threads: vec![Vec::new(); n] }
+        Trace {
+            header,
+            threads: vec![Vec::new(); n],
+        }
     }
 
     /// Parses JSON lines (header first; blank lines ignored). Records must name a rank and
     /// thread inside the header's geometry and faults a minipage below `minipages`.
     pub fn parse(text: &str) -> Result<Trace, TraceError> {
-        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-        let (_, first) = lines.next().ok_or(TraceError { line: 0, why: "empty trace".into() })?;
-        let header: TraceHeader =
-            serde_json::from_str(first).map_err(|e| TraceError { line: 1, why: format!("header: {e}") })?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty());
+        let (_, first) = lines.next().ok_or(TraceError {
+            line: 0,
+            why: "empty trace".into(),
+        })?;
+        let header: TraceHeader = serde_json::from_str(first).map_err(|e| TraceError {
+            line: 1,
+            why: format!("header: {e}"),
+        })?;
         let workers = header.ranks as u64 * header.threads_per_rank as u64;
         if workers == 0 || workers > WORKERS_MAX || header.minipage_bytes == 0 {
-            return Err(TraceError { line: 1, why: format!("header geometry {} ranks x {} threads, {} B minipages", header.ranks, header.threads_per_rank, header.minipage_bytes) });
+            return Err(TraceError {
+                line: 1,
+                why: format!(
+                    "header geometry {} ranks x {} threads, {} B minipages",
+                    header.ranks, header.threads_per_rank, header.minipage_bytes
+                ),
+            });
         }
         let mut trace = Trace::new(header);
         for (i, line) in lines {
-            let r: TraceRecord =
-                serde_json::from_str(line).map_err(|e| TraceError { line: i + 1, why: e.to_string() })?;
+            let r: TraceRecord = serde_json::from_str(line).map_err(|e| TraceError {
+                line: i + 1,
+                why: e.to_string(),
+            })?;
             let h = &trace.header;
             if r.rank >= h.ranks || r.thread >= h.threads_per_rank {
-                return Err(TraceError { line: i + 1, why: format!("worker {}.{} outside {} x {}", r.rank, r.thread, h.ranks, h.threads_per_rank) });
+                return Err(TraceError {
+                    line: i + 1,
+                    why: format!(
+                        "worker {}.{} outside {} x {}",
+                        r.rank, r.thread, h.ranks, h.threads_per_rank
+                    ),
+                });
             }
             if let TraceOp::Fault { mp, .. } = r.op {
                 if mp >= h.minipages {
-                    return Err(TraceError { line: i + 1, why: format!("minipage {mp} >= {}", h.minipages) });
+                    return Err(TraceError {
+                        line: i + 1,
+                        why: format!("minipage {mp} >= {}", h.minipages),
+                    });
                 }
             }
             let w = (r.rank * h.threads_per_rank + r.thread) as usize;
@@ -141,7 +169,11 @@ impl Trace {
         let tpr = self.header.threads_per_rank.max(1);
         for (w, ops) in self.threads.iter().enumerate() {
             for op in ops {
-                let r = TraceRecord { rank: w as u32 / tpr, thread: w as u32 % tpr, op: op.clone() };
+                let r = TraceRecord {
+                    rank: w as u32 / tpr,
+                    thread: w as u32 % tpr,
+                    op: op.clone(),
+                };
                 out.push_str(&serde_json::to_string(&r).expect("record serializes"));
                 out.push('\n');
             }
@@ -191,18 +223,37 @@ mod tests {
 
     #[test]
     fn records_round_trip_as_json_lines() {
-        let r = TraceRecord { rank: 1, thread: 0, op: TraceOp::Fault { mp: 7, write: true } };
+        let r = TraceRecord {
+            rank: 1,
+            thread: 0,
+            op: TraceOp::Fault { mp: 7, write: true },
+        };
         let line = serde_json::to_string(&r).unwrap();
-        assert_eq!(line, r#"{"rank":1,"thread":0,"kind":"fault","mp":7,"write":true}"#);
+        assert_eq!(
+            line,
+            r#"{"rank":1,"thread":0,"kind":"fault","mp":7,"write":true}"#
+        );
         assert_eq!(serde_json::from_str::<TraceRecord>(&line).unwrap(), r);
     }
 
     #[test]
     fn whole_traces_round_trip_and_bad_lines_are_typed_errors() {
-        let header = TraceHeader { app: "x".into(), ranks: 2, threads_per_rank: 1, minipage_bytes: 4096, minipages: 4 };
+        let header = TraceHeader {
+            app: "x".into(),
+            ranks: 2,
+            threads_per_rank: 1,
+            minipage_bytes: 4096,
+            minipages: 4,
+        };
         let mut t = Trace::new(header);
         t.threads[0] = vec![TraceOp::Compute { ns: 5 }, TraceOp::Barrier];
-        t.threads[1] = vec![TraceOp::Fault { mp: 3, write: false }, TraceOp::Barrier];
+        t.threads[1] = vec![
+            TraceOp::Fault {
+                mp: 3,
+                write: false,
+            },
+            TraceOp::Barrier,
+        ];
         let text = t.to_json_lines();
         assert_eq!(Trace::parse(&text).unwrap(), t);
         assert_eq!(t.totals().faults, 1);

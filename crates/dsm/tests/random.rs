@@ -52,10 +52,18 @@ fn run(seed: u64) -> Result<u64, String> {
             }
         }
         // Pick: deliver a message or run a thread.
-        let busy: Vec<(u32, u32)> = chans.iter().filter(|(_, q)| !q.is_empty()).map(|(k, _)| *k).collect();
-        let ready: Vec<usize> = (0..state.len()).filter(|&t| state[t] == ThreadState::Ready).collect();
+        let busy: Vec<(u32, u32)> = chans
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        let ready: Vec<usize> = (0..state.len())
+            .filter(|&t| state[t] == ThreadState::Ready)
+            .collect();
         if busy.is_empty() && ready.is_empty() {
-            return Err(format!("step {step}: deadlock: every thread blocked and no message in flight"));
+            return Err(format!(
+                "step {step}: deadlock: every thread blocked and no message in flight"
+            ));
         }
         if !busy.is_empty() && (ready.is_empty() || rng.gen_bool(0.6)) {
             let (src, dst) = busy[rng.gen_range(0..busy.len())];
@@ -65,7 +73,8 @@ fn run(seed: u64) -> Result<u64, String> {
         }
         let t = ready[rng.gen_range(0..ready.len())];
         let (n, local) = (t as u32 / threads_per_node, t as u32 % threads_per_node);
-        let (mp, write) = *intent[t].get_or_insert_with(|| (rng.gen_range(0..mps), rng.gen_bool(0.4)));
+        let (mp, write) =
+            *intent[t].get_or_insert_with(|| (rng.gen_range(0..mps), rng.gen_bool(0.4)));
         match ns[n as usize].fault(local, mp, write) {
             FaultResult::Wait => state[t] = ThreadState::Blocked,
             FaultResult::Proceed => {
@@ -89,7 +98,10 @@ fn run(seed: u64) -> Result<u64, String> {
 
 #[test]
 fn random_schedules_keep_single_writer_and_latest_value() {
-    let seeds: u64 = std::env::var("UNPINNED_DSM_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let seeds: u64 = std::env::var("UNPINNED_DSM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
     let mut total = 0;
     for seed in 0..seeds {
         match run(seed) {
@@ -97,5 +109,8 @@ fn random_schedules_keep_single_writer_and_latest_value() {
             Err(e) => panic!("seed {seed}: {e}"),
         }
     }
-    assert!(total > seeds * 100, "threads made progress ({total} accesses)");
+    assert!(
+        total > seeds * 100,
+        "threads made progress ({total} accesses)"
+    );
 }

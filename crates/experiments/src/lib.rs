@@ -26,10 +26,16 @@ pub struct RunContext<'a> {
 impl RunContext<'_> {
     /// A parameter parsed as `T`, or `default` when absent. A parameter that does not parse is
     /// an error naming it.
-    pub fn param<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, ExperimentError> {
+    pub fn param<T: std::str::FromStr>(
+        &self,
+        name: &str,
+        default: T,
+    ) -> Result<T, ExperimentError> {
         match self.params.get(name) {
             None => Ok(default),
-            Some(v) => v.parse().map_err(|_| ExperimentError::BadParam(name.to_string(), v.clone())),
+            Some(v) => v
+                .parse()
+                .map_err(|_| ExperimentError::BadParam(name.to_string(), v.clone())),
         }
     }
 }
@@ -71,12 +77,17 @@ pub struct ExperimentSpec {
 
 pub mod aa;
 pub mod dsm;
-pub mod part;
 mod odp;
+pub mod part;
 
 /// Every experiment, in report order.
 pub fn all() -> Vec<&'static ExperimentSpec> {
-    part::specs().into_iter().chain(odp::specs()).chain(aa::specs()).chain(dsm::specs()).collect()
+    part::specs()
+        .into_iter()
+        .chain(odp::specs())
+        .chain(aa::specs())
+        .chain(dsm::specs())
+        .collect()
 }
 
 /// Look up an experiment by name.

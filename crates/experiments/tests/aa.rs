@@ -247,9 +247,7 @@ fn aa_dht_compute_rates_fall_with_computation_and_schemes_converge() {
         &o.table,
         &["scheme", "ratio_pct", "computation_pct", "inserts_per_s"],
     );
-    let v = |s: &str, r: &str, y: &str| {
-        value(&o.table, &[("scheme", s), ("ratio_pct", r)], y)
-    };
+    let v = |s: &str, r: &str, y: &str| value(&o.table, &[("scheme", s), ("ratio_pct", r)], y);
     for s in ["aa-int", "aa-poll", "aa-sp", "rma", "am", "am-exp"] {
         let rate = |r| v(s, r, "inserts_per_s");
         assert!(rate("0") > rate("50") && rate("50") > rate("95"), "{s}");
@@ -262,7 +260,10 @@ fn aa_dht_compute_rates_fall_with_computation_and_schemes_converge() {
         .iter()
         .map(|s| v(s, "95", "inserts_per_s"))
         .collect();
-    let (lo, hi) = (r95.iter().cloned().fold(f64::MAX, f64::min), r95.iter().cloned().fold(0.0, f64::max));
+    let (lo, hi) = (
+        r95.iter().cloned().fold(f64::MAX, f64::min),
+        r95.iter().cloned().fold(0.0, f64::max),
+    );
     assert!(hi / lo < 1.25, "{r95:?}");
     assert!(v("aa-poll", "0", "inserts_per_s") > v("rma", "0", "inserts_per_s"));
 }
@@ -275,7 +276,13 @@ fn aa_iommu_stream_costs_little_bandwidth_and_ethernet_runs_at_link_rate() {
     );
     has_columns(
         &o.table,
-        &["network", "iommu", "size_bytes", "throughput_mb_per_s", "overhead_pct"],
+        &[
+            "network",
+            "iommu",
+            "size_bytes",
+            "throughput_mb_per_s",
+            "overhead_pct",
+        ],
     );
     let v = |n: &str, i: &str, s: &str| {
         value(
@@ -286,10 +293,16 @@ fn aa_iommu_stream_costs_little_bandwidth_and_ethernet_runs_at_link_rate() {
     };
     for n in ["ethernet", "torus"] {
         for s in ["64", "4096"] {
-            assert!(v(n, "on", s) <= v(n, "off", s), "{n} {s}: the IOMMU never speeds up");
+            assert!(
+                v(n, "on", s) <= v(n, "off", s),
+                "{n} {s}: the IOMMU never speeds up"
+            );
             assert!(v(n, "on", s) > 0.95 * v(n, "off", s), "{n} {s}");
         }
-        assert!(v(n, "off", "4096") > v(n, "off", "64"), "{n}: per-message costs");
+        assert!(
+            v(n, "off", "4096") > v(n, "off", "64"),
+            "{n}: per-message costs"
+        );
     }
     let eth = v("ethernet", "on", "4096");
     assert!(eth > 100.0 && eth < 125.0, "1 Gb/s link: {eth} MB/s");

@@ -12,7 +12,10 @@ fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
         seed: 1,
-        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
         progress: &|_, _| {},
     };
     let spec = find(name).unwrap_or_else(|| panic!("{name} is registered"));
@@ -21,7 +24,8 @@ fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
 }
 
 fn col(t: &Table, name: &str) -> usize {
-    t.col(name).unwrap_or_else(|| panic!("missing column {name} in {:?}", t.columns))
+    t.col(name)
+        .unwrap_or_else(|| panic!("missing column {name} in {:?}", t.columns))
 }
 
 #[test]
@@ -33,24 +37,58 @@ fn app_traces_replay_with_the_same_totals_deterministically() {
         verdict.unwrap();
         let totals = trace.totals();
         for ctx in Context::ALL {
-            let cfg = ReplayConfig { context: ctx, load_procs_per_node: 0 };
+            let cfg = ReplayConfig {
+                context: ctx,
+                load_procs_per_node: 0,
+            };
             let s = replay(&p, &trace, &cfg).unwrap_or_else(|e| panic!("{app} {ctx:?}: {e}"));
-            assert_eq!((s.faults, s.barriers, s.locks, s.unlocks), (totals.faults, totals.barriers, totals.locks, totals.unlocks), "{app} {ctx:?}");
-            assert_eq!(s, replay(&p, &trace, &cfg).unwrap(), "{app} {ctx:?}: deterministic");
+            assert_eq!(
+                (s.faults, s.barriers, s.locks, s.unlocks),
+                (totals.faults, totals.barriers, totals.locks, totals.unlocks),
+                "{app} {ctx:?}"
+            );
+            assert_eq!(
+                s,
+                replay(&p, &trace, &cfg).unwrap(),
+                "{app} {ctx:?}: deterministic"
+            );
         }
         // The file form replays the same.
         let back = unpinned_dsm::trace::Trace::parse(&trace.to_json_lines()).unwrap();
-        let cfg = ReplayConfig { context: Context::Interrupt, load_procs_per_node: 0 };
-        assert_eq!(replay(&p, &back, &cfg).unwrap(), replay(&p, &trace, &cfg).unwrap());
+        let cfg = ReplayConfig {
+            context: Context::Interrupt,
+            load_procs_per_node: 0,
+        };
+        assert_eq!(
+            replay(&p, &back, &cfg).unwrap(),
+            replay(&p, &trace, &cfg).unwrap()
+        );
     }
 }
 
 #[test]
 fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
-    let params = [("apps", "sor,is,tsp"), ("nodes", "1,2,4"), ("threads", "1,2"), ("input", "small")];
+    let params = [
+        ("apps", "sor,is,tsp"),
+        ("nodes", "1,2,4"),
+        ("threads", "1,2"),
+        ("input", "small"),
+    ];
     let o = run("dsm-apps", &params);
     let t = &o.table;
-    for c in ["app", "context", "nodes", "threads_per_node", "time_s", "speedup", "faults_per_s", "barriers_per_s", "locks_per_s", "correct", "driver"] {
+    for c in [
+        "app",
+        "context",
+        "nodes",
+        "threads_per_node",
+        "time_s",
+        "speedup",
+        "faults_per_s",
+        "barriers_per_s",
+        "locks_per_s",
+        "correct",
+        "driver",
+    ] {
         col(t, c);
     }
     assert_eq!(t.rows.len(), 3 * 3 * 2 * 4);
@@ -60,7 +98,11 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
         let time = r[col(t, "time_s")].as_f64().unwrap();
         assert!(time > 0.0 && time.is_finite());
         if r[col(t, "nodes")].to_text() == "1" {
-            assert_eq!(r[col(t, "faults_per_s")].as_f64().unwrap(), 0.0, "one node never faults");
+            assert_eq!(
+                r[col(t, "faults_per_s")].as_f64().unwrap(),
+                0.0,
+                "one node never faults"
+            );
         } else {
             assert!(r[col(t, "faults_per_s")].as_f64().unwrap() > 0.0);
         }
@@ -68,8 +110,15 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
     // The user-level baseline is never faster than the interrupt design on the same trace.
     let key = |r: &Vec<unpinned_report::Cell>| [0, 2, 3].map(|i| r[i].to_text());
     for r in t.rows.iter().filter(|r| r[1].to_text() == "signal") {
-        let i = t.rows.iter().find(|q| q[1].to_text() == "interrupt" && key(q) == key(r)).unwrap();
-        let (ts, ti) = (r[col(t, "time_s")].as_f64().unwrap(), i[col(t, "time_s")].as_f64().unwrap());
+        let i = t
+            .rows
+            .iter()
+            .find(|q| q[1].to_text() == "interrupt" && key(q) == key(r))
+            .unwrap();
+        let (ts, ti) = (
+            r[col(t, "time_s")].as_f64().unwrap(),
+            i[col(t, "time_s")].as_f64().unwrap(),
+        );
         assert!(ts >= ti, "{:?}: signal {ts} < interrupt {ti}", key(r));
     }
     assert!(o.plots.len() >= 4);
@@ -77,9 +126,22 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
         unpinned_report::render_svg(t, p).unwrap();
     }
 
-    let l = run("dsm-load", &[("apps", "sor"), ("nodes", "1,2"), ("threads", "2"), ("contexts", "interrupt"), ("input", "small")]);
+    let l = run(
+        "dsm-load",
+        &[
+            ("apps", "sor"),
+            ("nodes", "1,2"),
+            ("threads", "2"),
+            ("contexts", "interrupt"),
+            ("input", "small"),
+        ],
+    );
     assert_eq!(l.table.rows.len(), 2);
-    assert!(l.table.rows.iter().all(|r| r[col(&l.table, "correct")].to_text() == "1"));
+    assert!(l
+        .table
+        .rows
+        .iter()
+        .all(|r| r[col(&l.table, "correct")].to_text() == "1"));
 }
 
 #[test]
@@ -87,13 +149,26 @@ fn bad_parameters_are_named() {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
         seed: 1,
-        params: [("contexts".to_string(), "psychic".to_string())].into_iter().collect(),
+        params: [("contexts".to_string(), "psychic".to_string())]
+            .into_iter()
+            .collect(),
         progress: &|_, _| {},
     };
-    let e = (find("dsm-apps").unwrap().run)(&ctx).err().unwrap().to_string();
+    let e = (find("dsm-apps").unwrap().run)(&ctx)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("contexts"), "{e}");
-    let ctx = RunContext { params: [("cpu_scale".to_string(), "-2".to_string())].into_iter().collect(), ..ctx };
-    let e = (find("dsm-apps").unwrap().run)(&ctx).err().unwrap().to_string();
+    let ctx = RunContext {
+        params: [("cpu_scale".to_string(), "-2".to_string())]
+            .into_iter()
+            .collect(),
+        ..ctx
+    };
+    let e = (find("dsm-apps").unwrap().run)(&ctx)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("cpu_scale"), "{e}");
 }
 
@@ -109,7 +184,15 @@ fn the_tracing_emulation_agrees_with_the_protocol_on_barrier_ordered_apps() {
         let mut a = create(app, Input::Small).unwrap();
         let (trace, verdict) = run_traced(a.as_mut(), 4, 1).unwrap();
         verdict.unwrap();
-        let s = replay(&p, &trace, &ReplayConfig { context: Context::Interrupt, load_procs_per_node: 0 }).unwrap();
+        let s = replay(
+            &p,
+            &trace,
+            &ReplayConfig {
+                context: Context::Interrupt,
+                load_procs_per_node: 0,
+            },
+        )
+        .unwrap();
         assert_eq!(s.requests, s.faults, "{app}");
     }
 }
@@ -125,26 +208,54 @@ fn traces_from_a_directory_are_replayed_and_bad_ones_are_named() {
         let (trace, verdict) = run_traced(a.as_mut(), n as usize, 1).unwrap();
         verdict.unwrap();
         std::fs::write(dir.join(format!("sor-{n}x1.jsonl")), trace.to_json_lines()).unwrap();
-        std::fs::write(dir.join(format!("sor-{n}x1.json")), format!("{{\"correct\": {correct}}}")).unwrap();
+        std::fs::write(
+            dir.join(format!("sor-{n}x1.json")),
+            format!("{{\"correct\": {correct}}}"),
+        )
+        .unwrap();
     }
     let d = dir.display().to_string();
-    let o = run("dsm-apps", &[("apps", "sor"), ("nodes", "1,2,4"), ("threads", "1"), ("contexts", "interrupt"), ("traces", &d)]);
+    let o = run(
+        "dsm-apps",
+        &[
+            ("apps", "sor"),
+            ("nodes", "1,2,4"),
+            ("threads", "1"),
+            ("contexts", "interrupt"),
+            ("traces", &d),
+        ],
+    );
     let t = &o.table;
     // No trace for 4 nodes: skipped and listed.
     assert_eq!(t.rows.len(), 2);
     assert_eq!(o.meta["trace_source"], "live");
     assert_eq!(o.meta["missing_traces"][0], "sor-4x1");
     // The recorded verdict, not a recomputed one.
-    let correct: Vec<String> = t.rows.iter().map(|r| r[col(t, "correct")].to_text()).collect();
+    let correct: Vec<String> = t
+        .rows
+        .iter()
+        .map(|r| r[col(t, "correct")].to_text())
+        .collect();
     assert_eq!(correct, ["1", "0"]);
     std::fs::write(dir.join("sor-2x1.jsonl"), "{\"not\": \"a trace\"}\n").unwrap();
     let ctx = RunContext {
         profile: Profile::forth_arm(),
         seed: 1,
-        params: [("apps", "sor"), ("nodes", "1,2"), ("threads", "1"), ("traces", d.as_str())].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        params: [
+            ("apps", "sor"),
+            ("nodes", "1,2"),
+            ("threads", "1"),
+            ("traces", d.as_str()),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
         progress: &|_, _| {},
     };
-    let e = (find("dsm-apps").unwrap().run)(&ctx).err().unwrap().to_string();
+    let e = (find("dsm-apps").unwrap().run)(&ctx)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("sor-2x1.jsonl"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

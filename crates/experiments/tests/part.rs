@@ -10,7 +10,10 @@ fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
         seed: 1,
-        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
         progress: &|_, _| {},
     };
     let spec = find(name).unwrap_or_else(|| panic!("{name} is registered"));
@@ -26,7 +29,14 @@ fn has_columns(t: &Table, cols: &[&str]) {
 /// Value of `y` in the row where every `(column, value)` of `key` matches (as text).
 fn value(t: &Table, key: &[(&str, &str)], y: &str) -> f64 {
     let yi = t.col(y).unwrap();
-    let rows: Vec<_> = t.rows.iter().filter(|r| key.iter().all(|(c, v)| r[t.col(c).unwrap()].to_text() == *v)).collect();
+    let rows: Vec<_> = t
+        .rows
+        .iter()
+        .filter(|r| {
+            key.iter()
+                .all(|(c, v)| r[t.col(c).unwrap()].to_text() == *v)
+        })
+        .collect();
     assert_eq!(rows.len(), 1, "exactly one row for {key:?}");
     rows[0][yi].as_f64().unwrap()
 }
@@ -36,7 +46,13 @@ fn part_latency() {
     let o = run("part-latency", &[]);
     has_columns(&o.table, &["scheme", "size_bytes", "latency_us"]);
     for size in ["64", "4096", "4194304"] {
-        let lat = |s: &str| value(&o.table, &[("scheme", s), ("size_bytes", size)], "latency_us");
+        let lat = |s: &str| {
+            value(
+                &o.table,
+                &[("scheme", s), ("size_bytes", size)],
+                "latency_us",
+            )
+        };
         assert!(lat("transfer-only") < lat("touch-pres"));
         assert!(lat("touch-pres") < lat("touch-nopres"));
         assert!(lat("pin-pres") < lat("pin-nopres"));
@@ -48,8 +64,20 @@ fn part_fault_all_policies_order_by_page_in_granularity() {
     let o = run("part-fault-all", &[]);
     has_columns(&o.table, &["scheme", "size_bytes", "latency_us"]);
     for size in ["65536", "1048576", "4194304"] {
-        let lat = |s: &str| value(&o.table, &[("scheme", s), ("size_bytes", size)], "latency_us");
-        assert!(lat("pia") < lat("pi4") && lat("pi4") < lat("pio"), "size {size}: pia {} pi4 {} pio {}", lat("pia"), lat("pi4"), lat("pio"));
+        let lat = |s: &str| {
+            value(
+                &o.table,
+                &[("scheme", s), ("size_bytes", size)],
+                "latency_us",
+            )
+        };
+        assert!(
+            lat("pia") < lat("pi4") && lat("pi4") < lat("pio"),
+            "size {size}: pia {} pi4 {} pio {}",
+            lat("pia"),
+            lat("pi4"),
+            lat("pio")
+        );
         assert!(lat("transfer-only") < lat("pia"));
     }
 }
@@ -59,9 +87,21 @@ fn part_breakdown_has_sum_and_measured() {
     let o = run("part-breakdown", &[]);
     has_columns(&o.table, &["size_bytes", "component", "time_us"]);
     for size in ["4096", "4194304"] {
-        let sum = value(&o.table, &[("size_bytes", size), ("component", "sum")], "time_us");
-        let measured = value(&o.table, &[("size_bytes", size), ("component", "measured")], "time_us");
-        let gup = value(&o.table, &[("size_bytes", size), ("component", "get_user_pages")], "time_us");
+        let sum = value(
+            &o.table,
+            &[("size_bytes", size), ("component", "sum")],
+            "time_us",
+        );
+        let measured = value(
+            &o.table,
+            &[("size_bytes", size), ("component", "measured")],
+            "time_us",
+        );
+        let gup = value(
+            &o.table,
+            &[("size_bytes", size), ("component", "get_user_pages")],
+            "time_us",
+        );
         assert!(gup > 0.0 && sum > 0.0 && measured > 0.0);
         // No component runs longer than the whole transfer.
         assert!(gup < measured);
@@ -73,7 +113,13 @@ fn part_fault_small_err_beats_timeouts() {
     let o = run("part-fault-small", &[]);
     has_columns(&o.table, &["size_bytes", "retransmit", "latency_us"]);
     for size in ["64", "4096", "16384"] {
-        let lat = |m: &str| value(&o.table, &[("size_bytes", size), ("retransmit", m)], "latency_us");
+        let lat = |m: &str| {
+            value(
+                &o.table,
+                &[("size_bytes", size), ("retransmit", m)],
+                "latency_us",
+            )
+        };
         assert!(lat("err") < lat("to100us") && lat("to100us") < lat("to1ms"));
         // A timeout-only retransmission waits at least the timeout.
         assert!(lat("to1ms") > 1000.0);
@@ -83,18 +129,51 @@ fn part_fault_small_err_beats_timeouts() {
 #[test]
 fn part_timeout_short_timeouts_overlap_page_in_with_transfer() {
     let o = run("part-timeout", &[]);
-    has_columns(&o.table, &["timeout", "size_bytes", "latency_us", "speedup_vs_nto"]);
-    let s = |t: &str| value(&o.table, &[("timeout", t), ("size_bytes", "4194304")], "speedup_vs_nto");
+    has_columns(
+        &o.table,
+        &["timeout", "size_bytes", "latency_us", "speedup_vs_nto"],
+    );
+    let s = |t: &str| {
+        value(
+            &o.table,
+            &[("timeout", t), ("size_bytes", "4194304")],
+            "speedup_vs_nto",
+        )
+    };
     assert_eq!(s("nto"), 1.0);
-    assert!(s("100us") > s("1ms") && s("1ms") > 1.0, "100us {} 1ms {}", s("100us"), s("1ms"));
+    assert!(
+        s("100us") > s("1ms") && s("1ms") > 1.0,
+        "100us {} 1ms {}",
+        s("100us"),
+        s("1ms")
+    );
 }
 
 #[test]
 fn part_fault_frequency_slowdown_grows_with_faults() {
     let o = run("part-fault-frequency", &[("seeds", "2")]);
-    has_columns(&o.table, &["policy", "size_bytes", "fault_pct", "latency_us", "slowdown"]);
+    has_columns(
+        &o.table,
+        &[
+            "policy",
+            "size_bytes",
+            "fault_pct",
+            "latency_us",
+            "slowdown",
+        ],
+    );
     for policy in ["pio", "pia"] {
-        let sd = |f: &str| value(&o.table, &[("policy", policy), ("size_bytes", "1048576"), ("fault_pct", f)], "slowdown");
+        let sd = |f: &str| {
+            value(
+                &o.table,
+                &[
+                    ("policy", policy),
+                    ("size_bytes", "1048576"),
+                    ("fault_pct", f),
+                ],
+                "slowdown",
+            )
+        };
         assert_eq!(sd("0"), 1.0);
         assert!(sd("100") > sd("10") && sd("10") >= 1.0);
     }
@@ -105,8 +184,17 @@ fn part_isend_pretouch_costs_grow_with_size() {
     let o = run("part-isend", &[("samples", "50")]);
     has_columns(&o.table, &["size_bytes", "pretouch", "call_us"]);
     let t = &o.table;
-    let (si, pi, ci) = (t.col("size_bytes").unwrap(), t.col("pretouch").unwrap(), t.col("call_us").unwrap());
-    let mut yes: Vec<(f64, f64)> = t.rows.iter().filter(|r| r[pi].to_text() == "yes").map(|r| (r[si].as_f64().unwrap(), r[ci].as_f64().unwrap())).collect();
+    let (si, pi, ci) = (
+        t.col("size_bytes").unwrap(),
+        t.col("pretouch").unwrap(),
+        t.col("call_us").unwrap(),
+    );
+    let mut yes: Vec<(f64, f64)> = t
+        .rows
+        .iter()
+        .filter(|r| r[pi].to_text() == "yes")
+        .map(|r| (r[si].as_f64().unwrap(), r[ci].as_f64().unwrap()))
+        .collect();
     yes.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
     assert!(yes.first().unwrap().1 < yes.last().unwrap().1);
     assert_eq!(t.rows.len(), 100);
@@ -114,30 +202,93 @@ fn part_isend_pretouch_costs_grow_with_size() {
 
 #[test]
 fn bad_parameters_are_rejected() {
-    let ctx = RunContext { profile: Profile::forth_arm(), seed: 1, params: [("seeds".to_string(), "many".to_string())].into(), progress: &|_, _| {} };
+    let ctx = RunContext {
+        profile: Profile::forth_arm(),
+        seed: 1,
+        params: [("seeds".to_string(), "many".to_string())].into(),
+        progress: &|_, _| {},
+    };
     assert!((find("part-fault-frequency").unwrap().run)(&ctx).is_err());
 }
 
 #[test]
 fn part_apps_part_pays_first_use_faults_only() {
-    let o = run("part-apps", &[("nodes", "1,4"), ("seeds", "2"), ("lammps_steps", "30"), ("hpl_panels", "6"), ("hpcg_iterations", "1")]);
-    has_columns(&o.table, &["app", "nodes", "mode", "seed", "time_s", "slowdown", "fault_interrupts", "errs"]);
+    let o = run(
+        "part-apps",
+        &[
+            ("nodes", "1,4"),
+            ("seeds", "2"),
+            ("lammps_steps", "30"),
+            ("hpl_panels", "6"),
+            ("hpcg_iterations", "1"),
+        ],
+    );
+    has_columns(
+        &o.table,
+        &[
+            "app",
+            "nodes",
+            "mode",
+            "seed",
+            "time_s",
+            "slowdown",
+            "fault_interrupts",
+            "errs",
+        ],
+    );
     assert_eq!(o.table.rows.len(), 3 * 2 * 2 * 2);
     for app in ["lammps", "hpl", "hpcg"] {
         for seed in ["1", "2"] {
-            let v = |mode: &str, nodes: &str, y: &str| value(&o.table, &[("app", app), ("mode", mode), ("nodes", nodes), ("seed", seed)], y);
-            assert_eq!(v("pretouch", "4", "fault_interrupts"), 0.0, "{app}: pre-touch takes no network fault");
-            assert!(v("part", "4", "fault_interrupts") > 0.0 && v("part", "4", "errs") > 0.0, "{app}: first use faults under PART");
+            let v = |mode: &str, nodes: &str, y: &str| {
+                value(
+                    &o.table,
+                    &[
+                        ("app", app),
+                        ("mode", mode),
+                        ("nodes", nodes),
+                        ("seed", seed),
+                    ],
+                    y,
+                )
+            };
+            assert_eq!(
+                v("pretouch", "4", "fault_interrupts"),
+                0.0,
+                "{app}: pre-touch takes no network fault"
+            );
+            assert!(
+                v("part", "4", "fault_interrupts") > 0.0 && v("part", "4", "errs") > 0.0,
+                "{app}: first use faults under PART"
+            );
             assert!(v("part", "4", "slowdown") >= 1.0, "{app}: faults cost time");
-            assert_eq!(v("part", "1", "slowdown"), 1.0, "{app}: one node sends nothing");
+            assert_eq!(
+                v("part", "1", "slowdown"),
+                1.0,
+                "{app}: one node sends nothing"
+            );
         }
     }
 }
 
 #[test]
 fn part_apps_rejects_impossible_parameters() {
-    for (k, v) in [("packet_bytes", "0"), ("packet_bytes", "70000"), ("nodes", "0"), ("scale", "huge"), ("apps", "quake"), ("mem_gbps", "-1")] {
-        let ctx = RunContext { profile: Profile::forth_arm(), seed: 1, params: [(k.to_string(), v.to_string())].into(), progress: &|_, _| {} };
-        assert!((find("part-apps").unwrap().run)(&ctx).is_err(), "{k}={v} accepted");
+    for (k, v) in [
+        ("packet_bytes", "0"),
+        ("packet_bytes", "70000"),
+        ("nodes", "0"),
+        ("scale", "huge"),
+        ("apps", "quake"),
+        ("mem_gbps", "-1"),
+    ] {
+        let ctx = RunContext {
+            profile: Profile::forth_arm(),
+            seed: 1,
+            params: [(k.to_string(), v.to_string())].into(),
+            progress: &|_, _| {},
+        };
+        assert!(
+            (find("part-apps").unwrap().run)(&ctx).is_err(),
+            "{k}={v} accepted"
+        );
     }
 }

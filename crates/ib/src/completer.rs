@@ -29,7 +29,14 @@ impl RcEngine {
     /// dropped and the QP halts until the fault is resolved, then replays from this READ), an
     /// RNR NAK makes the QP wait `rnr_delay_factor` times the NAK's delay and resend from
     /// `psn`, a sequence-error NAK resends from `psn` at once, other NAKs fail the QP.
-    pub(crate) fn on_response(&mut self, now: Instant, qi: usize, psn: Psn, resp: Resp<'_>, mem: &mut dyn Memory) {
+    pub(crate) fn on_response(
+        &mut self,
+        now: Instant,
+        qi: usize,
+        psn: Psn,
+        resp: Resp<'_>,
+        mem: &mut dyn Memory,
+    ) {
         let qp = &self.qps[qi];
         if qp.error {
             return;
@@ -40,7 +47,9 @@ impl RcEngine {
             self.stats.responses_dropped += 1;
             return;
         }
-        let (Some(front), Some(highest)) = (qp.req.sq.front(), qp.req.highest_sent) else { return };
+        let (Some(front), Some(highest)) = (qp.req.sq.front(), qp.req.highest_sent) else {
+            return;
+        };
         let idx = psn.diff(front.psn);
         if idx < 0 || psn.after(highest) || idx as usize >= qp.req.sq.len() {
             return; // stale duplicate, or a PSN never sent
@@ -73,7 +82,10 @@ impl RcEngine {
                     return;
                 }
                 let pdid = self.qps[qi].attrs.pdid;
-                match self.odp.check_local(pdid, head.wr.local_addr, u64::from(head.wr.len)) {
+                match self
+                    .odp
+                    .check_local(pdid, head.wr.local_addr, u64::from(head.wr.len))
+                {
                     Err(AccessError::Fault { page }) => {
                         self.stats.responses_dropped += 1;
                         let q = &mut self.qps[qi].req;
@@ -114,7 +126,13 @@ impl RcEngine {
                 q.block = Block::Rnr;
                 q.send_idx = 0;
                 q.rnr_gen += 1;
-                self.timers.push(now + wait, TimerKind::RnrDone { qp: qi as u32, gen: q.rnr_gen });
+                self.timers.push(
+                    now + wait,
+                    TimerKind::RnrDone {
+                        qp: qi as u32,
+                        gen: q.rnr_gen,
+                    },
+                );
                 return;
             }
             Resp::Ack(Syndrome::Nak(NakCode::PsnSequenceError)) => {

@@ -241,8 +241,16 @@ pub struct RcStats {
 /// A responder packet waiting to go.
 #[derive(Debug)]
 pub(crate) enum Out {
-    Ack { psn: Psn, msn: u32, syndrome: Syndrome },
-    ReadResp { psn: Psn, msn: u32, data: Vec<u8> },
+    Ack {
+        psn: Psn,
+        msn: u32,
+        syndrome: Syndrome,
+    },
+    ReadResp {
+        psn: Psn,
+        msn: u32,
+        data: Vec<u8>,
+    },
 }
 
 /// The RC engine of one node (sans-IO; see the crate docs for the contract).
@@ -303,10 +311,11 @@ impl RcEngine {
     /// from the engine's seeded generator.
     pub fn create_qp(&mut self, attrs: QpAttrs) -> Qpn {
         let qpn = QPN_BASE + self.qps.len() as u32;
-        let clock = t_tr(effective_c_ack(attrs.c_ack, self.cfg.c_ack_floor)).map(|period| ScanClock {
-            period,
-            phase: Duration(self.rng.gen_range(0..period.0.max(1))),
-        });
+        let clock =
+            t_tr(effective_c_ack(attrs.c_ack, self.cfg.c_ack_floor)).map(|period| ScanClock {
+                period,
+                phase: Duration(self.rng.gen_range(0..period.0.max(1))),
+            });
         self.qps.push(Qp {
             qpn,
             attrs,
@@ -424,11 +433,31 @@ impl RcEngine {
         }
         let psn = Psn::new(psn);
         match repr {
-            RcRepr::ReadReq { va, rkey, len, .. } => self.on_request(now, qi, psn, crate::responder::Req::Read { va, rkey, len }, mem),
-            RcRepr::Write { va, rkey, payload, .. } => self.on_request(now, qi, psn, crate::responder::Req::Write { va, rkey, payload }, mem),
-            RcRepr::Send { payload, .. } => self.on_request(now, qi, psn, crate::responder::Req::Send { payload }, mem),
-            RcRepr::ReadResp { payload, .. } => self.on_response(now, qi, psn, crate::completer::Resp::ReadResp(payload), mem),
-            RcRepr::Ack { syndrome, .. } => self.on_response(now, qi, psn, crate::completer::Resp::Ack(syndrome), mem),
+            RcRepr::ReadReq { va, rkey, len, .. } => self.on_request(
+                now,
+                qi,
+                psn,
+                crate::responder::Req::Read { va, rkey, len },
+                mem,
+            ),
+            RcRepr::Write {
+                va, rkey, payload, ..
+            } => self.on_request(
+                now,
+                qi,
+                psn,
+                crate::responder::Req::Write { va, rkey, payload },
+                mem,
+            ),
+            RcRepr::Send { payload, .. } => {
+                self.on_request(now, qi, psn, crate::responder::Req::Send { payload }, mem)
+            }
+            RcRepr::ReadResp { payload, .. } => {
+                self.on_response(now, qi, psn, crate::completer::Resp::ReadResp(payload), mem)
+            }
+            RcRepr::Ack { syndrome, .. } => {
+                self.on_response(now, qi, psn, crate::completer::Resp::Ack(syndrome), mem)
+            }
         }
     }
 
@@ -472,7 +501,12 @@ impl RcEngine {
 
     /// The next packet to send, written into `buf` (at least `mtu + 64` bytes). Responder
     /// packets go first, then requester QPs round-robin.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8], mem: &mut dyn Memory) -> Option<Transmit> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut dyn Memory,
+    ) -> Option<Transmit> {
         if let Some((qi, o)) = self.out.pop_front() {
             let qp = &self.qps[qi as usize];
             let peer = qp.peer?;
@@ -491,7 +525,10 @@ impl RcEngine {
                 },
             };
             let len = repr.emit(buf).ok()?;
-            return Some(Transmit { dst: peer.peer_node, len });
+            return Some(Transmit {
+                dst: peer.peer_node,
+                len,
+            });
         }
         let n = self.qps.len();
         for k in 0..n {
@@ -534,7 +571,12 @@ impl RcEngine {
         }
         if self.faults_pending.insert((pdid, page)) {
             let qpn = self.qps[qi].qpn;
-            self.events.push_back(Event::PageFault(PageFault { side, pdid, page, qpn }));
+            self.events.push_back(Event::PageFault(PageFault {
+                side,
+                pdid,
+                page,
+                qpn,
+            }));
         }
     }
 

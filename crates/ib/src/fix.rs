@@ -105,10 +105,14 @@ impl SoftwareTimerFix {
         qpns.sort_unstable(); // deterministic order
         for qpn in qpns {
             let w = self.qps.get_mut(&qpn).expect("listed");
-            let Some(&(_, oldest)) = w.outstanding.front() else { continue };
+            let Some(&(_, oldest)) = w.outstanding.front() else {
+                continue;
+            };
             any = true;
             let stalled = now.saturating_since(oldest) >= self.cfg.threshold;
-            let spaced = w.last_dummy.is_none_or(|t| now.saturating_since(t) >= self.cfg.threshold);
+            let spaced = w
+                .last_dummy
+                .is_none_or(|t| now.saturating_since(t) >= self.cfg.threshold);
             if let (true, true, Some((addr, rkey))) = (stalled, spaced, w.target) {
                 w.last_dummy = Some(now);
                 self.next_dummy += 1;
@@ -126,7 +130,11 @@ impl SoftwareTimerFix {
                 ));
             }
         }
-        self.next_tick = if any { Some(now + self.cfg.period) } else { None };
+        self.next_tick = if any {
+            Some(now + self.cfg.period)
+        } else {
+            None
+        };
         dummies
     }
 }
@@ -160,8 +168,14 @@ mod tests {
         let d = f.handle_timeout(Instant(300_000));
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].0, 5);
-        assert_eq!((d[0].1.len, d[0].1.remote_addr, d[0].1.rkey), (0, 0x2000, 7));
-        assert!(f.handle_timeout(Instant(400_000)).is_empty(), "spaced by the threshold");
+        assert_eq!(
+            (d[0].1.len, d[0].1.remote_addr, d[0].1.rkey),
+            (0, 0x2000, 7)
+        );
+        assert!(
+            f.handle_timeout(Instant(400_000)).is_empty(),
+            "spaced by the threshold"
+        );
         assert_eq!(f.handle_timeout(Instant(600_000)).len(), 1);
         let wc = |id| WorkCompletion {
             qpn: 5,

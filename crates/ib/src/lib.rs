@@ -46,7 +46,10 @@ pub mod timers;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{Event, FaultSide, IbOp, PageFault, PostError, Qpn, RcConfig, RcEngine, RcStats, RecvWr, SendWr, Transmit, WcError, WcOp, WorkCompletion};
+pub use engine::{
+    Event, FaultSide, IbOp, PageFault, PostError, Qpn, RcConfig, RcEngine, RcStats, RecvWr, SendWr,
+    Transmit, WcError, WcOp, WorkCompletion,
+};
 pub use fix::{FixConfig, SoftwareTimerFix};
 pub use loss_model::LossModelConfig;
 pub use odp::{Mr, MrAttrs, Region};

@@ -30,7 +30,10 @@ pub struct LossModelConfig {
 
 impl LossModelConfig {
     /// The pure protocol: nothing is discarded.
-    pub const OFF: LossModelConfig = LossModelConfig { enabled: false, back_to_back_ns: 0 };
+    pub const OFF: LossModelConfig = LossModelConfig {
+        enabled: false,
+        back_to_back_ns: 0,
+    };
 }
 
 /// Per-QP state of the model at the responder.
@@ -54,7 +57,9 @@ impl LossModel {
     /// A request arrived at `now`; `replay` says whether the responder has seen its PSN before
     /// (see the module docs). Returns true if the hardware discards it without a NAK.
     pub fn discard(&mut self, now: Instant, replay: bool) -> bool {
-        let back_to_back = self.last_arrival.is_some_and(|t| now.saturating_since(t) <= Duration(self.cfg.back_to_back_ns));
+        let back_to_back = self
+            .last_arrival
+            .is_some_and(|t| now.saturating_since(t) <= Duration(self.cfg.back_to_back_ns));
         self.last_arrival = Some(now);
         if !self.cfg.enabled {
             return false;
@@ -71,15 +76,24 @@ impl LossModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    const ON: LossModelConfig = LossModelConfig { enabled: true, back_to_back_ns: 1000 };
+    const ON: LossModelConfig = LossModelConfig {
+        enabled: true,
+        back_to_back_ns: 1000,
+    };
 
     #[test]
     fn followers_of_a_replay_are_lost_until_a_gap() {
         let mut m = LossModel::new(ON);
         assert!(!m.discard(Instant(0), false));
         assert!(!m.discard(Instant(100), false), "no replay, no loss");
-        assert!(!m.discard(Instant(10_000), true), "the replay itself is served");
-        assert!(m.discard(Instant(10_300), false), "back-to-back follower lost");
+        assert!(
+            !m.discard(Instant(10_000), true),
+            "the replay itself is served"
+        );
+        assert!(
+            m.discard(Instant(10_300), false),
+            "back-to-back follower lost"
+        );
         assert!(m.discard(Instant(10_600), false), "the burst continues");
         assert!(!m.discard(Instant(50_000), false), "after a gap: served");
         assert!(!m.discard(Instant(50_100), false));

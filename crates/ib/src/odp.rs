@@ -77,14 +77,22 @@ fn covers(mr: &Mr, pdid: Pdid, addr: u64, len: u64) -> bool {
     }
     match mr.attrs.region {
         Region::Implicit => addr.checked_add(len).is_some(),
-        Region::Explicit { base, len: l } => addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + l),
+        Region::Explicit { base, len: l } => {
+            addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + l)
+        }
     }
 }
 
 fn pages(addr: u64, len: u64) -> impl Iterator<Item = u64> {
     let first = page_of(addr);
-    let end = if len == 0 { first } else { addr.saturating_add(len) };
-    (0..).map(move |i| first + i * PAGE_BYTES).take_while(move |p| *p < end)
+    let end = if len == 0 {
+        first
+    } else {
+        addr.saturating_add(len)
+    };
+    (0..)
+        .map(move |i| first + i * PAGE_BYTES)
+        .take_while(move |p| *p < end)
 }
 
 impl OdpTable {
@@ -100,7 +108,9 @@ impl OdpTable {
     /// region does not exist in IB (implicit regions are ODP only), so it is refused.
     pub fn register(&mut self, attrs: MrAttrs) -> Option<Mr> {
         if !attrs.odp {
-            let Region::Explicit { base, len } = attrs.region else { return None };
+            let Region::Explicit { base, len } = attrs.region else {
+                return None;
+            };
             for p in pages(base, len) {
                 *self.pinned.entry((attrs.pdid, p)).or_default() += 1;
             }
@@ -117,12 +127,27 @@ impl OdpTable {
 
     /// Check a remote access by `rkey`: range, domain and permission, then translations.
     /// A zero-length access touches no memory and needs no valid key (IB spec 9.4.5).
-    pub fn check_remote(&self, pdid: Pdid, rkey: u32, addr: u64, len: u64, write: bool) -> Result<(), AccessError> {
+    pub fn check_remote(
+        &self,
+        pdid: Pdid,
+        rkey: u32,
+        addr: u64,
+        len: u64,
+        write: bool,
+    ) -> Result<(), AccessError> {
         if len == 0 {
             return Ok(());
         }
-        let mr = self.mrs.iter().find(|m| m.rkey == rkey && covers(m, pdid, addr, len)).ok_or(AccessError::Protection)?;
-        let ok = if write { mr.attrs.access.write } else { mr.attrs.access.read };
+        let mr = self
+            .mrs
+            .iter()
+            .find(|m| m.rkey == rkey && covers(m, pdid, addr, len))
+            .ok_or(AccessError::Protection)?;
+        let ok = if write {
+            mr.attrs.access.write
+        } else {
+            mr.attrs.access.read
+        };
         if !ok {
             return Err(AccessError::Protection);
         }
@@ -166,7 +191,8 @@ impl OdpTable {
 
     /// True if the NIC currently translates `page`.
     pub fn is_mapped(&self, pdid: Pdid, page: u64) -> bool {
-        self.pinned.contains_key(&(pdid, page_of(page))) || self.mapped.contains(&(pdid, page_of(page)))
+        self.pinned.contains_key(&(pdid, page_of(page)))
+            || self.mapped.contains(&(pdid, page_of(page)))
     }
 }
 
@@ -180,17 +206,29 @@ mod tests {
         let mr = t
             .register(MrAttrs {
                 pdid: 1,
-                region: Region::Explicit { base: 0x10000, len: 8192 },
+                region: Region::Explicit {
+                    base: 0x10000,
+                    len: 8192,
+                },
                 access: Perms::R,
                 odp: true,
             })
             .unwrap();
-        assert_eq!(t.check_remote(1, mr.rkey, 0x10000, 100, false), Err(AccessError::Fault { page: 0x10000 }));
+        assert_eq!(
+            t.check_remote(1, mr.rkey, 0x10000, 100, false),
+            Err(AccessError::Fault { page: 0x10000 })
+        );
         t.resolve(1, 0x10000);
         assert_eq!(t.check_remote(1, mr.rkey, 0x10000, 100, false), Ok(()));
-        assert_eq!(t.check_remote(1, mr.rkey, 0x10f00, 0x200, false), Err(AccessError::Fault { page: 0x11000 }));
+        assert_eq!(
+            t.check_remote(1, mr.rkey, 0x10f00, 0x200, false),
+            Err(AccessError::Fault { page: 0x11000 })
+        );
         assert!(t.invalidate(1, 0x10000));
-        assert_eq!(t.check_remote(1, mr.rkey, 0x10000, 100, false), Err(AccessError::Fault { page: 0x10000 }));
+        assert_eq!(
+            t.check_remote(1, mr.rkey, 0x10000, 100, false),
+            Err(AccessError::Fault { page: 0x10000 })
+        );
     }
 
     #[test]
@@ -205,11 +243,28 @@ mod tests {
             })
             .unwrap();
         assert_eq!(t.check_remote(1, mr.rkey, 0, 4096, false), Ok(()));
-        assert_eq!(t.check_remote(1, mr.rkey, 1, 4096, false), Err(AccessError::Protection));
-        assert_eq!(t.check_remote(1, mr.rkey, 0, 8, true), Err(AccessError::Protection), "read-only");
-        assert_eq!(t.check_remote(1, mr.rkey ^ 1, 0, 8, false), Err(AccessError::Protection));
-        assert_eq!(t.check_remote(2, mr.rkey, 0, 8, false), Err(AccessError::Protection));
-        assert_eq!(t.check_remote(2, 0, 0, 0, false), Ok(()), "zero length needs no key");
+        assert_eq!(
+            t.check_remote(1, mr.rkey, 1, 4096, false),
+            Err(AccessError::Protection)
+        );
+        assert_eq!(
+            t.check_remote(1, mr.rkey, 0, 8, true),
+            Err(AccessError::Protection),
+            "read-only"
+        );
+        assert_eq!(
+            t.check_remote(1, mr.rkey ^ 1, 0, 8, false),
+            Err(AccessError::Protection)
+        );
+        assert_eq!(
+            t.check_remote(2, mr.rkey, 0, 8, false),
+            Err(AccessError::Protection)
+        );
+        assert_eq!(
+            t.check_remote(2, 0, 0, 0, false),
+            Ok(()),
+            "zero length needs no key"
+        );
         assert!(!t.invalidate(1, 0), "pinned pages stay");
     }
 
@@ -224,8 +279,14 @@ mod tests {
                 odp: true,
             })
             .unwrap();
-        assert_eq!(t.check_remote(4, mr.rkey, 0x7fff_0000, 1, true), Err(AccessError::Fault { page: 0x7fff_0000 }));
-        assert_eq!(t.check_local(4, 0x1234_5000, 10), Err(AccessError::Fault { page: 0x1234_5000 }));
+        assert_eq!(
+            t.check_remote(4, mr.rkey, 0x7fff_0000, 1, true),
+            Err(AccessError::Fault { page: 0x7fff_0000 })
+        );
+        assert_eq!(
+            t.check_local(4, 0x1234_5000, 10),
+            Err(AccessError::Fault { page: 0x1234_5000 })
+        );
         assert!(t
             .register(MrAttrs {
                 pdid: 4,

@@ -11,10 +11,22 @@ use crate::loss_model::LossModelConfig;
 
 /// The built-in profiles, by name.
 pub const BUILTIN: [(&str, &str); 4] = [
-    ("connectx3", include_str!("../../../profiles/connectx3.toml")),
-    ("connectx4", include_str!("../../../profiles/connectx4.toml")),
-    ("connectx5", include_str!("../../../profiles/connectx5.toml")),
-    ("connectx6", include_str!("../../../profiles/connectx6.toml")),
+    (
+        "connectx3",
+        include_str!("../../../profiles/connectx3.toml"),
+    ),
+    (
+        "connectx4",
+        include_str!("../../../profiles/connectx4.toml"),
+    ),
+    (
+        "connectx5",
+        include_str!("../../../profiles/connectx5.toml"),
+    ),
+    (
+        "connectx6",
+        include_str!("../../../profiles/connectx6.toml"),
+    ),
 ];
 
 /// Errors loading a vendor profile.
@@ -92,7 +104,8 @@ pub struct VendorProfile {
 impl VendorProfile {
     /// Parse and validate a TOML profile.
     pub fn from_toml(text: &str) -> Result<VendorProfile, VendorProfileError> {
-        let p: VendorProfile = toml::from_str(text).map_err(|e| VendorProfileError::Parse(e.to_string()))?;
+        let p: VendorProfile =
+            toml::from_str(text).map_err(|e| VendorProfileError::Parse(e.to_string()))?;
         p.validate()?;
         Ok(p)
     }
@@ -110,7 +123,11 @@ impl VendorProfile {
 
     /// A built-in profile; panics on an unknown name (a programming error).
     pub fn builtin(name: &str) -> VendorProfile {
-        let text = BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).unwrap_or_else(|| panic!("no built-in vendor profile {name}"));
+        let text = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .unwrap_or_else(|| panic!("no built-in vendor profile {name}"));
         Self::from_toml(text).expect("built-in vendor profiles are valid")
     }
 
@@ -163,10 +180,17 @@ mod tests {
     use super::*;
     #[test]
     fn builtins_load_with_the_spec_floors() {
-        let floors: Vec<u8> = VendorProfile::all_builtin().iter().map(|p| p.timer.c_ack_floor).collect();
+        let floors: Vec<u8> = VendorProfile::all_builtin()
+            .iter()
+            .map(|p| p.timer.c_ack_floor)
+            .collect();
         assert_eq!(floors, vec![16, 16, 12, 16]);
         for p in VendorProfile::all_builtin() {
-            assert!(p.odp.loss_model.enabled, "{}: loss model on by default", p.name);
+            assert!(
+                p.odp.loss_model.enabled,
+                "{}: loss model on by default",
+                p.name
+            );
             assert_eq!(p.odp.rnr_delay_factor, 3.0);
         }
     }
@@ -175,6 +199,9 @@ mod tests {
         let text = BUILTIN[0].1.replace("c_ack_floor = 16", "c_ack_floor = 40");
         let e = VendorProfile::from_toml(&text).unwrap_err().to_string();
         assert!(e.contains("c_ack_floor"), "{e}");
-        assert!(matches!(VendorProfile::load("nope"), Err(VendorProfileError::NotFound(_))));
+        assert!(matches!(
+            VendorProfile::load("nope"),
+            Err(VendorProfileError::NotFound(_))
+        ));
     }
 }

@@ -66,7 +66,11 @@ mod tests {
     #[test]
     fn half_window_boundary() {
         let a = Psn::new(0);
-        assert_eq!(Psn::new(1 << 23).diff(a), -(1 << 23), "exactly half way counts as behind");
+        assert_eq!(
+            Psn::new(1 << 23).diff(a),
+            -(1 << 23),
+            "exactly half way counts as behind"
+        );
         assert_eq!(Psn::new((1 << 23) - 1).diff(a), (1 << 23) - 1);
     }
 

@@ -13,7 +13,13 @@ use crate::timers::TimerKind;
 impl RcEngine {
     /// The next request packet of QP `qi`, if it may send: connected, not in error, not
     /// waiting (RNR delay or local fault), and with an entry at the send pointer.
-    pub(crate) fn requester_transmit(&mut self, now: Instant, qi: usize, buf: &mut [u8], mem: &mut dyn Memory) -> Option<Transmit> {
+    pub(crate) fn requester_transmit(
+        &mut self,
+        now: Instant,
+        qi: usize,
+        buf: &mut [u8],
+        mem: &mut dyn Memory,
+    ) -> Option<Transmit> {
         let qp = &self.qps[qi];
         if qp.error || qp.req.block != Block::None || qp.req.send_idx >= qp.req.sq.len() {
             return None;
@@ -25,7 +31,10 @@ impl RcEngine {
         // driver resolves it (odp.md, "local fault").
         let n = w.wr.len as usize;
         if w.wr.op != IbOp::Read {
-            match self.odp.check_local(pdid, w.wr.local_addr, u64::from(w.wr.len)) {
+            match self
+                .odp
+                .check_local(pdid, w.wr.local_addr, u64::from(w.wr.len))
+            {
                 Ok(()) => {}
                 Err(AccessError::Fault { page }) => {
                     self.qps[qi].req.block = Block::LocalFault { pdid, page };
@@ -41,7 +50,11 @@ impl RcEngine {
                     return None;
                 }
             }
-            if n > 0 && mem.read(pdid, w.wr.local_addr, &mut self.scratch[..n]).is_err() {
+            if n > 0
+                && mem
+                    .read(pdid, w.wr.local_addr, &mut self.scratch[..n])
+                    .is_err()
+            {
                 if self.qps[qi].req.send_idx == 0 {
                     self.fail_qp(now, qi, WcError::LocalProtection);
                 }
@@ -79,7 +92,10 @@ impl RcEngine {
             _ => q.highest_sent = Some(w.psn),
         }
         self.start_scan(now, qi);
-        Some(Transmit { dst: peer.peer_node, len })
+        Some(Transmit {
+            dst: peer.peer_node,
+            len,
+        })
     }
 
     /// Make sure the ACK-timer scan of QP `qi` runs (requests are in flight).
@@ -91,7 +107,13 @@ impl RcEngine {
         if let Some(clock) = q.clock {
             q.scanning = true;
             q.strikes = 0;
-            self.timers.push(clock.next_after(now), TimerKind::AckScan { qp: qi as u32, gen: q.scan_gen });
+            self.timers.push(
+                clock.next_after(now),
+                TimerKind::AckScan {
+                    qp: qi as u32,
+                    gen: q.scan_gen,
+                },
+            );
         }
     }
 
@@ -125,6 +147,12 @@ impl RcEngine {
             q.send_idx = 0;
         }
         let clock = q.clock.expect("scanning implies a clock");
-        self.timers.push(clock.next_after(now), TimerKind::AckScan { qp: qi as u32, gen: q.scan_gen });
+        self.timers.push(
+            clock.next_after(now),
+            TimerKind::AckScan {
+                qp: qi as u32,
+                gen: q.scan_gen,
+            },
+        );
     }
 }

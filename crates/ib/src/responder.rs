@@ -12,9 +12,19 @@ use crate::rnr;
 
 /// A request as the responder sees it.
 pub(crate) enum Req<'a> {
-    Read { va: u64, rkey: u32, len: u32 },
-    Write { va: u64, rkey: u32, payload: &'a [u8] },
-    Send { payload: &'a [u8] },
+    Read {
+        va: u64,
+        rkey: u32,
+        len: u32,
+    },
+    Write {
+        va: u64,
+        rkey: u32,
+        payload: &'a [u8],
+    },
+    Send {
+        payload: &'a [u8],
+    },
 }
 
 /// Outcome of executing one request.
@@ -34,7 +44,14 @@ impl RcEngine {
     /// silently while an RNR NAK is pending: the requester resends from there anyway); behind
     /// -> a duplicate: a READ is executed again (READs are idempotent), a WRITE / SEND is only
     /// acknowledged again; equal -> executed in order.
-    pub(crate) fn on_request(&mut self, now: Instant, qi: usize, psn: Psn, req: Req<'_>, mem: &mut dyn Memory) {
+    pub(crate) fn on_request(
+        &mut self,
+        now: Instant,
+        qi: usize,
+        psn: Psn,
+        req: Req<'_>,
+        mem: &mut dyn Memory,
+    ) {
         if self.qps[qi].error {
             return;
         }
@@ -70,7 +87,14 @@ impl RcEngine {
                 }
                 _ => {
                     let msn = self.qps[qi].resp.msn;
-                    self.out.push_back((qi as u32, Out::Ack { psn, msn, syndrome: Syndrome::Ack }));
+                    self.out.push_back((
+                        qi as u32,
+                        Out::Ack {
+                            psn,
+                            msn,
+                            syndrome: Syndrome::Ack,
+                        },
+                    ));
                 }
             }
             return;
@@ -121,7 +145,15 @@ impl RcEngine {
 
     /// Check a remote access; a missing translation is a remote fault: RNR NAK now, page-in
     /// by the driver (odp.md, "remote fault").
-    fn remote_check(&mut self, qi: usize, psn: Psn, va: u64, rkey: u32, len: u32, write: bool) -> Option<Exec> {
+    fn remote_check(
+        &mut self,
+        qi: usize,
+        psn: Psn,
+        va: u64,
+        rkey: u32,
+        len: u32,
+        write: bool,
+    ) -> Option<Exec> {
         if len > self.cfg.mtu {
             self.nak(qi, psn, NakCode::InvalidRequest);
             return Some(Exec::Failed);
@@ -141,7 +173,15 @@ impl RcEngine {
         }
     }
 
-    fn exec_read(&mut self, qi: usize, psn: Psn, va: u64, rkey: u32, len: u32, mem: &mut dyn Memory) -> Exec {
+    fn exec_read(
+        &mut self,
+        qi: usize,
+        psn: Psn,
+        va: u64,
+        rkey: u32,
+        len: u32,
+        mem: &mut dyn Memory,
+    ) -> Exec {
         if let Some(e) = self.remote_check(qi, psn, va, rkey, len, false) {
             return e;
         }
@@ -152,11 +192,20 @@ impl RcEngine {
             return Exec::Failed;
         }
         let msn = self.qps[qi].resp.msn.wrapping_add(1) & unpinned_wire::rc::MASK_24;
-        self.out.push_back((qi as u32, Out::ReadResp { psn, msn, data }));
+        self.out
+            .push_back((qi as u32, Out::ReadResp { psn, msn, data }));
         Exec::Done
     }
 
-    fn exec_write(&mut self, qi: usize, psn: Psn, va: u64, rkey: u32, payload: &[u8], mem: &mut dyn Memory) -> Exec {
+    fn exec_write(
+        &mut self,
+        qi: usize,
+        psn: Psn,
+        va: u64,
+        rkey: u32,
+        payload: &[u8],
+        mem: &mut dyn Memory,
+    ) -> Exec {
         if let Some(e) = self.remote_check(qi, psn, va, rkey, payload.len() as u32, true) {
             return e;
         }
@@ -166,13 +215,27 @@ impl RcEngine {
             return Exec::Failed;
         }
         let msn = self.qps[qi].resp.msn.wrapping_add(1) & unpinned_wire::rc::MASK_24;
-        self.out.push_back((qi as u32, Out::Ack { psn, msn, syndrome: Syndrome::Ack }));
+        self.out.push_back((
+            qi as u32,
+            Out::Ack {
+                psn,
+                msn,
+                syndrome: Syndrome::Ack,
+            },
+        ));
         Exec::Done
     }
 
     /// A SEND needs a receive buffer: none posted is the classic RNR case; a missing page of
     /// the buffer is a remote fault (RNR NAK as well).
-    fn exec_send(&mut self, now: Instant, qi: usize, psn: Psn, payload: &[u8], mem: &mut dyn Memory) -> Exec {
+    fn exec_send(
+        &mut self,
+        now: Instant,
+        qi: usize,
+        psn: Psn,
+        payload: &[u8],
+        mem: &mut dyn Memory,
+    ) -> Exec {
         let Some(&rwr) = self.qps[qi].resp.rq.front() else {
             self.rnr_nak(qi, psn);
             return Exec::NotReady;
@@ -209,7 +272,14 @@ impl RcEngine {
             at: now,
         }));
         let msn = self.qps[qi].resp.msn.wrapping_add(1) & unpinned_wire::rc::MASK_24;
-        self.out.push_back((qi as u32, Out::Ack { psn, msn, syndrome: Syndrome::Ack }));
+        self.out.push_back((
+            qi as u32,
+            Out::Ack {
+                psn,
+                msn,
+                syndrome: Syndrome::Ack,
+            },
+        ));
         Exec::Done
     }
 }

@@ -5,8 +5,9 @@ use unpinned_core::time::Duration;
 
 /// Delay of each 5-bit code, in microseconds (IB spec table 45; code 0 is the longest).
 const TABLE_US: [u64; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840, 5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
-    327_680, 491_520,
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840,
+    5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
+    245_760, 327_680, 491_520,
 ];
 
 /// The delay a timer code stands for (codes above 31 are taken modulo 32).
@@ -17,7 +18,10 @@ pub fn delay_of(code: u8) -> Duration {
 /// The smallest code whose delay is at least `min` (what a user asking for "at least `min`"
 /// gets); the longest code 0 if nothing is long enough.
 pub fn code_for(min: Duration) -> u8 {
-    (1u8..32).filter(|&c| delay_of(c) >= min).min_by_key(|&c| delay_of(c)).unwrap_or(0)
+    (1u8..32)
+        .filter(|&c| delay_of(c) >= min)
+        .min_by_key(|&c| delay_of(c))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

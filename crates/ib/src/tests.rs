@@ -39,7 +39,10 @@ fn requester(loss: bool) -> (RcEngine, Qpn) {
     let mut e = RcEngine::new(0, cfg(loss), 1);
     e.register_mr(MrAttrs {
         pdid: 1,
-        region: Region::Explicit { base: 0x1000, len: 0x10000 },
+        region: Region::Explicit {
+            base: 0x1000,
+            len: 0x10000,
+        },
         access: Perms::RW,
         odp: false,
     });
@@ -109,7 +112,14 @@ fn seq_nak_rewinds_to_the_expected_psn_across_the_wrap() {
     for i in 1..=3 {
         e.post_send(Instant(0), q, read(i)).unwrap();
     }
-    assert_eq!(sent(&mut e, Instant(0), &mut m), vec![("read".into(), 0xff_fffe), ("read".into(), 0xff_ffff), ("read".into(), 0)]);
+    assert_eq!(
+        sent(&mut e, Instant(0), &mut m),
+        vec![
+            ("read".into(), 0xff_fffe),
+            ("read".into(), 0xff_ffff),
+            ("read".into(), 0)
+        ]
+    );
     // Response to READ 1, then a sequence-error NAK at READ 2's PSN: go-back-N from READ 2.
     let data = [7u8; 100];
     feed(
@@ -134,7 +144,10 @@ fn seq_nak_rewinds_to_the_expected_psn_across_the_wrap() {
         },
         &mut m,
     );
-    assert_eq!(sent(&mut e, Instant(12), &mut m), vec![("read".into(), 0xff_ffff), ("read".into(), 0)]);
+    assert_eq!(
+        sent(&mut e, Instant(12), &mut m),
+        vec![("read".into(), 0xff_ffff), ("read".into(), 0)]
+    );
     assert_eq!(completions(&mut e), vec![(1, Ok(()))]);
     // A response for PSN 0 (READ 3) while READ 2's is missing: implied NAK, resend from READ 2.
     feed(
@@ -148,7 +161,10 @@ fn seq_nak_rewinds_to_the_expected_psn_across_the_wrap() {
         },
         &mut m,
     );
-    assert_eq!(sent(&mut e, Instant(21), &mut m), vec![("read".into(), 0xff_ffff), ("read".into(), 0)]);
+    assert_eq!(
+        sent(&mut e, Instant(21), &mut m),
+        vec![("read".into(), 0xff_ffff), ("read".into(), 0)]
+    );
     feed(
         &mut e,
         Instant(30),
@@ -207,7 +223,10 @@ fn rnr_nak_waits_factor_times_the_delay_then_replays() {
         &mut m,
     );
     e.post_send(Instant(6_000), q, read(2)).unwrap();
-    assert!(sent(&mut e, Instant(6_000), &mut m).is_empty(), "nothing goes out during the RNR wait");
+    assert!(
+        sent(&mut e, Instant(6_000), &mut m).is_empty(),
+        "nothing goes out during the RNR wait"
+    );
     // 1.28 ms * 3.
     let until = Instant(5_000) + Duration::from_us(3840);
     let mut t = e.poll_timeout().unwrap();
@@ -243,7 +262,14 @@ fn remote_access_nak_fails_the_qp_and_flushes() {
         &mut m,
     );
     e.post_send(Instant(10), q, read(3)).unwrap();
-    assert_eq!(completions(&mut e), vec![(1, Err(WcError::RemoteAccess)), (2, Err(WcError::Flushed)), (3, Err(WcError::Flushed))]);
+    assert_eq!(
+        completions(&mut e),
+        vec![
+            (1, Err(WcError::RemoteAccess)),
+            (2, Err(WcError::Flushed)),
+            (3, Err(WcError::Flushed))
+        ]
+    );
 }
 
 #[test]
@@ -252,7 +278,10 @@ fn ack_timer_expires_within_t_tr_and_2_t_tr_then_every_2_t_tr_and_fails_after_re
         let mut e = RcEngine::new(0, cfg(false), seed);
         e.register_mr(MrAttrs {
             pdid: 1,
-            region: Region::Explicit { base: 0x1000, len: 0x10000 },
+            region: Region::Explicit {
+                base: 0x1000,
+                len: 0x10000,
+            },
             access: Perms::RW,
             odp: false,
         });
@@ -289,7 +318,10 @@ fn ack_timer_expires_within_t_tr_and_2_t_tr_then_every_2_t_tr_and_fails_after_re
         assert_eq!(status, Err(WcError::RetryExceeded));
         assert_eq!(sends.len(), 8, "first send + 7 retries");
         let first = sends[1] - sends[0];
-        assert!(first > t_tr && first <= t_tr.times(2), "first T_o {first:?}");
+        assert!(
+            first > t_tr && first <= t_tr.times(2),
+            "first T_o {first:?}"
+        );
         for w in sends.windows(2).skip(1) {
             assert_eq!(w[1] - w[0], t_tr.times(2));
         }
@@ -337,15 +369,26 @@ fn responder_nak_once_per_sequence_error_and_rnr_on_fault() {
         }))
     ));
     feed(&mut e, Instant(10_000), rr(11), &mut m); // dropped: RNR pending
-    assert_eq!(sent(&mut e, Instant(10_000), &mut m), vec![("ack".into(), 10)], "one RNR NAK");
+    assert_eq!(
+        sent(&mut e, Instant(10_000), &mut m),
+        vec![("ack".into(), 10)],
+        "one RNR NAK"
+    );
     e.handle_page_resolved(Instant(20_000), 1, 0x5000);
     feed(&mut e, Instant(30_000), rr(10), &mut m);
     feed(&mut e, Instant(40_000), rr(12), &mut m);
     feed(&mut e, Instant(50_000), rr(13), &mut m);
-    assert_eq!(sent(&mut e, Instant(50_000), &mut m), vec![("resp".into(), 10), ("ack".into(), 11)], "response, then a single NAK");
+    assert_eq!(
+        sent(&mut e, Instant(50_000), &mut m),
+        vec![("resp".into(), 10), ("ack".into(), 11)],
+        "response, then a single NAK"
+    );
     // After invalidation the page faults again.
     assert!(e.invalidate(1, 0x5000));
     feed(&mut e, Instant(60_000), rr(11), &mut m);
-    assert_eq!(sent(&mut e, Instant(60_000), &mut m), vec![("ack".into(), 11)]);
+    assert_eq!(
+        sent(&mut e, Instant(60_000), &mut m),
+        vec![("ack".into(), 11)]
+    );
     assert!(!e.is_mapped(1, 0x5000));
 }

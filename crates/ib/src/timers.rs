@@ -73,9 +73,18 @@ mod tests {
         t.push(Instant(10), TimerKind::AckScan { qp: 1, gen: 0 });
         assert_eq!(t.peek(), Some(Instant(10)));
         assert_eq!(t.pop_due(Instant(9)), None);
-        assert_eq!(t.pop_due(Instant(10)), Some(TimerKind::AckScan { qp: 2, gen: 0 }));
-        assert_eq!(t.pop_due(Instant(10)), Some(TimerKind::AckScan { qp: 1, gen: 0 }));
-        assert_eq!(t.pop_due(Instant(30)), Some(TimerKind::RnrDone { qp: 1, gen: 0 }));
+        assert_eq!(
+            t.pop_due(Instant(10)),
+            Some(TimerKind::AckScan { qp: 2, gen: 0 })
+        );
+        assert_eq!(
+            t.pop_due(Instant(10)),
+            Some(TimerKind::AckScan { qp: 1, gen: 0 })
+        );
+        assert_eq!(
+            t.pop_due(Instant(30)),
+            Some(TimerKind::RnrDone { qp: 1, gen: 0 })
+        );
         assert!(t.is_empty());
     }
 }

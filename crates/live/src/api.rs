@@ -41,7 +41,9 @@ use unpinned_part::EngineConfig;
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fault_handler::{self, HandlerConfig, HandlerStats};
-use crate::memory::{check_mapped_kind, LiveMemory, MapsError, MemoryError, MemoryMode, LOCAL_PDID};
+use crate::memory::{
+    check_mapped_kind, LiveMemory, MapsError, MemoryError, MemoryMode, LOCAL_PDID,
+};
 use crate::runtime::{Clock, Core, LoopOptions, RuntimeStats, Shared};
 use crate::transport::shm::{ShmError, ShmTransport};
 use crate::transport::udp::UdpTransport;
@@ -223,7 +225,7 @@ pub const LIVE_DEFAULTS: &[&str] = &[
 impl Config {
     /// Defaults for `rank` of `size`: the `forth-arm` engine parameters (16 KiB blocks, 2
     /// outstanding blocks) with [`LIVE_DEFAULTS`] (16 KiB packets, 8 outstanding blocks), PIA
-    /// 
+    ///
     pub fn new(rank: u32, size: u32) -> Config {
         let mut p = Profile::forth_arm();
         for s in LIVE_DEFAULTS {
@@ -597,20 +599,15 @@ impl Runtime {
         perms: Perms,
     ) -> Result<RemoteKey, LiveError> {
         let (addr, len) = (ptr as u64, len as u64);
-        let anonymous = check_mapped_kind(addr, len, perms.read, perms.write).map_err(|source| {
-            LiveError::Expose {
-                addr,
-                len,
-                source,
-            }
-        })?;
+        let anonymous = check_mapped_kind(addr, len, perms.read, perms.write)
+            .map_err(|source| LiveError::Expose { addr, len, source })?;
         self.core()?
             .expose(addr, len, perms, anonymous)
             .ok_or_else(|| LiveError::Expose {
-            addr,
-            len,
-            source: MapsError::Unmapped(addr.wrapping_add(len)),
-        })
+                addr,
+                len,
+                source: MapsError::Unmapped(addr.wrapping_add(len)),
+            })
     }
 
     /// Withdraw an exposure; later accesses with its key fail with a remote access error.
@@ -754,7 +751,10 @@ impl Runtime {
         mut f: impl FnMut(&mut VecDeque<Completion>) -> Option<R>,
     ) -> Result<R, LiveError> {
         let start = Instant::now();
-        let (spin, drive_for) = (self.opts.wait_spin, self.opts.wait_spin + self.opts.wait_yield);
+        let (spin, drive_for) = (
+            self.opts.wait_spin,
+            self.opts.wait_spin + self.opts.wait_yield,
+        );
         // While this thread drives the engine, the progress thread keeps off the core.
         let mut driving = Some(DriverGuard::new(&self.shared));
         loop {

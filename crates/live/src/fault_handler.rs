@@ -225,24 +225,24 @@ pub const POPULATE_CHUNK_BYTES: u64 = 16 * PAGE_BYTES;
 
 fn populate(start: u64, end: u64, advice: i32) -> Result<(), i32> {
     loop {
-            // SAFETY: MADV_POPULATE_* only populates page tables of the given range as a read or
-            // write fault would; it does not change memory contents (a write populate breaks
-            // copy-on-write, preserving the bytes) and fails with an errno instead of raising a
-            // signal if the range is unmapped or lacks permission.
-            let r = unsafe {
-                libc::madvise(
-                    start as usize as *mut libc::c_void,
-                    (end - start) as usize,
-                    advice,
-                )
-            };
-            if r == 0 {
-                return Ok(());
-            }
-            match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
-                libc::EINTR | libc::EAGAIN => continue,
-                e => return Err(e),
-            }
+        // SAFETY: MADV_POPULATE_* only populates page tables of the given range as a read or
+        // write fault would; it does not change memory contents (a write populate breaks
+        // copy-on-write, preserving the bytes) and fails with an errno instead of raising a
+        // signal if the range is unmapped or lacks permission.
+        let r = unsafe {
+            libc::madvise(
+                start as usize as *mut libc::c_void,
+                (end - start) as usize,
+                advice,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
+            libc::EINTR | libc::EAGAIN => continue,
+            e => return Err(e),
+        }
     }
 }
 

@@ -413,7 +413,8 @@ impl LiveMemory {
     /// Start a new engine turn: forget every pagemap window read more than the TTL ago
     /// (all of them with a zero TTL).
     pub fn begin_turn(&mut self) {
-        if self.windows.iter().all(|w| w.at.is_none()) && self.ranges.iter().all(|r| r.at.is_none()) {
+        if self.windows.iter().all(|w| w.at.is_none()) && self.ranges.iter().all(|r| r.at.is_none())
+        {
             return;
         }
         let now = StdInstant::now();
@@ -672,7 +673,11 @@ impl Memory for LiveMemory {
         // `mincore` look-ups (2 syscalls) that would only tell "missing" from "unmapped": the
         // populate tells that too (it fails on unmapped memory, and the write below then finds
         // out as usual).
-        if self.domain(pdid).is_ok() && self.scan && !crate::scan::forked() && !self.overlaps_bad(s, e) {
+        if self.domain(pdid).is_ok()
+            && self.scan
+            && !crate::scan::forked()
+            && !self.overlaps_bad(s, e)
+        {
             let good = self.covered(s, e, Access::Write);
             if good < e {
                 self.fill(good, e);
@@ -752,12 +757,7 @@ pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), 
 
 /// [`check_mapped`], also telling whether every mapping of the range is private anonymous
 /// memory (no file behind it, so a missing page is a zero-fill minor fault, never a disk read).
-pub fn check_mapped_kind(
-    addr: u64,
-    len: u64,
-    read: bool,
-    write: bool,
-) -> Result<bool, MapsError> {
+pub fn check_mapped_kind(addr: u64, len: u64, read: bool, write: bool) -> Result<bool, MapsError> {
     if len == 0 {
         return Ok(false);
     }
@@ -981,14 +981,29 @@ mod tests {
         m.begin_turn();
         assert_eq!(m.check(base + 4096, 3 * 4096, Access::Write), Ok(()));
         assert_eq!(m.check(base + 7 * 4096, 4096, Access::Read), Ok(()));
-        assert_eq!((m.stats().range_scans, m.stats().range_hits, m.stats().pagemap_reads), (1, 2, 0));
+        assert_eq!(
+            (
+                m.stats().range_scans,
+                m.stats().range_hits,
+                m.stats().pagemap_reads
+            ),
+            (1, 2, 0)
+        );
         // The verdict is trusted within the TTL (the race the module doc describes)...
         // SAFETY: dropping pages of our own mapping; nothing references them.
-        unsafe { libc::madvise((base + 4096) as *mut libc::c_void, 4096, libc::MADV_DONTNEED) };
+        unsafe {
+            libc::madvise(
+                (base + 4096) as *mut libc::c_void,
+                4096,
+                libc::MADV_DONTNEED,
+            )
+        };
         assert_eq!(m.check(base + 4096, 8, Access::Write), Ok(()));
         // ...until pages are reported to change, or the TTL ends.
         m.forget();
-        let missing = Err(MemError::NotPresent { page_addr: base + 4096 });
+        let missing = Err(MemError::NotPresent {
+            page_addr: base + 4096,
+        });
         assert_eq!(m.check(base, 8192, Access::Write), missing);
         m.set_ttl(std::time::Duration::ZERO);
         assert_eq!(m.check(base, 8, Access::Write), Ok(()));
@@ -1040,12 +1055,17 @@ mod tests {
         let s2 = m.stats();
         assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
         let s3 = m.stats();
-        assert_eq!((s3.range_scans, s3.pagemap_reads), (s2.range_scans, s2.pagemap_reads));
+        assert_eq!(
+            (s3.range_scans, s3.pagemap_reads),
+            (s2.range_scans, s2.pagemap_reads)
+        );
         // The second page was not paged in: still missing.
         m.begin_turn();
         assert_eq!(
             m.check(base + 4096, 8, Access::Write),
-            Err(MemError::NotPresent { page_addr: base + 4096 })
+            Err(MemError::NotPresent {
+                page_addr: base + 4096
+            })
         );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 8192) };
@@ -1081,7 +1101,11 @@ mod tests {
     fn file_mapping_is_not_anonymous() {
         let path = std::env::temp_dir().join(format!("unpinned-kind-{}", std::process::id()));
         std::fs::write(&path, [0u8; 4096]).unwrap();
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
         // SAFETY: a private mapping of our own temporary file, unmapped below.
         let p = unsafe {
             libc::mmap(

@@ -388,9 +388,17 @@ impl Core {
 
     /// Tell the memory where it may page in on access (anonymous exposures only).
     fn update_fill(&mut self) {
-        let ranges = self.anon_exposures.iter().map(|&(b, e, _)| (b, e)).collect();
-        let max = self.opts.fill_on_access_max_pages.saturating_mul(PAGE_BYTES);
-        self.mem.set_fill(ranges, if self.handler.send_err { max } else { 0 });
+        let ranges = self
+            .anon_exposures
+            .iter()
+            .map(|&(b, e, _)| (b, e))
+            .collect();
+        let max = self
+            .opts
+            .fill_on_access_max_pages
+            .saturating_mul(PAGE_BYTES);
+        self.mem
+            .set_fill(ranges, if self.handler.send_err { max } else { 0 });
     }
 
     /// Page in a destination fault here and now if it is small and over anonymous memory
@@ -401,7 +409,10 @@ impl Core {
         }
         let (s, e) = self.handler.policy.pages(rec);
         if (e - s) / PAGE_BYTES > self.opts.inline_page_in_max_pages
-            || !self.anon_exposures.iter().any(|&(b, x, _)| s >= b && e <= x.next_multiple_of(PAGE_BYTES))
+            || !self
+                .anon_exposures
+                .iter()
+                .any(|&(b, x, _)| s >= b && e <= x.next_multiple_of(PAGE_BYTES))
         {
             return false;
         }
@@ -415,7 +426,8 @@ impl Core {
         st.inline_page_ins.fetch_add(1, Ordering::Relaxed);
         st.records.fetch_add(1, Ordering::Relaxed);
         st.pages.fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
-        st.page_in_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        st.page_in_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         st.errs.fetch_add(1, Ordering::Relaxed);
         self.mem.paged_in(s, e);
         self.engine.post_err(rec.transfer, rec.block, rec.block_seq);

@@ -150,18 +150,39 @@ mod tests {
         // Page 4 read only: the zero page (readable, not writable without a fault).
         // SAFETY: a read of our own mapped page.
         let _ = unsafe { std::ptr::read_volatile(s.as_ptr().add(4 * 4096)) };
-        assert_eq!(good_prefix(&pm, b, b + 8 * 4096, Need::Write), Some(b + 4 * 4096));
-        assert_eq!(good_prefix(&pm, b, b + 8 * 4096, Need::Read), Some(b + 5 * 4096));
-        assert_eq!(good_prefix(&pm, b, b + 2 * 4096, Need::Write), Some(b + 2 * 4096));
-        assert_eq!(good_prefix(&pm, b + 5 * 4096, b + 8 * 4096, Need::Read), Some(b + 5 * 4096));
+        assert_eq!(
+            good_prefix(&pm, b, b + 8 * 4096, Need::Write),
+            Some(b + 4 * 4096)
+        );
+        assert_eq!(
+            good_prefix(&pm, b, b + 8 * 4096, Need::Read),
+            Some(b + 5 * 4096)
+        );
+        assert_eq!(
+            good_prefix(&pm, b, b + 2 * 4096, Need::Write),
+            Some(b + 2 * 4096)
+        );
+        assert_eq!(
+            good_prefix(&pm, b + 5 * 4096, b + 8 * 4096, Need::Read),
+            Some(b + 5 * 4096)
+        );
         // A hole (unmapped page) ends the prefix even when the pages after it are present.
         for i in 5..8 {
             s[i * 4096] = 1;
         }
         // SAFETY: unmapping one page of our own mapping; nothing references it.
         unsafe { libc::munmap((b + 6 * 4096) as *mut libc::c_void, 4096) };
-        assert_eq!(good_prefix(&pm, b + 4096, b + 8 * 4096, Need::Write), Some(b + 4 * 4096));
-        assert_eq!(good_prefix(&pm, b + 5 * 4096, b + 8 * 4096, Need::Write), Some(b + 6 * 4096));
-        assert_eq!(good_prefix(&pm, b + 7 * 4096, b + 8 * 4096, Need::Write), Some(b + 8 * 4096));
+        assert_eq!(
+            good_prefix(&pm, b + 4096, b + 8 * 4096, Need::Write),
+            Some(b + 4 * 4096)
+        );
+        assert_eq!(
+            good_prefix(&pm, b + 5 * 4096, b + 8 * 4096, Need::Write),
+            Some(b + 6 * 4096)
+        );
+        assert_eq!(
+            good_prefix(&pm, b + 7 * 4096, b + 8 * 4096, Need::Write),
+            Some(b + 8 * 4096)
+        );
     }
 }

@@ -25,7 +25,10 @@ fn pair(fill_pages: u64) -> Vec<Runtime> {
 /// access by the target).
 fn write_fresh(fill_pages: u64, len: usize, file: bool) -> (bool, u64, u64) {
     let rts = pair(fill_pages);
-    let path = std::env::temp_dir().join(format!("unpinned-fill-{}-{len}-{fill_pages}", std::process::id()));
+    let path = std::env::temp_dir().join(format!(
+        "unpinned-fill-{}-{len}-{fill_pages}",
+        std::process::id()
+    ));
     let dst = if file {
         let m = Mapping::file(&path, len, |_| 0).unwrap();
         m.drop_cache().unwrap();

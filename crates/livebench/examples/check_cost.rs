@@ -13,7 +13,12 @@ fn main() {
     let part = Pair::new(&prof, MemoryMode::Part, Default::default()).unwrap();
     let to = Pair::new(&prof, MemoryMode::TransferOnly, Default::default()).unwrap();
     // SAFETY: dst outlives both pairs' use.
-    let (kp, kt) = unsafe { (part.expose(dst.ptr(), size).unwrap(), to.expose(dst.ptr(), size).unwrap()) };
+    let (kp, kt) = unsafe {
+        (
+            part.expose(dst.ptr(), size).unwrap(),
+            to.expose(dst.ptr(), size).unwrap(),
+        )
+    };
     let src = pattern(5, size);
     let (mut p, mut t) = (Vec::new(), Vec::new());
     let reads0 = part.stats().unwrap();

@@ -5,13 +5,23 @@ use unpinned_livebench::exp::{live_profile, pattern, present, Pair};
 fn pct(mut v: Vec<f64>) -> String {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let p = |q: f64| v[((v.len() - 1) as f64 * q) as usize];
-    format!("min {:.2} p10 {:.2} p50 {:.2} p90 {:.2}", p(0.0), p(0.1), p(0.5), p(0.9))
+    format!(
+        "min {:.2} p10 {:.2} p50 {:.2} p90 {:.2}",
+        p(0.0),
+        p(0.1),
+        p(0.5),
+        p(0.9)
+    )
 }
 
 fn main() {
     let mut prof = live_profile();
     // Extra overrides, as `UNPINNED_SET` (`engine.max_outstanding_blocks=8;...`).
-    for o in std::env::var("UNPINNED_SET").unwrap_or_default().split(';').filter(|o| !o.is_empty()) {
+    for o in std::env::var("UNPINNED_SET")
+        .unwrap_or_default()
+        .split(';')
+        .filter(|o| !o.is_empty())
+    {
         prof = prof.with_override(o).unwrap();
     }
     let mode = match std::env::var("MODE").as_deref() {
@@ -24,10 +34,14 @@ fn main() {
     // SAFETY: dst outlives the pair's use.
     let k = unsafe { pair.expose(dst.ptr(), big).unwrap() };
     let s8 = pattern(1, 8);
-    let v: Vec<f64> = (0..3000).map(|_| pair.write_us(&s8, dst.addr(), k).unwrap()).collect();
+    let v: Vec<f64> = (0..3000)
+        .map(|_| pair.write_us(&s8, dst.addr(), k).unwrap())
+        .collect();
     println!("8 B us: {}", pct(v[500..].to_vec()));
     let sb = pattern(2, big);
-    let v: Vec<f64> = (0..15).map(|_| pair.write_us(&sb, dst.addr(), k).unwrap()).collect();
+    let v: Vec<f64> = (0..15)
+        .map(|_| pair.write_us(&sb, dst.addr(), k).unwrap())
+        .collect();
     println!("4 MiB us: {}", pct(v));
     let s4 = pattern(3, 4096);
     let mut miss = Vec::new();

@@ -249,21 +249,30 @@ pub const DEDICATED_SPIN_US: u64 = 200;
 
 /// Measure [`DedicatedCores`] on the last two CPUs this process may use; `None` with fewer
 /// than two. The calling thread is pinned during the measurement and unpinned afterwards.
-pub fn dedicated_cores(ctx: &RunContext, reps: usize) -> Result<Option<DedicatedCores>, ExperimentError> {
+pub fn dedicated_cores(
+    ctx: &RunContext,
+    reps: usize,
+) -> Result<Option<DedicatedCores>, ExperimentError> {
     let cpus = unpinned_live::affinity::allowed_cpus().map_err(fail)?;
     let [.., caller_cpu, target_cpu] = cpus[..] else {
         return Ok(None);
     };
     let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
-    let pair = Pair::with_loop(&ctx.profile, MemoryMode::Part, HandlerConfig::default(), 0, |r, o| {
-        if r == 0 {
-            o.progress_cpu = Some(caller_cpu);
-            o.wait_spin = spin;
-        } else {
-            o.progress_cpu = Some(target_cpu);
-            o.spin = spin;
-        }
-    })?;
+    let pair = Pair::with_loop(
+        &ctx.profile,
+        MemoryMode::Part,
+        HandlerConfig::default(),
+        0,
+        |r, o| {
+            if r == 0 {
+                o.progress_cpu = Some(caller_cpu);
+                o.wait_spin = spin;
+            } else {
+                o.progress_cpu = Some(target_cpu);
+                o.spin = spin;
+            }
+        },
+    )?;
     unpinned_live::affinity::pin_current_thread(&[caller_cpu]).map_err(fail)?;
     let measured = (|| {
         let dst = present(4096)?;
@@ -321,7 +330,12 @@ pub fn memcpy_gbytes_s(len: usize, reps: usize) -> Result<f64, ExperimentError> 
 /// A waiting side yields the core after [`SPINS_BEFORE_YIELD`] polls: when the machine's other
 /// load leaves both threads one core, pure spinning measured 0.2 GB/s (each hand-off waited for
 /// the end of a time slice), a bound of the scheduler rather than of the copies.
-pub fn pipelined_copy_gbytes_s(len: usize, slot: usize, slots: usize, reps: usize) -> Result<f64, ExperimentError> {
+pub fn pipelined_copy_gbytes_s(
+    len: usize,
+    slot: usize,
+    slots: usize,
+    reps: usize,
+) -> Result<f64, ExperimentError> {
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     let src = present(len)?;
     let dst = present(len)?;
@@ -331,7 +345,11 @@ pub fn pipelined_copy_gbytes_s(len: usize, slot: usize, slots: usize, reps: usiz
     let tail = AtomicU64::new(0);
     let rounds = AtomicUsize::new(0);
     let reps = reps.max(3);
-    let (sp, dp, rp) = (src.addr() as usize, dst.addr() as usize, ring.addr() as usize);
+    let (sp, dp, rp) = (
+        src.addr() as usize,
+        dst.addr() as usize,
+        ring.addr() as usize,
+    );
     let v = std::thread::scope(|sc| {
         sc.spawn(|| {
             for r in 0..reps {
@@ -390,7 +408,12 @@ pub fn scan_cost_us(rounds: usize) -> Result<f64, ExperimentError> {
     let mut v = Vec::with_capacity(rounds);
     for _ in 0..rounds.max(1) {
         let t = Instant::now();
-        let r = unpinned_live::scan::good_prefix(&pm, m.addr(), m.addr() + len, unpinned_live::scan::Need::Write);
+        let r = unpinned_live::scan::good_prefix(
+            &pm,
+            m.addr(),
+            m.addr() + len,
+            unpinned_live::scan::Need::Write,
+        );
         v.push(t.elapsed().as_secs_f64() * 1e6);
         if r.is_none() {
             return Ok(f64::NAN);
@@ -581,7 +604,12 @@ pub fn run(
     let missing_page_in_us = page_in_ns as f64 / 1e3 / (20 * reps) as f64;
     let missing_nacks = s1.engine.nacks_fault_sent - s0.engine.nacks_fault_sent;
     // The opt-in policy for the same fault: page-in on access before the write, no NACK.
-    let fill_pair = Pair::with_fill(&ctx.profile, MemoryMode::Part, HandlerConfig::default(), FILL_OPT_IN_PAGES)?;
+    let fill_pair = Pair::with_fill(
+        &ctx.profile,
+        MemoryMode::Part,
+        HandlerConfig::default(),
+        FILL_OPT_IN_PAGES,
+    )?;
     let mut miss_fill = Vec::new();
     for _ in 0..(20 * reps) {
         let fresh = Mapping::anon(4096).map_err(fail)?;

@@ -80,20 +80,31 @@ pub fn run(mut progress: impl FnMut(&str)) -> std::io::Result<Calibration> {
     );
 
     progress("minor faults");
-    let minor_fault_us = median((0..REPS).map(|_| {
-        let m = Anon::new(PAGES * ps).expect("mmap");
-        time_us(|| (0..PAGES).for_each(|p| m.touch(p * ps))) / PAGES as f64
-    }).collect());
+    let minor_fault_us = median(
+        (0..REPS)
+            .map(|_| {
+                let m = Anon::new(PAGES * ps).expect("mmap");
+                time_us(|| (0..PAGES).for_each(|p| m.touch(p * ps))) / PAGES as f64
+            })
+            .collect(),
+    );
 
     progress("major faults (file-backed, page cache dropped)");
     let major_fault_us = major_fault(ps)?;
 
     progress("MADV_POPULATE_WRITE");
     let populate = |n: usize| {
-        median((0..REPS).map(|_| {
-            let m = Anon::new(n * ps).expect("mmap");
-            time_us(|| m.madvise(0, n * ps, libc::MADV_POPULATE_WRITE).expect("MADV_POPULATE_WRITE (Linux >= 5.14)"))
-        }).collect())
+        median(
+            (0..REPS)
+                .map(|_| {
+                    let m = Anon::new(n * ps).expect("mmap");
+                    time_us(|| {
+                        m.madvise(0, n * ps, libc::MADV_POPULATE_WRITE)
+                            .expect("MADV_POPULATE_WRITE (Linux >= 5.14)")
+                    })
+                })
+                .collect(),
+        )
     };
     let (p1, p256) = (populate(1), populate(256));
     let populate_page_us = ((p256 - p1) / 255.0).max(0.0);
@@ -108,7 +119,9 @@ pub fn run(mut progress: impl FnMut(&str)) -> std::io::Result<Calibration> {
             if present {
                 m.madvise(0, n * ps, libc::MADV_POPULATE_WRITE).ok();
             }
-            lock_us.push(time_us(|| m.mlock(0, n * ps, true).expect("mlock (RLIMIT_MEMLOCK?)")));
+            lock_us.push(time_us(|| {
+                m.mlock(0, n * ps, true).expect("mlock (RLIMIT_MEMLOCK?)")
+            }));
             unlock_us.push(time_us(|| m.mlock(0, n * ps, false).expect("munlock")));
         }
         (median(lock_us), median(unlock_us))
@@ -160,9 +173,13 @@ fn major_fault(ps: usize) -> std::io::Result<f64> {
     for _ in 0..5 {
         let m = FileMap::open(&path, PAGES * ps)?;
         m.evict()?;
-        samples.push(time_us(|| (0..PAGES).for_each(|p| {
-            m.touch(p * ps);
-        })) / PAGES as f64);
+        samples.push(
+            time_us(|| {
+                (0..PAGES).for_each(|p| {
+                    m.touch(p * ps);
+                })
+            }) / PAGES as f64,
+        );
     }
     let _ = std::fs::remove_file(&path);
     Ok(median(samples))
@@ -201,7 +218,10 @@ fn ring() -> std::io::Result<(f64, f64, usize)> {
     use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
     use unpinned_live::transport::Transport;
     let err = |e: unpinned_live::transport::shm::ShmError| std::io::Error::other(e.to_string());
-    let path = std::path::PathBuf::from(format!("/dev/shm/unpinned-calibrate-{}", std::process::id()));
+    let path = std::path::PathBuf::from(format!(
+        "/dev/shm/unpinned-calibrate-{}",
+        std::process::id()
+    ));
     let max_packet = 4096;
     create_segment(&path, ShmGeometry::new(2, max_packet, 256)).map_err(err)?;
     let mut a = ShmTransport::open(&path, 0).map_err(err)?;
@@ -289,7 +309,9 @@ pub fn to_profile(c: &Calibration, host: &str) -> Profile {
     p.cpu.touch_present_ns = c.touch_present_ns.round() as u64;
     p.cpu.minor_fault_us = c.minor_fault_us;
     p.cpu.mlock_call_us = c.mlock_one_present_us - c.munlock_us;
-    p.cpu.mlock_nopres_call_us = (c.mlock_one_absent_us - (c.mlock_one_present_us - c.munlock_us) - c.minor_fault_us).max(0.0);
+    p.cpu.mlock_nopres_call_us =
+        (c.mlock_one_absent_us - (c.mlock_one_present_us - c.munlock_us) - c.minor_fault_us)
+            .max(0.0);
     p.cpu.mlock_page_ns = c.mlock_page_ns.round() as u64;
     p.cpu.munlock_call_us = c.munlock_us;
     p.iommu.walk_ns = c.residency_check_ns.round() as u64;

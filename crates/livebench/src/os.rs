@@ -25,11 +25,23 @@ impl Anon {
     pub fn new(len: usize) -> io::Result<Anon> {
         // SAFETY: a fresh anonymous mapping at an address the kernel chooses; no existing
         // memory is affected.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Anon { ptr: p as *mut u8, len })
+        Ok(Anon {
+            ptr: p as *mut u8,
+            len,
+        })
     }
 
     /// `madvise(advice)` over `[off, off+len)` of this mapping.
@@ -95,21 +107,35 @@ impl FileMap {
     /// Map `path` (already `len` bytes long) read-only.
     pub fn open(path: &std::path::Path, len: usize) -> io::Result<FileMap> {
         use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path has a NUL"))?;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::other("path has a NUL"))?;
         // SAFETY: c is a valid C string.
         let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: a fresh shared read-only mapping of our own file descriptor.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             let e = io::Error::last_os_error();
             // SAFETY: closing our own descriptor.
             unsafe { libc::close(fd) };
             return Err(e);
         }
-        Ok(FileMap { ptr: p as *mut u8, len, fd })
+        Ok(FileMap {
+            ptr: p as *mut u8,
+            len,
+            fd,
+        })
     }
 
     /// Drop the file's pages from the page cache and disable read-ahead on the mapping, so
@@ -119,7 +145,13 @@ impl FileMap {
         unsafe {
             libc::madvise(self.ptr as *mut libc::c_void, self.len, libc::MADV_RANDOM);
             libc::madvise(self.ptr as *mut libc::c_void, self.len, libc::MADV_DONTNEED);
-            if libc::posix_fadvise(self.fd, 0, self.len as libc::off_t, libc::POSIX_FADV_DONTNEED) != 0 {
+            if libc::posix_fadvise(
+                self.fd,
+                0,
+                self.len as libc::off_t,
+                libc::POSIX_FADV_DONTNEED,
+            ) != 0
+            {
                 return Err(io::Error::last_os_error());
             }
         }

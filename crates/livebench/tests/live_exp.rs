@@ -185,9 +185,17 @@ fn live_peers_ours_without_the_peer() {
 
 #[test]
 fn dsm_roundtrip_every_context_answers() {
-    let o = run("dsm-roundtrip", &[("pings", "20"), ("warmup", "2"), ("rounds", "1")]);
-    assert_eq!(cols(&o.table), ["context", "rtt_us", "rtt_p10_us", "rtt_p90_us", "pings"]);
-    let ctxs: Vec<String> = (0..o.table.rows.len()).map(|r| text(&o.table, r, "context")).collect();
+    let o = run(
+        "dsm-roundtrip",
+        &[("pings", "20"), ("warmup", "2"), ("rounds", "1")],
+    );
+    assert_eq!(
+        cols(&o.table),
+        ["context", "rtt_us", "rtt_p10_us", "rtt_p90_us", "pings"]
+    );
+    let ctxs: Vec<String> = (0..o.table.rows.len())
+        .map(|r| text(&o.table, r, "context"))
+        .collect();
     assert_eq!(ctxs, ["progress", "deferred", "signal", "polling"]);
     for r in 0..o.table.rows.len() {
         assert_eq!(num(&o.table, r, "pings"), 20.0);
@@ -214,7 +222,10 @@ fn dsm_protect_batched_makes_one_call() {
 fn aa_notify_measures_both_active_flushes() {
     let o = run("aa-notify", &[("puts", "30"), ("flushes", "10")]);
     let c = cols(&o.table);
-    assert_eq!(&c[c.len() - 2..], ["iommu_flush_median_us", "reply_flush_median_us"]);
+    assert_eq!(
+        &c[c.len() - 2..],
+        ["iommu_flush_median_us", "reply_flush_median_us"]
+    );
     assert_eq!(o.table.rows.len(), 12); // 3 handlers x 4 quantiles
     for r in 0..o.table.rows.len() {
         assert!(num(&o.table, r, "iommu_flush_median_us") > 0.0);

@@ -149,11 +149,31 @@ struct PeerState {
 
 #[derive(Clone, Copy, Debug)]
 enum Pending {
-    Payload { peer: u32, slot: u32, hdr: Header, id: u64 },
-    Header { peer: u32, slot: u32 },
-    Credit { peer: u32, value: u64 },
-    Fin { peer: u32, value: u64 },
-    Read { peer: u32, rndv_no: u64, id: u64, seq: u64, len: u64 },
+    Payload {
+        peer: u32,
+        slot: u32,
+        hdr: Header,
+        id: u64,
+    },
+    Header {
+        peer: u32,
+        slot: u32,
+    },
+    Credit {
+        peer: u32,
+        value: u64,
+    },
+    Fin {
+        peer: u32,
+        value: u64,
+    },
+    Read {
+        peer: u32,
+        rndv_no: u64,
+        id: u64,
+        seq: u64,
+        len: u64,
+    },
 }
 
 /// One node's message endpoint (see the crate docs).
@@ -197,20 +217,56 @@ impl Endpoint {
     /// `pdid`. `buf_rkey` is the key of a read-only exposure covering every user buffer that
     /// may be sent by rendezvous (the receiver reads from it). `peers` in the order that fixes
     /// the slot layout (the peers' `index_at_peer` must agree with it).
-    pub fn new(me: NodeId, pdid: Pdid, cfg: MsgConfig, region_base: u64, buf_rkey: RemoteKey, peers: Vec<PeerInfo>) -> Result<Endpoint, MsgError> {
+    pub fn new(
+        me: NodeId,
+        pdid: Pdid,
+        cfg: MsgConfig,
+        region_base: u64,
+        buf_rkey: RemoteKey,
+        peers: Vec<PeerInfo>,
+    ) -> Result<Endpoint, MsgError> {
         cfg.validate()?;
         let layout = Layout::new(&cfg, region_base, peers.len() as u32);
         if region_base.checked_add(layout.region_bytes()).is_none() {
             return Err(MsgError::BadRange);
         }
-        let mut index: Vec<(NodeId, u32)> = peers.iter().enumerate().map(|(i, p)| (p.node, i as u32)).collect();
+        let mut index: Vec<(NodeId, u32)> = peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.node, i as u32))
+            .collect();
         index.sort_unstable();
         if index.iter().any(|&(n, _)| n == me) || index.windows(2).any(|w| w[0].0 == w[1].0) {
-            return Err(MsgError::BadConfig("peers must be distinct and not this node"));
+            return Err(MsgError::BadConfig(
+                "peers must be distinct and not this node",
+            ));
         }
         let k = cfg.slots_per_peer as usize;
-        let states = peers.iter().map(|_| PeerState { next_seq: 1, expected: 1, header_busy: vec![false; k], ..PeerState::default() }).collect();
-        Ok(Endpoint { me, pdid, buf_rkey, cfg, layout, infos: peers, states, index, pending: InFlight::new(1), next_wr: 1, out: VecDeque::new(), events: VecDeque::new(), staged: Vec::new(), stats: MsgStats::default() })
+        let states = peers
+            .iter()
+            .map(|_| PeerState {
+                next_seq: 1,
+                expected: 1,
+                header_busy: vec![false; k],
+                ..PeerState::default()
+            })
+            .collect();
+        Ok(Endpoint {
+            me,
+            pdid,
+            buf_rkey,
+            cfg,
+            layout,
+            infos: peers,
+            states,
+            index,
+            pending: InFlight::new(1),
+            next_wr: 1,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            staged: Vec::new(),
+            stats: MsgStats::default(),
+        })
     }
 
     /// The layout of this endpoint's region.
@@ -225,26 +281,56 @@ impl Endpoint {
 
     /// Start sending `len` bytes at `addr` to `peer`. Exactly one [`MsgEvent::SendDone`] with
     /// `id` follows.
-    pub fn isend(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32) -> Result<(), MsgError> {
+    pub fn isend(
+        &mut self,
+        id: u64,
+        peer: NodeId,
+        addr: u64,
+        len: u64,
+        tag: u32,
+    ) -> Result<(), MsgError> {
         self.isend_keyed(id, peer, addr, len, tag, self.buf_rkey)
     }
 
     /// Like [`Endpoint::isend`], naming the key of a read-only exposure of this buffer (used
     /// by a rendezvous; a runtime may expose each large send buffer on its own).
-    pub fn isend_keyed(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32, rkey: RemoteKey) -> Result<(), MsgError> {
+    pub fn isend_keyed(
+        &mut self,
+        id: u64,
+        peer: NodeId,
+        addr: u64,
+        len: u64,
+        tag: u32,
+        rkey: RemoteKey,
+    ) -> Result<(), MsgError> {
         let p = self.peer_index(peer).ok_or(MsgError::UnknownPeer(peer))?;
         addr.checked_add(len).ok_or(MsgError::BadRange)?;
-        self.states[p as usize].queue.push_back(SendReq { id, addr, len, tag, rkey });
+        self.states[p as usize].queue.push_back(SendReq {
+            id,
+            addr,
+            len,
+            tag,
+            rkey,
+        });
         self.pump_sends(p);
         Ok(())
     }
 
     /// Post a receive of at most `len` bytes into `addr` from `peer`. Exactly one
     /// [`MsgEvent::Recv`] with `id` follows.
-    pub fn irecv(&mut self, id: u64, peer: NodeId, addr: u64, len: u64, tag: u32) -> Result<(), MsgError> {
+    pub fn irecv(
+        &mut self,
+        id: u64,
+        peer: NodeId,
+        addr: u64,
+        len: u64,
+        tag: u32,
+    ) -> Result<(), MsgError> {
         let p = self.peer_index(peer).ok_or(MsgError::UnknownPeer(peer))?;
         addr.checked_add(len).ok_or(MsgError::BadRange)?;
-        self.states[p as usize].recvs.push_back(RecvReq { id, addr, len, tag });
+        self.states[p as usize]
+            .recvs
+            .push_back(RecvReq { id, addr, len, tag });
         Ok(())
     }
 
@@ -266,7 +352,10 @@ impl Endpoint {
     /// Index of `peer` in our peer list.
     #[inline]
     fn peer_index(&self, peer: NodeId) -> Option<u32> {
-        self.index.binary_search_by_key(&peer, |&(n, _)| n).ok().map(|i| self.index[i].1)
+        self.index
+            .binary_search_by_key(&peer, |&(n, _)| n)
+            .ok()
+            .map(|i| self.index[i].1)
     }
 
     fn poll_peer(&mut self, p: u32, host: &mut impl HostMem) {
@@ -283,7 +372,8 @@ impl Endpoint {
                 break;
             }
             st.rndv_wait.pop_front();
-            self.events.push_back(MsgEvent::SendDone { id, result: Ok(()) });
+            self.events
+                .push_back(MsgEvent::SendDone { id, result: Ok(()) });
         }
         let st = &mut self.states[p as usize];
         if credit > st.credit_seen && credit < st.next_seq {
@@ -304,7 +394,9 @@ impl Endpoint {
             if st.header_busy[slot as usize] {
                 return;
             }
-            let Some(req) = st.queue.pop_front() else { return };
+            let Some(req) = st.queue.pop_front() else {
+                return;
+            };
             let seq = st.next_seq;
             st.next_seq += 1;
             st.header_busy[slot as usize] = true;
@@ -313,12 +405,28 @@ impl Endpoint {
             let remote_payload = rl.recv_payload(info.index_at_peer, slot);
             if req.len <= self.cfg.eager_max_bytes as u64 {
                 self.stats.eager_sent += 1;
-                let hdr = Header { seq, kind: Kind::Eager, tag: req.tag, len: req.len, src_addr: 0, rkey: 0, pdid: 0 };
+                let hdr = Header {
+                    seq,
+                    kind: Kind::Eager,
+                    tag: req.tag,
+                    len: req.len,
+                    src_addr: 0,
+                    rkey: 0,
+                    pdid: 0,
+                };
                 if req.len == 0 {
-                    self.events.push_back(MsgEvent::SendDone { id: req.id, result: Ok(()) });
+                    self.events.push_back(MsgEvent::SendDone {
+                        id: req.id,
+                        result: Ok(()),
+                    });
                     self.pending_header(p, slot, hdr);
                 } else {
-                    let wr_id = self.alloc_wr(Pending::Payload { peer: p, slot, hdr, id: req.id });
+                    let wr_id = self.alloc_wr(Pending::Payload {
+                        peer: p,
+                        slot,
+                        hdr,
+                        id: req.id,
+                    });
                     self.out.push_back(WorkRequest {
                         wr_id,
                         op: Op::Write,
@@ -336,7 +444,15 @@ impl Endpoint {
                 let st = &mut self.states[p as usize];
                 st.rndv_posted += 1;
                 st.rndv_wait.push_back((st.rndv_posted, req.id));
-                let hdr = Header { seq, kind: Kind::Rts, tag: req.tag, len: req.len, src_addr: req.addr, rkey: req.rkey, pdid: self.pdid };
+                let hdr = Header {
+                    seq,
+                    kind: Kind::Rts,
+                    tag: req.tag,
+                    len: req.len,
+                    src_addr: req.addr,
+                    rkey: req.rkey,
+                    pdid: self.pdid,
+                };
                 self.pending_header(p, slot, hdr);
             }
         }
@@ -345,7 +461,8 @@ impl Endpoint {
     /// Stage a header and queue its write (the doorbell). The staging area of a slot is reused
     /// only after the receiver consumed the slot, so it is stable while the write is in flight.
     fn pending_header(&mut self, p: u32, slot: u32, hdr: Header) {
-        self.staged.push((self.layout.stage_header(p, slot), hdr.emit().to_vec()));
+        self.staged
+            .push((self.layout.stage_header(p, slot), hdr.emit().to_vec()));
         let info = self.infos[p as usize];
         let rl = Layout::new(&self.cfg, info.region_base, info.peer_peers);
         let wr_id = self.alloc_wr(Pending::Header { peer: p, slot });
@@ -383,9 +500,15 @@ impl Endpoint {
             st.consumed += 1;
             let peer = self.infos[p as usize].node;
             let err = if h.tag != r.tag {
-                Some(RecvError::TagMismatch { got: h.tag, want: r.tag })
+                Some(RecvError::TagMismatch {
+                    got: h.tag,
+                    want: r.tag,
+                })
             } else if h.len > r.len {
-                Some(RecvError::Truncated { msg_bytes: h.len, buf_bytes: r.len })
+                Some(RecvError::Truncated {
+                    msg_bytes: h.len,
+                    buf_bytes: r.len,
+                })
             } else {
                 None
             };
@@ -396,21 +519,42 @@ impl Endpoint {
                     let st = &mut self.states[p as usize];
                     st.rndv_matched += 1;
                     let no = st.rndv_matched;
-                    self.events.push_back(MsgEvent::Recv(RecvDone { id: r.id, peer, seq: h.seq, result: Err(e) }));
+                    self.events.push_back(MsgEvent::Recv(RecvDone {
+                        id: r.id,
+                        peer,
+                        seq: h.seq,
+                        result: Err(e),
+                    }));
                     self.rndv_finished(p, no);
                 }
-                (Some(e), Kind::Eager) => self.events.push_back(MsgEvent::Recv(RecvDone { id: r.id, peer, seq: h.seq, result: Err(e) })),
+                (Some(e), Kind::Eager) => self.events.push_back(MsgEvent::Recv(RecvDone {
+                    id: r.id,
+                    peer,
+                    seq: h.seq,
+                    result: Err(e),
+                })),
                 (None, Kind::Eager) => {
                     if h.len > 0 {
                         host.copy(self.layout.recv_payload(p, slot), r.addr, h.len);
                     }
-                    self.events.push_back(MsgEvent::Recv(RecvDone { id: r.id, peer, seq: h.seq, result: Ok(h.len) }));
+                    self.events.push_back(MsgEvent::Recv(RecvDone {
+                        id: r.id,
+                        peer,
+                        seq: h.seq,
+                        result: Ok(h.len),
+                    }));
                 }
                 (None, Kind::Rts) => {
                     let st = &mut self.states[p as usize];
                     st.rndv_matched += 1;
                     let no = st.rndv_matched;
-                    let wr_id = self.alloc_wr(Pending::Read { peer: p, rndv_no: no, id: r.id, seq: h.seq, len: h.len });
+                    let wr_id = self.alloc_wr(Pending::Read {
+                        peer: p,
+                        rndv_no: no,
+                        id: r.id,
+                        seq: h.seq,
+                        len: h.len,
+                    });
                     self.out.push_back(WorkRequest {
                         wr_id,
                         op: Op::Read,
@@ -438,7 +582,8 @@ impl Endpoint {
         let value = st.consumed;
         st.credit_inflight = true;
         self.stats.credit_writes += 1;
-        self.staged.push((self.layout.stage_credit(p), value.to_le_bytes().to_vec()));
+        self.staged
+            .push((self.layout.stage_credit(p), value.to_le_bytes().to_vec()));
         let info = self.infos[p as usize];
         let rl = Layout::new(&self.cfg, info.region_base, info.peer_peers);
         let wr_id = self.alloc_wr(Pending::Credit { peer: p, value });
@@ -472,7 +617,8 @@ impl Endpoint {
         let value = st.fin_value;
         st.fin_inflight = true;
         self.stats.fin_writes += 1;
-        self.staged.push((self.layout.stage_fin(p), value.to_le_bytes().to_vec()));
+        self.staged
+            .push((self.layout.stage_fin(p), value.to_le_bytes().to_vec()));
         let info = self.infos[p as usize];
         let rl = Layout::new(&self.cfg, info.region_base, info.peer_peers);
         let wr_id = self.alloc_wr(Pending::Fin { peer: p, value });
@@ -498,15 +644,28 @@ impl Endpoint {
 
     /// A work request of ours completed at the NI. Completions of unknown ids are ignored.
     pub fn handle_completion(&mut self, c: &Completion, host: &mut impl HostMem) {
-        let Some(what) = self.pending.remove(c.wr_id) else { return };
+        let Some(what) = self.pending.remove(c.wr_id) else {
+            return;
+        };
         match what {
-            Pending::Payload { peer, slot, hdr, id } => {
-                self.events.push_back(MsgEvent::SendDone { id, result: c.status });
+            Pending::Payload {
+                peer,
+                slot,
+                hdr,
+                id,
+            } => {
+                self.events.push_back(MsgEvent::SendDone {
+                    id,
+                    result: c.status,
+                });
                 match c.status {
                     Ok(()) => self.pending_header(peer, slot, hdr),
                     Err(e) => {
                         self.states[peer as usize].header_busy[slot as usize] = false;
-                        self.events.push_back(MsgEvent::PeerFailed { peer: self.infos[peer as usize].node, error: e });
+                        self.events.push_back(MsgEvent::PeerFailed {
+                            peer: self.infos[peer as usize].node,
+                            error: e,
+                        });
                     }
                 }
             }
@@ -514,7 +673,10 @@ impl Endpoint {
                 self.states[peer as usize].header_busy[slot as usize] = false;
                 match c.status {
                     Ok(()) => self.pump_sends(peer),
-                    Err(e) => self.events.push_back(MsgEvent::PeerFailed { peer: self.infos[peer as usize].node, error: e }),
+                    Err(e) => self.events.push_back(MsgEvent::PeerFailed {
+                        peer: self.infos[peer as usize].node,
+                        error: e,
+                    }),
                 }
             }
             Pending::Credit { peer, value } => {
@@ -525,7 +687,10 @@ impl Endpoint {
                         st.credit_sent = value;
                         self.maybe_credit(peer);
                     }
-                    Err(e) => self.events.push_back(MsgEvent::PeerFailed { peer: self.infos[peer as usize].node, error: e }),
+                    Err(e) => self.events.push_back(MsgEvent::PeerFailed {
+                        peer: self.infos[peer as usize].node,
+                        error: e,
+                    }),
                 }
             }
             Pending::Fin { peer, value } => {
@@ -536,12 +701,26 @@ impl Endpoint {
                         st.fin_sent = value;
                         self.maybe_fin(peer);
                     }
-                    Err(e) => self.events.push_back(MsgEvent::PeerFailed { peer: self.infos[peer as usize].node, error: e }),
+                    Err(e) => self.events.push_back(MsgEvent::PeerFailed {
+                        peer: self.infos[peer as usize].node,
+                        error: e,
+                    }),
                 }
             }
-            Pending::Read { peer, rndv_no, id, seq, len } => {
+            Pending::Read {
+                peer,
+                rndv_no,
+                id,
+                seq,
+                len,
+            } => {
                 let result = c.status.map(|()| len).map_err(RecvError::Transport);
-                self.events.push_back(MsgEvent::Recv(RecvDone { id, peer: self.infos[peer as usize].node, seq, result }));
+                self.events.push_back(MsgEvent::Recv(RecvDone {
+                    id,
+                    peer: self.infos[peer as usize].node,
+                    seq,
+                    result,
+                }));
                 self.rndv_finished(peer, rndv_no);
             }
         }
@@ -569,7 +748,12 @@ impl Endpoint {
 
     /// Whether work is left: queued sends, pending receives, operations in flight.
     pub fn is_busy(&self) -> bool {
-        self.pending.len() > 0 || !self.out.is_empty() || self.states.iter().any(|s| !s.queue.is_empty() || !s.recvs.is_empty() || !s.rndv_wait.is_empty())
+        self.pending.len() > 0
+            || !self.out.is_empty()
+            || self
+                .states
+                .iter()
+                .any(|s| !s.queue.is_empty() || !s.recvs.is_empty() || !s.rndv_wait.is_empty())
     }
 
     /// The configuration.

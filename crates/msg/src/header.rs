@@ -36,7 +36,13 @@ impl Header {
     pub fn emit(&self) -> [u8; HEADER_BYTES] {
         let mut b = [0u8; HEADER_BYTES];
         b[0..8].copy_from_slice(&self.seq.to_le_bytes());
-        b[8..12].copy_from_slice(&(match self.kind { Kind::Eager => 1u32, Kind::Rts => 2 }).to_le_bytes());
+        b[8..12].copy_from_slice(
+            &(match self.kind {
+                Kind::Eager => 1u32,
+                Kind::Rts => 2,
+            })
+            .to_le_bytes(),
+        );
         b[12..16].copy_from_slice(&self.tag.to_le_bytes());
         b[16..24].copy_from_slice(&self.len.to_le_bytes());
         b[24..32].copy_from_slice(&self.src_addr.to_le_bytes());
@@ -58,7 +64,15 @@ impl Header {
         if seq == 0 {
             return None;
         }
-        Some(Header { seq, kind, tag: u32_at(12), len: u64_at(16), src_addr: u64_at(24), rkey: u32_at(32), pdid: u16::from_le_bytes([b[36], b[37]]) })
+        Some(Header {
+            seq,
+            kind,
+            tag: u32_at(12),
+            len: u64_at(16),
+            src_addr: u64_at(24),
+            rkey: u32_at(32),
+            pdid: u16::from_le_bytes([b[36], b[37]]),
+        })
     }
 }
 
@@ -68,7 +82,15 @@ mod tests {
 
     #[test]
     fn round_trip_and_empty() {
-        let h = Header { seq: 7, kind: Kind::Rts, tag: 3, len: 1 << 20, src_addr: 0xdead_0000, rkey: 99, pdid: 2 };
+        let h = Header {
+            seq: 7,
+            kind: Kind::Rts,
+            tag: 3,
+            len: 1 << 20,
+            src_addr: 0xdead_0000,
+            rkey: 99,
+            pdid: 2,
+        };
         assert_eq!(Header::parse(&h.emit()), Some(h));
         assert_eq!(Header::parse(&[0; HEADER_BYTES]), None);
         let mut bad = h.emit();

@@ -22,7 +22,11 @@ pub(crate) struct InFlight<T> {
 impl<T> InFlight<T> {
     /// Empty; the first id inserted must be `first`.
     pub(crate) fn new(first: u64) -> InFlight<T> {
-        InFlight { base: first, ring: VecDeque::new(), len: 0 }
+        InFlight {
+            base: first,
+            ring: VecDeque::new(),
+            len: 0,
+        }
     }
 
     /// Values in flight.
@@ -36,7 +40,11 @@ impl<T> InFlight<T> {
             // Nothing in flight: the window restarts at this id.
             self.base = id;
         }
-        debug_assert_eq!(id, self.base + self.ring.len() as u64, "ids are inserted in sequence");
+        debug_assert_eq!(
+            id,
+            self.base + self.ring.len() as u64,
+            "ids are inserted in sequence"
+        );
         self.ring.push_back(Some(v));
         self.len += 1;
     }
@@ -66,7 +74,9 @@ mod tests {
         let mut m = HashMap::new();
         let (mut next, mut x) = (1u64, 7u64);
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             if (x >> 33) % 3 != 0 {
                 t.insert(next, next * 10);
                 m.insert(next, next * 10);

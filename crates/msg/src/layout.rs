@@ -30,12 +30,18 @@ pub struct Layout {
 impl Layout {
     /// The layout for `peers` peers at `base`.
     pub fn new(cfg: &MsgConfig, base: u64, peers: u32) -> Layout {
-        Layout { base, peers, slots: cfg.slots_per_peer, slot_bytes: cfg.eager_max_bytes as u64 }
+        Layout {
+            base,
+            peers,
+            slots: cfg.slots_per_peer,
+            slot_bytes: cfg.eager_max_bytes as u64,
+        }
     }
 
     /// Bytes of the control part (headers, counter words, staging), from `base`.
     pub fn control_bytes(&self) -> u64 {
-        self.staging_base() + self.peers as u64 * (self.slots as u64 * HEADER_BYTES as u64 + 16) - self.base
+        self.staging_base() + self.peers as u64 * (self.slots as u64 * HEADER_BYTES as u64 + 16)
+            - self.base
     }
 
     /// Total bytes of the region.
@@ -50,7 +56,9 @@ impl Layout {
 
     /// Payload of slot `slot` of the messages coming from peer index `peer`.
     pub fn recv_payload(&self, peer: u32, slot: u32) -> u64 {
-        self.base + self.control_bytes() + (peer as u64 * self.slots as u64 + slot as u64) * self.slot_bytes
+        self.base
+            + self.control_bytes()
+            + (peer as u64 * self.slots as u64 + slot as u64) * self.slot_bytes
     }
 
     fn ctrl_in_base(&self) -> u64 {
@@ -78,7 +86,9 @@ impl Layout {
 
     /// Staging of the credit word we send to peer index `peer`.
     pub fn stage_credit(&self, peer: u32) -> u64 {
-        self.staging_base() + self.peers as u64 * self.slots as u64 * HEADER_BYTES as u64 + peer as u64 * 16
+        self.staging_base()
+            + self.peers as u64 * self.slots as u64 * HEADER_BYTES as u64
+            + peer as u64 * 16
     }
 
     /// Staging of the FIN word we send to peer index `peer`.
@@ -93,7 +103,10 @@ mod tests {
 
     #[test]
     fn areas_do_not_overlap() {
-        let cfg = MsgConfig { eager_max_bytes: 1000, slots_per_peer: 4 };
+        let cfg = MsgConfig {
+            eager_max_bytes: 1000,
+            slots_per_peer: 4,
+        };
         let l = Layout::new(&cfg, 4096, 3);
         let mut areas: Vec<(u64, u64)> = Vec::new();
         for p in 0..3 {

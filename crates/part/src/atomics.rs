@@ -19,7 +19,10 @@
 //!
 //! [`EngineConfig::ack_timeout`]: crate::EngineConfig::ack_timeout
 
-use unpinned_core::api::{AtomicOp, CompletionError, FaultRecord, FaultSide, NodeId, Op, Perms, RemoteKey, TransferKey, WrId};
+use unpinned_core::api::{
+    AtomicOp, CompletionError, FaultRecord, FaultSide, NodeId, Op, Perms, RemoteKey, TransferKey,
+    WrId,
+};
 use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{AtomicKind, AtomicStatus, PartRepr};
@@ -81,7 +84,10 @@ fn encode(op: AtomicOp) -> (AtomicKind, u64, u64) {
 
 fn decode(kind: AtomicKind, operand: u64, compare: u64) -> AtomicOp {
     match kind {
-        AtomicKind::Cas => AtomicOp::Cas { expected: compare, new: operand },
+        AtomicKind::Cas => AtomicOp::Cas {
+            expected: compare,
+            new: operand,
+        },
         AtomicKind::FetchAdd => AtomicOp::FetchAdd(operand),
         AtomicKind::Swap => AtomicOp::Swap(operand),
     }
@@ -94,12 +100,22 @@ impl PartEngine {
         if req.peer == self.node {
             return Err(PostError::SelfPeer);
         }
-        if !req.remote_addr.is_multiple_of(8) || req.remote_addr.checked_add(8).is_none() || req.local_addr.checked_add(8).is_none() {
+        if !req.remote_addr.is_multiple_of(8)
+            || req.remote_addr.checked_add(8).is_none()
+            || req.local_addr.checked_add(8).is_none()
+        {
             return Err(PostError::InvalidRange);
         }
         let id = self.alloc_id();
         let deadline = now + self.cfg.ack_timeout();
-        self.atomics.insert(id, PendingAtomic { req, deadline, silent: 0 });
+        self.atomics.insert(
+            id,
+            PendingAtomic {
+                req,
+                deadline,
+                silent: 0,
+            },
+        );
         self.timers.push(deadline, TimerKind::Atomic { id });
         self.ctrl.push_back((req.peer, Ctrl::AtomicReq { id }));
         Ok(())
@@ -108,25 +124,58 @@ impl PartEngine {
     pub(crate) fn emit_atomic_req(&self, id: u32) -> Option<PartRepr<'static>> {
         let p = self.atomics.get(&id)?;
         let (kind, operand, compare) = encode(p.req.op);
-        Some(PartRepr::AtomicReq { pdid: p.req.remote_pdid, rkey: p.req.rkey, transfer_id: id, kind, addr: p.req.remote_addr, operand, compare })
+        Some(PartRepr::AtomicReq {
+            pdid: p.req.remote_pdid,
+            rkey: p.req.rkey,
+            transfer_id: id,
+            kind,
+            addr: p.req.remote_addr,
+            operand,
+            compare,
+        })
     }
 
     /// Target side: execute (once) and answer.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_atomic_request<M: Memory>(&mut self, now: Instant, src: NodeId, pdid: Pdid, rkey: RemoteKey, id: u32, kind: AtomicKind, addr: u64, operand: u64, compare: u64, mem: &mut M) {
+    pub(crate) fn on_atomic_request<M: Memory>(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        pdid: Pdid,
+        rkey: RemoteKey,
+        id: u32,
+        kind: AtomicKind,
+        addr: u64,
+        operand: u64,
+        compare: u64,
+        mem: &mut M,
+    ) {
         if let Some(d) = self.atomics_done.get(&(src, id)) {
             self.stats.stale_dropped += 1;
-            self.ctrl.push_back((src, Ctrl::AtomicResp { id, status: d.status, old: d.old }));
+            self.ctrl.push_back((
+                src,
+                Ctrl::AtomicResp {
+                    id,
+                    status: d.status,
+                    old: d.old,
+                },
+            ));
             return;
         }
-        let allowed = addr.is_multiple_of(8) && self.exposures.allows(pdid, rkey, addr, 8, Perms::RW);
+        let allowed =
+            addr.is_multiple_of(8) && self.exposures.allows(pdid, rkey, addr, 8, Perms::RW);
         let (status, old) = if !allowed {
             (AtomicStatus::Refused, 0)
         } else {
             match mem.atomic(pdid, addr, decode(kind, operand, compare)) {
                 Ok(old) => (AtomicStatus::Done, old),
                 Err(MemError::NotPresent { page_addr }) => {
-                    let transfer = TransferKey { data_src: src, data_dst: self.node, id, read_response: false };
+                    let transfer = TransferKey {
+                        data_src: src,
+                        data_dst: self.node,
+                        id,
+                        read_response: false,
+                    };
                     self.events.push_back(Event::Fault(FaultRecord {
                         side: FaultSide::Destination,
                         transfer,
@@ -139,19 +188,42 @@ impl PartEngine {
                     }));
                     return;
                 }
-                Err(MemError::Unmapped { .. }) | Err(MemError::NoSuchDomain(_)) => (AtomicStatus::Refused, 0),
+                Err(MemError::Unmapped { .. }) | Err(MemError::NoSuchDomain(_)) => {
+                    (AtomicStatus::Refused, 0)
+                }
             }
         };
         if self.atomics_done.len() >= DONE_SWEEP_AT {
-            let keep = self.cfg.ack_timeout().as_ns().saturating_mul(self.cfg.max_timeouts as u64 + 2);
-            self.atomics_done.retain(|_, d| now.as_ns().saturating_sub(d.at.as_ns()) < keep);
+            let keep = self
+                .cfg
+                .ack_timeout()
+                .as_ns()
+                .saturating_mul(self.cfg.max_timeouts as u64 + 2);
+            self.atomics_done
+                .retain(|_, d| now.as_ns().saturating_sub(d.at.as_ns()) < keep);
         }
-        self.atomics_done.insert((src, id), DoneAtomic { status, old, at: now });
-        self.ctrl.push_back((src, Ctrl::AtomicResp { id, status, old }));
+        self.atomics_done.insert(
+            (src, id),
+            DoneAtomic {
+                status,
+                old,
+                at: now,
+            },
+        );
+        self.ctrl
+            .push_back((src, Ctrl::AtomicResp { id, status, old }));
     }
 
     /// Initiator side: the response.
-    pub(crate) fn on_atomic_response<M: Memory>(&mut self, now: Instant, src: NodeId, id: u32, status: AtomicStatus, old: u64, mem: &mut M) {
+    pub(crate) fn on_atomic_response<M: Memory>(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        id: u32,
+        status: AtomicStatus,
+        old: u64,
+        mem: &mut M,
+    ) {
         match self.atomics.get(&id) {
             Some(p) if p.req.peer == src => {}
             _ => {
@@ -162,7 +234,9 @@ impl PartEngine {
         let p = self.atomics.remove(&id).expect("checked above");
         let r = match status {
             AtomicStatus::Refused => Err(CompletionError::RemoteAccess),
-            AtomicStatus::Done => mem.write(p.req.local_pdid, p.req.local_addr, &old.to_le_bytes()).map_err(|_| CompletionError::LocalAccess),
+            AtomicStatus::Done => mem
+                .write(p.req.local_pdid, p.req.local_addr, &old.to_le_bytes())
+                .map_err(|_| CompletionError::LocalAccess),
         };
         self.complete(now, p.req.wr_id, Op::Read, r, 8);
     }
@@ -171,7 +245,9 @@ impl PartEngine {
     /// the ERR is not for one of our atomics.
     pub(crate) fn on_atomic_err(&mut self, now: Instant, src: NodeId, id: u32) -> bool {
         let ack = self.cfg.ack_timeout();
-        let Some(p) = self.atomics.get_mut(&id) else { return false };
+        let Some(p) = self.atomics.get_mut(&id) else {
+            return false;
+        };
         if p.req.peer != src {
             return false;
         }
@@ -185,7 +261,9 @@ impl PartEngine {
 
     pub(crate) fn on_atomic_timer(&mut self, now: Instant, at: Instant, id: u32) {
         let (max, ack) = (self.cfg.max_timeouts, self.cfg.ack_timeout());
-        let Some(p) = self.atomics.get_mut(&id) else { return };
+        let Some(p) = self.atomics.get_mut(&id) else {
+            return;
+        };
         if p.deadline != at {
             return;
         }

@@ -71,7 +71,9 @@ impl PartEngine {
 
     /// A block of a read response was received in full.
     pub(crate) fn on_read_block_done(&mut self, now: Instant, id: u32, block: u32) {
-        let Some(r) = self.reads.get_mut(&id) else { return };
+        let Some(r) = self.reads.get_mut(&id) else {
+            return;
+        };
         let (w, bit) = ((block / 64) as usize, 1u64 << (block % 64));
         if r.blocks_done[w] & bit == 0 {
             r.blocks_done[w] |= bit;
@@ -98,14 +100,22 @@ impl PartEngine {
     }
 
     pub(crate) fn on_read_timer(&mut self, now: Instant, at: Instant, id: u32) {
-        let Some(r) = self.reads.get_mut(&id) else { return };
+        let Some(r) = self.reads.get_mut(&id) else {
+            return;
+        };
         if r.deadline != Some(at) {
             return;
         }
         r.silent_timeouts += 1;
         if r.silent_timeouts > self.cfg.max_timeouts {
             let r = self.reads.remove(&id).expect("present");
-            self.complete(now, r.wr_id, Op::Read, Err(CompletionError::RetryExceeded), 0);
+            self.complete(
+                now,
+                r.wr_id,
+                Op::Read,
+                Err(CompletionError::RetryExceeded),
+                0,
+            );
             return;
         }
         // Resend the request: the target ignores it if its response is under way.

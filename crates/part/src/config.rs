@@ -33,7 +33,8 @@ impl EngineConfig {
             block_bytes: p.block_bytes,
             packet_bytes: p.packet_bytes,
             max_outstanding: p.max_outstanding_blocks,
-            block_timeout: (p.block_timeout_us > 0.0).then(|| Duration::from_us_f64(p.block_timeout_us)),
+            block_timeout: (p.block_timeout_us > 0.0)
+                .then(|| Duration::from_us_f64(p.block_timeout_us)),
             recovery_timeout: Duration::from_us_f64(p.fault_recovery_timeout_us),
             max_timeouts: p.max_timeouts,
             rx_idle: Duration::from_us_f64(p.rx_state_idle_us),
@@ -88,11 +89,16 @@ mod tests {
                 assert_eq!(rem_size(x, d), x % d, "{x} % {d}");
             }
         }
-        let mut c = EngineConfig::from_profile(&unpinned_core::profile::Profile::forth_arm().engine);
+        let mut c =
+            EngineConfig::from_profile(&unpinned_core::profile::Profile::forth_arm().engine);
         for pb in [1u32, 3, 256, 1000, 4096] {
             c.packet_bytes = pb;
             for len in [0u32, 1, pb - 1, pb, pb + 1, 16384, 16385] {
-                assert_eq!(c.packets_in(len), len.div_ceil(pb).max(1), "{len} in packets of {pb}");
+                assert_eq!(
+                    c.packets_in(len),
+                    len.div_ceil(pb).max(1),
+                    "{len} in packets of {pb}"
+                );
             }
         }
     }

@@ -3,7 +3,10 @@
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
-use unpinned_core::api::{Completion, CompletionError, FaultRecord, NodeId, Op, Perms, RemoteKey, TransferKey, WorkRequest};
+use unpinned_core::api::{
+    Completion, CompletionError, FaultRecord, NodeId, Op, Perms, RemoteKey, TransferKey,
+    WorkRequest,
+};
 use unpinned_core::memory::{Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{Checksum, PartRepr, WireError};
@@ -88,12 +91,34 @@ pub struct EngineStats {
 /// A control packet waiting to be sent.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ctrl {
-    Ack { transfer: TransferKey, block: u32, seq: u16 },
-    Nack { transfer: TransferKey, block: u32, seq: u16, reason: unpinned_wire::NackReason, addr: u64 },
-    Err { transfer: TransferKey, block: u32, seq: u16 },
-    ReadReq { id: u32 },
-    AtomicReq { id: u32 },
-    AtomicResp { id: u32, status: unpinned_wire::AtomicStatus, old: u64 },
+    Ack {
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+    },
+    Nack {
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+        reason: unpinned_wire::NackReason,
+        addr: u64,
+    },
+    Err {
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+    },
+    ReadReq {
+        id: u32,
+    },
+    AtomicReq {
+        id: u32,
+    },
+    AtomicResp {
+        id: u32,
+        status: unpinned_wire::AtomicStatus,
+        old: u64,
+    },
 }
 
 /// The PART engine of one node (see the crate docs for the contract).
@@ -197,7 +222,9 @@ impl PartEngine {
     /// Post a one-sided operation. On `Ok`, exactly one `Event::Completion` with `wr.wr_id`
     /// follows (possibly at once, for zero-length requests).
     pub fn post(&mut self, now: Instant, wr: WorkRequest) -> Result<(), PostError> {
-        if wr.local_addr.checked_add(wr.len).is_none() || wr.remote_addr.checked_add(wr.len).is_none() {
+        if wr.local_addr.checked_add(wr.len).is_none()
+            || wr.remote_addr.checked_add(wr.len).is_none()
+        {
             return Err(PostError::InvalidRange);
         }
         if wr.len.div_ceil(self.cfg.block_bytes as u64) > u32::MAX as u64 {
@@ -213,8 +240,23 @@ impl PartEngine {
         let id = self.alloc_id();
         match wr.op {
             Op::Write => {
-                let key = TransferKey { data_src: self.node, data_dst: wr.peer, id, read_response: false };
-                self.start_transfer(now, key, Some(wr.wr_id), wr.local_pdid, wr.local_addr, wr.remote_pdid, wr.remote_addr, wr.rkey, wr.len);
+                let key = TransferKey {
+                    data_src: self.node,
+                    data_dst: wr.peer,
+                    id,
+                    read_response: false,
+                };
+                self.start_transfer(
+                    now,
+                    key,
+                    Some(wr.wr_id),
+                    wr.local_pdid,
+                    wr.local_addr,
+                    wr.remote_pdid,
+                    wr.remote_addr,
+                    wr.rkey,
+                    wr.len,
+                );
             }
             Op::Read => self.start_read(now, id, &wr),
         }
@@ -224,12 +266,25 @@ impl PartEngine {
     /// The host's page-in task asks for the retransmission of a faulted block (send an ERR to
     /// the transfer's data source).
     pub fn post_err(&mut self, transfer: TransferKey, block: u32, block_seq: u16) {
-        self.ctrl.push_back((transfer.data_src, Ctrl::Err { transfer, block, seq: block_seq }));
+        self.ctrl.push_back((
+            transfer.data_src,
+            Ctrl::Err {
+                transfer,
+                block,
+                seq: block_seq,
+            },
+        ));
     }
 
     /// A packet arrived from `src`. Malformed packets are dropped and reported as an error;
     /// the engine's state is unchanged by them.
-    pub fn handle_packet<M: Memory>(&mut self, now: Instant, src: NodeId, bytes: &[u8], mem: &mut M) -> Result<(), WireError> {
+    pub fn handle_packet<M: Memory>(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        bytes: &[u8],
+        mem: &mut M,
+    ) -> Result<(), WireError> {
         self.handle_packet_inner(now, src, bytes, mem, true)
     }
 
@@ -238,12 +293,29 @@ impl PartEngine {
     /// injector did not touch): the checksum, computed at emit, is not recomputed. Every other
     /// check (lengths, magic, fields, geometry, protection) still applies. A driver whose
     /// packets cross a real medium must use `handle_packet`.
-    pub fn handle_packet_intact<M: Memory>(&mut self, now: Instant, src: NodeId, bytes: &[u8], mem: &mut M) -> Result<(), WireError> {
+    pub fn handle_packet_intact<M: Memory>(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        bytes: &[u8],
+        mem: &mut M,
+    ) -> Result<(), WireError> {
         self.handle_packet_inner(now, src, bytes, mem, false)
     }
 
-    fn handle_packet_inner<M: Memory>(&mut self, now: Instant, src: NodeId, bytes: &[u8], mem: &mut M, verify_crc: bool) -> Result<(), WireError> {
-        let parsed = if verify_crc { PartRepr::parse(bytes) } else { PartRepr::parse_trusted(bytes) };
+    fn handle_packet_inner<M: Memory>(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        bytes: &[u8],
+        mem: &mut M,
+        verify_crc: bool,
+    ) -> Result<(), WireError> {
+        let parsed = if verify_crc {
+            PartRepr::parse(bytes)
+        } else {
+            PartRepr::parse_trusted(bytes)
+        };
         let (repr, crc_ok) = match parsed {
             Ok(r) => (r, true),
             Err(WireError::BadChecksum) => match PartRepr::parse_ignoring_checksum(bytes) {
@@ -264,37 +336,129 @@ impl PartEngine {
             // packet are untrusted: the NACK names a block, and the source ignores a NACK for a
             // block it does not have in flight.
             self.stats.malformed_dropped += 1;
-            if let PartRepr::Data { transfer_id, block_id, block_seq, flags, .. } = repr {
-                let transfer = TransferKey { data_src: src, data_dst: self.node, id: transfer_id, read_response: flags.read_response };
+            if let PartRepr::Data {
+                transfer_id,
+                block_id,
+                block_seq,
+                flags,
+                ..
+            } = repr
+            {
+                let transfer = TransferKey {
+                    data_src: src,
+                    data_dst: self.node,
+                    id: transfer_id,
+                    read_response: flags.read_response,
+                };
                 self.on_corrupt_data(now, transfer, block_id, block_seq);
             }
             return Err(WireError::BadChecksum);
         }
         match repr {
             PartRepr::Data { .. } => self.on_data(now, src, &repr, mem),
-            PartRepr::Ack { transfer_id, block_id, block_seq, read_response } => {
-                let transfer = TransferKey { data_src: self.node, data_dst: src, id: transfer_id, read_response };
+            PartRepr::Ack {
+                transfer_id,
+                block_id,
+                block_seq,
+                read_response,
+            } => {
+                let transfer = TransferKey {
+                    data_src: self.node,
+                    data_dst: src,
+                    id: transfer_id,
+                    read_response,
+                };
                 self.on_ack(now, transfer, block_id, block_seq);
             }
-            PartRepr::Nack { transfer_id, block_id, block_seq, read_response, reason, addr } => {
-                self.on_nack(now, src, transfer_id, read_response, block_id, block_seq, reason, addr);
+            PartRepr::Nack {
+                transfer_id,
+                block_id,
+                block_seq,
+                read_response,
+                reason,
+                addr,
+            } => {
+                self.on_nack(
+                    now,
+                    src,
+                    transfer_id,
+                    read_response,
+                    block_id,
+                    block_seq,
+                    reason,
+                    addr,
+                );
             }
-            PartRepr::Err { transfer_id, block_id, block_seq, read_response } => {
-                if block_id == crate::atomics::ATOMIC_BLOCK && !read_response && self.on_atomic_err(now, src, transfer_id) {
+            PartRepr::Err {
+                transfer_id,
+                block_id,
+                block_seq,
+                read_response,
+            } => {
+                if block_id == crate::atomics::ATOMIC_BLOCK
+                    && !read_response
+                    && self.on_atomic_err(now, src, transfer_id)
+                {
                     self.stats.errs_received += 1;
                     return Ok(());
                 }
-                let transfer = TransferKey { data_src: self.node, data_dst: src, id: transfer_id, read_response };
+                let transfer = TransferKey {
+                    data_src: self.node,
+                    data_dst: src,
+                    id: transfer_id,
+                    read_response,
+                };
                 self.stats.errs_received += 1;
                 self.on_err(now, transfer, block_id, block_seq);
             }
-            PartRepr::ReadReq { pdid, rkey, transfer_id, reply_pdid, remote_addr, local_addr, len } => {
-                self.on_read_request(now, src, pdid, rkey, transfer_id, reply_pdid, remote_addr, local_addr, len);
+            PartRepr::ReadReq {
+                pdid,
+                rkey,
+                transfer_id,
+                reply_pdid,
+                remote_addr,
+                local_addr,
+                len,
+            } => {
+                self.on_read_request(
+                    now,
+                    src,
+                    pdid,
+                    rkey,
+                    transfer_id,
+                    reply_pdid,
+                    remote_addr,
+                    local_addr,
+                    len,
+                );
             }
-            PartRepr::AtomicReq { pdid, rkey, transfer_id, kind, addr, operand, compare } => {
-                self.on_atomic_request(now, src, pdid, rkey, transfer_id, kind, addr, operand, compare, mem);
+            PartRepr::AtomicReq {
+                pdid,
+                rkey,
+                transfer_id,
+                kind,
+                addr,
+                operand,
+                compare,
+            } => {
+                self.on_atomic_request(
+                    now,
+                    src,
+                    pdid,
+                    rkey,
+                    transfer_id,
+                    kind,
+                    addr,
+                    operand,
+                    compare,
+                    mem,
+                );
             }
-            PartRepr::AtomicResp { transfer_id, status, old } => self.on_atomic_response(now, src, transfer_id, status, old, mem),
+            PartRepr::AtomicResp {
+                transfer_id,
+                status,
+                old,
+            } => self.on_atomic_response(now, src, transfer_id, status, old, mem),
         }
         Ok(())
     }
@@ -308,7 +472,9 @@ impl PartEngine {
             }
             self.timers.pop();
             match kind {
-                TimerKind::Block { slot, gen, block } => self.on_block_timer(now, at, slot, gen, block),
+                TimerKind::Block { slot, gen, block } => {
+                    self.on_block_timer(now, at, slot, gen, block)
+                }
                 TimerKind::Read { id } => self.on_read_timer(now, at, id),
                 TimerKind::RxGc => self.on_rx_gc(now, at),
                 TimerKind::Atomic { id } => self.on_atomic_timer(now, at, id),
@@ -354,7 +520,10 @@ impl PartEngine {
 
     /// Work still in the engine: transfers, reads, queued control packets.
     pub fn is_busy(&self) -> bool {
-        !self.tx_index.is_empty() || !self.reads.is_empty() || !self.ctrl.is_empty() || !self.atomics.is_empty()
+        !self.tx_index.is_empty()
+            || !self.reads.is_empty()
+            || !self.ctrl.is_empty()
+            || !self.atomics.is_empty()
     }
 
     /// Whether `poll_transmit` may have something to send.
@@ -365,12 +534,23 @@ impl PartEngine {
 
     /// Write the next packet into `buf` (at least `packet_bytes + DATA_HEADER_LEN` long).
     /// Control packets go first; data packets are served round-robin across transfers.
-    pub fn poll_transmit<M: Memory>(&mut self, now: Instant, buf: &mut [u8], mem: &mut M) -> Option<Transmit> {
+    pub fn poll_transmit<M: Memory>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
         while let Some((dst, ctrl)) = self.ctrl.pop_front() {
             // A queued read request whose read has ended meanwhile is not sent.
-            let Some(len) = self.emit_ctrl(ctrl, buf) else { continue };
+            let Some(len) = self.emit_ctrl(ctrl, buf) else {
+                continue;
+            };
             self.stats.ctrl_packets_sent += 1;
-            return Some(Transmit { dst, len, is_data: false });
+            return Some(Transmit {
+                dst,
+                len,
+                is_data: false,
+            });
         }
         self.next_data_packet(now, buf, mem)
     }
@@ -378,18 +558,51 @@ impl PartEngine {
     fn emit_ctrl(&mut self, ctrl: Ctrl, buf: &mut [u8]) -> Option<usize> {
         use unpinned_wire::NackReason;
         let repr = match ctrl {
-            Ctrl::Ack { transfer, block, seq } => PartRepr::Ack { transfer_id: transfer.id, block_id: block, block_seq: seq, read_response: transfer.read_response },
-            Ctrl::Nack { transfer, block, seq, reason, addr } => {
+            Ctrl::Ack {
+                transfer,
+                block,
+                seq,
+            } => PartRepr::Ack {
+                transfer_id: transfer.id,
+                block_id: block,
+                block_seq: seq,
+                read_response: transfer.read_response,
+            },
+            Ctrl::Nack {
+                transfer,
+                block,
+                seq,
+                reason,
+                addr,
+            } => {
                 match reason {
                     NackReason::PageFault => self.stats.nacks_fault_sent += 1,
                     NackReason::Crc => self.stats.nacks_crc_sent += 1,
-                    NackReason::Protection | NackReason::ReadRefused => self.stats.nacks_protection_sent += 1,
+                    NackReason::Protection | NackReason::ReadRefused => {
+                        self.stats.nacks_protection_sent += 1
+                    }
                 }
-                PartRepr::Nack { transfer_id: transfer.id, block_id: block, block_seq: seq, read_response: transfer.read_response, reason, addr }
+                PartRepr::Nack {
+                    transfer_id: transfer.id,
+                    block_id: block,
+                    block_seq: seq,
+                    read_response: transfer.read_response,
+                    reason,
+                    addr,
+                }
             }
-            Ctrl::Err { transfer, block, seq } => {
+            Ctrl::Err {
+                transfer,
+                block,
+                seq,
+            } => {
                 self.stats.errs_sent += 1;
-                PartRepr::Err { transfer_id: transfer.id, block_id: block, block_seq: seq, read_response: transfer.read_response }
+                PartRepr::Err {
+                    transfer_id: transfer.id,
+                    block_id: block,
+                    block_seq: seq,
+                    read_response: transfer.read_response,
+                }
             }
             Ctrl::ReadReq { id } => {
                 let r = self.reads.get(&id)?;
@@ -404,14 +617,23 @@ impl PartEngine {
                 }
             }
             Ctrl::AtomicReq { id } => self.emit_atomic_req(id)?,
-            Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp { transfer_id: id, status, old },
+            Ctrl::AtomicResp { id, status, old } => PartRepr::AtomicResp {
+                transfer_id: id,
+                status,
+                old,
+            },
         };
-        Some(repr.emit_with(buf, self.checksum).expect("caller buffer holds a control packet"))
+        Some(
+            repr.emit_with(buf, self.checksum)
+                .expect("caller buffer holds a control packet"),
+        )
     }
 
     fn timer_is_current(&self, at: Instant, kind: TimerKind) -> bool {
         match kind {
-            TimerKind::Block { slot, gen, block } => self.block_deadline(slot, gen, block) == Some(at),
+            TimerKind::Block { slot, gen, block } => {
+                self.block_deadline(slot, gen, block) == Some(at)
+            }
             TimerKind::Read { id } => self.reads.get(&id).and_then(|r| r.deadline) == Some(at),
             TimerKind::RxGc => self.rx_gc_at == Some(at),
             TimerKind::Atomic { id } => self.atomic_deadline(id) == Some(at),
@@ -424,9 +646,22 @@ impl PartEngine {
         id
     }
 
-    pub(crate) fn complete(&mut self, now: Instant, wr_id: u64, op: Op, status: Result<(), CompletionError>, len: u64) {
+    pub(crate) fn complete(
+        &mut self,
+        now: Instant,
+        wr_id: u64,
+        op: Op,
+        status: Result<(), CompletionError>,
+        len: u64,
+    ) {
         let len = if status.is_ok() { len } else { 0 };
-        self.events.push_back(Event::Completion(Completion { wr_id, op, status, len, at: now }));
+        self.events.push_back(Event::Completion(Completion {
+            wr_id,
+            op,
+            status,
+            len,
+            at: now,
+        }));
     }
 }
 
@@ -436,18 +671,33 @@ impl PartEngine {
         let mut s = format!("node {}: {} tx transfers, {} reads, {} ctrl queued, {} ready, {} rx blocks, {} timers\n",
             self.node, self.tx_index.len(), self.reads.len(), self.ctrl.len(), self.ready.len(), self.rx.len(), self.timers.len());
         for t in self.tx.iter().flatten() {
-            s += &format!("  tx {:?} len {} next_block {}/{} silent {} window {:?}\n", t.key, t.len, t.next_block, t.nblocks, t.silent_timeouts,
-                t.window.iter().map(|b| (b.id, b.seq, b.state, b.next_offset, b.deadline.map(|d| d.0))).collect::<Vec<_>>());
+            s += &format!(
+                "  tx {:?} len {} next_block {}/{} silent {} window {:?}\n",
+                t.key,
+                t.len,
+                t.next_block,
+                t.nblocks,
+                t.silent_timeouts,
+                t.window
+                    .iter()
+                    .map(|b| (b.id, b.seq, b.state, b.next_offset, b.deadline.map(|d| d.0)))
+                    .collect::<Vec<_>>()
+            );
         }
         for (key, e) in self.rx.iter() {
             let (k, b) = crate::responder::rx_key_parts(key, self.node);
-            s += &format!("  rx {k:?} block {b} seq {} {}/{} failed {} done {}\n", e.seq, e.received, e.expected, e.failed, e.done);
+            s += &format!(
+                "  rx {k:?} block {b} seq {} {}/{} failed {} done {}\n",
+                e.seq, e.received, e.expected, e.failed, e.done
+            );
         }
         s += &format!("  stats {:?}\n", self.stats);
         for (id, r) in &self.reads {
-            s += &format!("  read {id} from {} len {} done {}/{} silent {} deadline {:?}\n", r.peer, r.len, r.done, r.nblocks, r.silent_timeouts, r.deadline);
+            s += &format!(
+                "  read {id} from {} len {} done {}/{} silent {} deadline {:?}\n",
+                r.peer, r.len, r.done, r.nblocks, r.silent_timeouts, r.deadline
+            );
         }
         s
     }
 }
-

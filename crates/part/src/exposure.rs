@@ -35,7 +35,12 @@ pub struct Exposures {
 impl Exposures {
     /// An empty table whose keys are derived from `salt`.
     pub fn new(salt: u64) -> Exposures {
-        Exposures { by_key: FxHashMap::default(), counter: 0, salt, last: None }
+        Exposures {
+            by_key: FxHashMap::default(),
+            counter: 0,
+            salt,
+            last: None,
+        }
     }
 
     /// Expose `[base, base+len)` of `pdid` with `perms`; returns the key peers must present.
@@ -46,7 +51,15 @@ impl Exposures {
             self.counter += 1;
             let key = splitmix64(self.salt ^ self.counter) as u32;
             if key != 0 && !self.by_key.contains_key(&key) {
-                self.by_key.insert(key, Exposure { pdid, base, len, perms });
+                self.by_key.insert(
+                    key,
+                    Exposure {
+                        pdid,
+                        base,
+                        len,
+                        perms,
+                    },
+                );
                 return Some(key);
             }
         }
@@ -62,7 +75,9 @@ impl Exposures {
 
     /// Whether an access of `len` bytes at `addr` in `pdid` with `key` needing `need` is allowed.
     pub fn allows(&self, pdid: Pdid, key: RemoteKey, addr: u64, len: u64, need: Perms) -> bool {
-        let Some(e) = self.by_key.get(&key) else { return false };
+        let Some(e) = self.by_key.get(&key) else {
+            return false;
+        };
         permits(e, pdid, addr, len, need)
     }
 
@@ -73,7 +88,9 @@ impl Exposures {
         let e = match self.last {
             Some((k, e)) if k == key => e,
             _ => {
-                let Some(&e) = self.by_key.get(&key) else { return false };
+                let Some(&e) = self.by_key.get(&key) else {
+                    return false;
+                };
                 self.last = Some((key, e));
                 e
             }
@@ -90,8 +107,14 @@ impl Exposures {
 /// Whether exposure `e` allows an access of `len` bytes at `addr` in `pdid` needing `need`.
 #[inline(always)]
 fn permits(e: &Exposure, pdid: Pdid, addr: u64, len: u64, need: Perms) -> bool {
-    let Some(end) = addr.checked_add(len) else { return false };
-    e.pdid == pdid && addr >= e.base && end <= e.base + e.len && (!need.write || e.perms.write) && (!need.read || e.perms.read)
+    let Some(end) = addr.checked_add(len) else {
+        return false;
+    };
+    e.pdid == pdid
+        && addr >= e.base
+        && end <= e.base + e.len
+        && (!need.write || e.perms.write)
+        && (!need.read || e.perms.read)
 }
 
 #[cfg(test)]
@@ -119,7 +142,10 @@ mod tests {
     #[test]
     fn check_agrees_with_allows() {
         let mut t = Exposures::new(9);
-        let mut keys = vec![t.expose(1, 0x1000, 0x1000, Perms::W).unwrap(), t.expose(2, 0x8000, 0x100, Perms::R).unwrap()];
+        let mut keys = vec![
+            t.expose(1, 0x1000, 0x1000, Perms::W).unwrap(),
+            t.expose(2, 0x8000, 0x100, Perms::R).unwrap(),
+        ];
         let mut x = 3u64;
         for step in 0..20_000 {
             x = splitmix64(x);
@@ -128,12 +154,36 @@ mod tests {
                     let k = keys[(x >> 8) as usize % keys.len()];
                     t.revoke(k);
                 }
-                1 => keys.push(t.expose((x >> 8) as Pdid % 3, (x >> 12) & 0xffff, (x >> 30) & 0xfff, Perms::W).unwrap()),
+                1 => keys.push(
+                    t.expose(
+                        (x >> 8) as Pdid % 3,
+                        (x >> 12) & 0xffff,
+                        (x >> 30) & 0xfff,
+                        Perms::W,
+                    )
+                    .unwrap(),
+                ),
                 _ => {
-                    let key = if (x >> 6) % 8 == 0 { (x >> 20) as RemoteKey } else { keys[(x >> 8) as usize % keys.len()] };
-                    let (pdid, addr, len) = ((x >> 10) as Pdid % 3, (x >> 14) & 0x1ffff, (x >> 40) & 0x1fff);
-                    let need = if (x >> 60) & 1 == 0 { Perms::W } else { Perms::R };
-                    assert_eq!(t.check(pdid, key, addr, len, need), t.allows(pdid, key, addr, len, need), "step {step}");
+                    let key = if (x >> 6) % 8 == 0 {
+                        (x >> 20) as RemoteKey
+                    } else {
+                        keys[(x >> 8) as usize % keys.len()]
+                    };
+                    let (pdid, addr, len) = (
+                        (x >> 10) as Pdid % 3,
+                        (x >> 14) & 0x1ffff,
+                        (x >> 40) & 0x1fff,
+                    );
+                    let need = if (x >> 60) & 1 == 0 {
+                        Perms::W
+                    } else {
+                        Perms::R
+                    };
+                    assert_eq!(
+                        t.check(pdid, key, addr, len, need),
+                        t.allows(pdid, key, addr, len, need),
+                        "step {step}"
+                    );
                 }
             }
         }

@@ -5,7 +5,9 @@
 //! window (the transfer is suspended until the block is acknowledged). A retransmission resends
 //! only the failed block, with its sequence number incremented.
 
-use unpinned_core::api::{CompletionError, FaultRecord, FaultSide, Op, RemoteKey, TransferKey, WrId};
+use unpinned_core::api::{
+    CompletionError, FaultRecord, FaultSide, Op, RemoteKey, TransferKey, WrId,
+};
 use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{emit_data_in_place, DataFlags, DataHeader, NackReason, DATA_PAYLOAD_OFFSET};
@@ -150,7 +152,14 @@ impl PartEngine {
         let max = self.cfg.max_outstanding as usize;
         let t = self.tx[slot as usize].as_mut().expect("live slot");
         while t.window.len() < max && t.next_block < t.nblocks {
-            t.window.push(TxBlock { id: t.next_block, seq: 0, state: BlockState::Sending, next_offset: 0, deadline: None, resending: false });
+            t.window.push(TxBlock {
+                id: t.next_block,
+                seq: 0,
+                state: BlockState::Sending,
+                next_offset: 0,
+                deadline: None,
+                resending: false,
+            });
             t.next_block += 1;
         }
         if t.has_sendable() && !t.in_ready {
@@ -180,9 +189,16 @@ impl PartEngine {
     }
 
     /// The next data packet, round-robin over ready transfers.
-    pub(crate) fn next_data_packet<M: Memory>(&mut self, now: Instant, buf: &mut [u8], mem: &mut M) -> Option<Transmit> {
+    pub(crate) fn next_data_packet<M: Memory>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
         while let Some(slot) = self.ready.pop_front() {
-            let Some(t) = self.tx[slot as usize].as_mut() else { continue };
+            let Some(t) = self.tx[slot as usize].as_mut() else {
+                continue;
+            };
             let Some(idx) = t.window.iter().position(|b| b.state == BlockState::Sending) else {
                 t.in_ready = false;
                 continue;
@@ -198,7 +214,13 @@ impl PartEngine {
             let payload = &mut buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + plen];
             // Serving a remote get goes through `read_for` (an Active Access memory logs it).
             let read = if t.key.read_response {
-                let origin = AccessOrigin { peer: t.key.data_dst, transfer_id: t.key.id, xfer_addr: t.local_addr, xfer_len: t.len, offset };
+                let origin = AccessOrigin {
+                    peer: t.key.data_dst,
+                    transfer_id: t.key.id,
+                    xfer_addr: t.local_addr,
+                    xfer_len: t.len,
+                    offset,
+                };
                 mem.read_for(t.local_pdid, src_addr, payload, &origin)
             } else {
                 mem.read(t.local_pdid, src_addr, payload)
@@ -214,7 +236,10 @@ impl PartEngine {
                         block_seq: block.seq,
                         pdid: t.local_pdid,
                         page_addr,
-                        block_range: (t.local_addr + block_start, t.local_addr + block_start + block_len as u64),
+                        block_range: (
+                            t.local_addr + block_start,
+                            t.local_addr + block_start + block_len as u64,
+                        ),
                         transfer_range: (t.local_addr, t.local_addr + t.len),
                     };
                     let b = &mut t.window[idx];
@@ -223,7 +248,14 @@ impl PartEngine {
                     let at = now + self.cfg.recovery_timeout;
                     b.deadline = Some(at);
                     let (id, gen) = (block.id, self.tx_gen[slot as usize]);
-                    self.timers.push(at, TimerKind::Block { slot, gen, block: id });
+                    self.timers.push(
+                        at,
+                        TimerKind::Block {
+                            slot,
+                            gen,
+                            block: id,
+                        },
+                    );
                     self.stats.source_faults += 1;
                     self.events.push_back(Event::Fault(rec));
                     let t = self.tx[slot as usize].as_mut().expect("live slot");
@@ -245,13 +277,16 @@ impl PartEngine {
                 transfer_id: t.key.id,
                 block_id: block.id,
                 block_seq: block.seq,
-                flags: DataFlags { read_response: t.key.read_response },
+                flags: DataFlags {
+                    read_response: t.key.read_response,
+                },
                 offset,
                 block_len,
                 xfer_base: t.remote_addr,
                 xfer_len: t.len,
             };
-            let len = emit_data_in_place(&h, plen, buf, self.checksum).expect("caller buffer holds a data packet");
+            let len = emit_data_in_place(&h, plen, buf, self.checksum)
+                .expect("caller buffer holds a data packet");
             let dst = t.key.data_dst;
             let b = &mut t.window[idx];
             b.next_offset += plen as u32;
@@ -266,14 +301,25 @@ impl PartEngine {
                 let at = now + self.cfg.ack_timeout();
                 b.deadline = Some(at);
                 let gen = self.tx_gen[slot as usize];
-                self.timers.push(at, TimerKind::Block { slot, gen, block: block.id });
+                self.timers.push(
+                    at,
+                    TimerKind::Block {
+                        slot,
+                        gen,
+                        block: block.id,
+                    },
+                );
             }
             if t.has_sendable() {
                 self.ready.push_back(slot);
             } else {
                 t.in_ready = false;
             }
-            return Some(Transmit { dst, len, is_data: true });
+            return Some(Transmit {
+                dst,
+                len,
+                is_data: true,
+            });
         }
         None
     }
@@ -308,7 +354,11 @@ impl PartEngine {
         b.state = BlockState::Acked;
         b.deadline = None;
         // Slide the window past acknowledged blocks at its front.
-        let acked_front = t.window.iter().take_while(|b| b.state == BlockState::Acked).count();
+        let acked_front = t
+            .window
+            .iter()
+            .take_while(|b| b.state == BlockState::Acked)
+            .count();
         t.window.drain(..acked_front);
         if t.window.is_empty() && t.next_block == t.nblocks {
             self.finish_transfer(now, slot, Ok(()));
@@ -318,7 +368,17 @@ impl PartEngine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_nack(&mut self, now: Instant, src: u32, id: u32, read_response: bool, block: u32, seq: u16, reason: NackReason, _addr: u64) {
+    pub(crate) fn on_nack(
+        &mut self,
+        now: Instant,
+        src: u32,
+        id: u32,
+        read_response: bool,
+        block: u32,
+        seq: u16,
+        reason: NackReason,
+        _addr: u64,
+    ) {
         // A NACK may concern a transfer we send (we are its data source), or, for a read we
         // initiated, tell us the target refused the read request.
         if reason == NackReason::ReadRefused {
@@ -331,7 +391,12 @@ impl PartEngine {
             return;
         }
         // Every other NACK comes from the receiver of data we send.
-        let transfer = TransferKey { data_src: self.node, data_dst: src, id, read_response };
+        let transfer = TransferKey {
+            data_src: self.node,
+            data_dst: src,
+            id,
+            read_response,
+        };
         let Some((slot, idx)) = self.find_block(transfer, block) else {
             self.stats.stale_dropped += 1;
             return;
@@ -371,7 +436,11 @@ impl PartEngine {
             }
             NackReason::ReadRefused => unreachable!("handled above"),
             NackReason::Protection => {
-                let err = if transfer.read_response { None } else { Some(CompletionError::RemoteAccess) };
+                let err = if transfer.read_response {
+                    None
+                } else {
+                    Some(CompletionError::RemoteAccess)
+                };
                 match err {
                     Some(e) => self.fail_transfer(now, slot, e),
                     // The initiator of the read refused our response (its buffer is unmapped, or
@@ -401,8 +470,16 @@ impl PartEngine {
     }
 
     /// A source-side fault was resolved by the host: resume the block where it stopped.
-    pub fn handle_source_resolved(&mut self, _now: Instant, transfer: TransferKey, block: u32, block_seq: u16) {
-        let Some((slot, idx)) = self.find_block(transfer, block) else { return };
+    pub fn handle_source_resolved(
+        &mut self,
+        _now: Instant,
+        transfer: TransferKey,
+        block: u32,
+        block_seq: u16,
+    ) {
+        let Some((slot, idx)) = self.find_block(transfer, block) else {
+            return;
+        };
         let t = self.tx[slot as usize].as_mut().expect("live slot");
         let b = &mut t.window[idx];
         if b.seq == block_seq && b.state == BlockState::SourceFault {
@@ -412,12 +489,23 @@ impl PartEngine {
         }
     }
 
-    pub(crate) fn on_block_timer(&mut self, now: Instant, at: Instant, slot: u32, gen: u32, block: u32) {
+    pub(crate) fn on_block_timer(
+        &mut self,
+        now: Instant,
+        at: Instant,
+        slot: u32,
+        gen: u32,
+        block: u32,
+    ) {
         if self.block_deadline(slot, gen, block) != Some(at) {
             return;
         }
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        let idx = t.window.iter().position(|b| b.id == block).expect("deadline implies block");
+        let idx = t
+            .window
+            .iter()
+            .position(|b| b.id == block)
+            .expect("deadline implies block");
         let state = t.window[idx].state;
         t.window[idx].deadline = None;
         if state == BlockState::SourceFault {
@@ -429,7 +517,9 @@ impl PartEngine {
         // Timers of blocks sent in the same period expire within one ack timeout of the one
         // that was counted: the same silence, counted once.
         let period = self.cfg.ack_timeout();
-        if t.silent_counted_at.is_none_or(|c| now.saturating_since(c) >= period) {
+        if t.silent_counted_at
+            .is_none_or(|c| now.saturating_since(c) >= period)
+        {
             t.silent_timeouts += 1;
             t.silent_counted_at = Some(now);
         }
@@ -448,7 +538,16 @@ impl PartEngine {
         if t.key.read_response && err == CompletionError::LocalAccess {
             // Serving a read from memory that turned out unmapped: tell the initiator.
             let (dst, transfer) = (t.key.data_dst, t.key);
-            self.ctrl.push_back((dst, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::ReadRefused, addr: 0 }));
+            self.ctrl.push_back((
+                dst,
+                Ctrl::Nack {
+                    transfer,
+                    block: 0,
+                    seq: 0,
+                    reason: NackReason::ReadRefused,
+                    addr: 0,
+                },
+            ));
         }
         self.finish_transfer(now, slot, Err(err));
     }

@@ -6,7 +6,9 @@
 //! for read responses. A missing page answers the block with one page-fault NACK and one fault
 //! record per attempt; later packets keep flowing ("hit under previous fault").
 
-use unpinned_core::api::{CompletionError, FaultRecord, FaultSide, NodeId, Perms, RemoteKey, TransferKey};
+use unpinned_core::api::{
+    CompletionError, FaultRecord, FaultSide, NodeId, Perms, RemoteKey, TransferKey,
+};
 use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{NackReason, PartRepr};
@@ -37,12 +39,20 @@ pub struct RxBlock {
 /// packed into one integer (the data destination is always this node). Hashing one `u128` is
 /// much cheaper than hashing the fields one by one, and this lookup happens on every packet.
 pub(crate) fn rx_key(transfer: TransferKey, block: u32) -> u128 {
-    ((transfer.data_src as u128) << 96) | ((transfer.id as u128) << 64) | ((block as u128) << 32) | transfer.read_response as u128
+    ((transfer.data_src as u128) << 96)
+        | ((transfer.id as u128) << 64)
+        | ((block as u128) << 32)
+        | transfer.read_response as u128
 }
 
 /// The (transfer, block) of an [`rx_key`] at node `node`.
 pub(crate) fn rx_key_parts(key: u128, node: NodeId) -> (TransferKey, u32) {
-    let transfer = TransferKey { data_src: (key >> 96) as u32, data_dst: node, id: (key >> 64) as u32, read_response: key & 1 != 0 };
+    let transfer = TransferKey {
+        data_src: (key >> 96) as u32,
+        data_dst: node,
+        id: (key >> 64) as u32,
+        read_response: key & 1 != 0,
+    };
     (transfer, (key >> 32) as u32)
 }
 
@@ -52,11 +62,35 @@ pub fn seq_older(a: u16, b: u16) -> bool {
 }
 
 impl PartEngine {
-    pub(crate) fn on_data<M: Memory>(&mut self, now: Instant, src: NodeId, repr: &PartRepr, mem: &mut M) {
-        let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload } = *repr else {
+    pub(crate) fn on_data<M: Memory>(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        repr: &PartRepr,
+        mem: &mut M,
+    ) {
+        let PartRepr::Data {
+            pdid,
+            rkey,
+            transfer_id,
+            block_id,
+            block_seq,
+            flags,
+            offset,
+            block_len,
+            xfer_base,
+            xfer_len,
+            payload,
+        } = *repr
+        else {
             unreachable!("on_data takes data packets")
         };
-        let transfer = TransferKey { data_src: src, data_dst: self.node, id: transfer_id, read_response: flags.read_response };
+        let transfer = TransferKey {
+            data_src: src,
+            data_dst: self.node,
+            id: transfer_id,
+            read_response: flags.read_response,
+        };
         // Geometry: the packet must lie inside its block and the block inside the transfer, at
         // a packet boundary, with the length the block implies.
         let bb = self.cfg.block_bytes as u64;
@@ -65,7 +99,9 @@ impl PartEngine {
         let plen = payload.len() as u64;
         let geometry_ok = block_len as u64 <= bb
             && block_len > 0
-            && block_start.checked_add(block_len as u64).is_some_and(|e| e <= xfer_len)
+            && block_start
+                .checked_add(block_len as u64)
+                .is_some_and(|e| e <= xfer_len)
             && (block_start + block_len as u64 == xfer_len || block_len as u64 == bb)
             && offset >= block_start
             && offset < block_start + block_len as u64
@@ -85,12 +121,25 @@ impl PartEngine {
         } else {
             // The whole transfer must be inside one exposure: an access that is partly outside
             // fails as a whole, and no byte of it is written.
-            (pdid, xfer_base, self.exposures.check(pdid, rkey, xfer_base, xfer_len, Perms::W))
+            (
+                pdid,
+                xfer_base,
+                self.exposures
+                    .check(pdid, rkey, xfer_base, xfer_len, Perms::W),
+            )
         };
         if !allowed {
             // Protection error (mechanism 12): nothing is written. For a read response this means
             // the read is not (or no longer) pending here: the target drops its response.
-            self.nack_once(now, transfer, block_id, block_seq, NackReason::Protection, xfer_base + offset, None);
+            self.nack_once(
+                now,
+                transfer,
+                block_id,
+                block_seq,
+                NackReason::Protection,
+                xfer_base + offset,
+                None,
+            );
             return;
         }
         // Attempt bookkeeping.
@@ -110,7 +159,18 @@ impl PartEngine {
         let written = if transfer.read_response {
             mem.write(dst_pdid, dst_addr, payload)
         } else {
-            mem.write_from(dst_pdid, dst_addr, payload, &AccessOrigin { peer: src, transfer_id, xfer_addr: xfer_base, xfer_len, offset })
+            mem.write_from(
+                dst_pdid,
+                dst_addr,
+                payload,
+                &AccessOrigin {
+                    peer: src,
+                    transfer_id,
+                    xfer_addr: xfer_base,
+                    xfer_len,
+                    offset,
+                },
+            )
         };
         match written {
             Ok(()) => {
@@ -118,14 +178,24 @@ impl PartEngine {
                 entry.received += 1;
                 if entry.received == entry.expected && !entry.failed {
                     entry.done = true;
-                    self.ctrl.push_back((src, Ctrl::Ack { transfer, block: block_id, seq: block_seq }));
+                    self.ctrl.push_back((
+                        src,
+                        Ctrl::Ack {
+                            transfer,
+                            block: block_id,
+                            seq: block_seq,
+                        },
+                    ));
                     if transfer.read_response {
                         self.on_read_block_done(now, transfer_id, block_id);
                     }
                 }
             }
             Err(MemError::NotPresent { page_addr }) => {
-                let block_range = (dst_base + block_start, dst_base + block_start + block_len as u64);
+                let block_range = (
+                    dst_base + block_start,
+                    dst_base + block_start + block_len as u64,
+                );
                 let rec = FaultRecord {
                     side: FaultSide::Destination,
                     transfer,
@@ -136,16 +206,40 @@ impl PartEngine {
                     block_range,
                     transfer_range: (dst_base, dst_base + xfer_len),
                 };
-                self.nack_once(now, transfer, block_id, block_seq, NackReason::PageFault, page_addr, Some(rec));
+                self.nack_once(
+                    now,
+                    transfer,
+                    block_id,
+                    block_seq,
+                    NackReason::PageFault,
+                    page_addr,
+                    Some(rec),
+                );
             }
             Err(MemError::Unmapped { addr }) => {
-                self.nack_once(now, transfer, block_id, block_seq, NackReason::Protection, addr, None);
+                self.nack_once(
+                    now,
+                    transfer,
+                    block_id,
+                    block_seq,
+                    NackReason::Protection,
+                    addr,
+                    None,
+                );
                 if transfer.read_response {
                     self.fail_read(now, src, transfer_id, CompletionError::LocalAccess);
                 }
             }
             Err(MemError::NoSuchDomain(_)) => {
-                self.nack_once(now, transfer, block_id, block_seq, NackReason::Protection, dst_addr, None);
+                self.nack_once(
+                    now,
+                    transfer,
+                    block_id,
+                    block_seq,
+                    NackReason::Protection,
+                    dst_addr,
+                    None,
+                );
                 if transfer.read_response {
                     self.fail_read(now, src, transfer_id, CompletionError::LocalAccess);
                 }
@@ -156,15 +250,38 @@ impl PartEngine {
     /// NACK an attempt once (and log its fault record once): the first failing packet of an
     /// attempt decides; later failing packets of the same attempt add nothing.
     #[allow(clippy::too_many_arguments)]
-    fn nack_once(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, reason: NackReason, addr: u64, rec: Option<FaultRecord>) {
+    fn nack_once(
+        &mut self,
+        now: Instant,
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+        reason: NackReason,
+        addr: u64,
+        rec: Option<FaultRecord>,
+    ) {
         // The packet count is irrelevant for a failed attempt: keep what the entry has.
-        let expected = self.rx.get(rx_key(transfer, block)).map_or(1, |e| e.expected);
-        let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected) else { return };
+        let expected = self
+            .rx
+            .get(rx_key(transfer, block))
+            .map_or(1, |e| e.expected);
+        let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected) else {
+            return;
+        };
         if entry.failed {
             return;
         }
         entry.failed = true;
-        self.ctrl.push_back((transfer.data_src, Ctrl::Nack { transfer, block, seq, reason, addr }));
+        self.ctrl.push_back((
+            transfer.data_src,
+            Ctrl::Nack {
+                transfer,
+                block,
+                seq,
+                reason,
+                addr,
+            },
+        ));
         if let Some(rec) = rec {
             self.events.push_back(Event::Fault(rec));
         }
@@ -173,21 +290,33 @@ impl PartEngine {
     /// The receive state of attempt `seq` of a block: created on first sight, reset when a
     /// newer attempt starts; `None` for a packet of an older attempt (to be dropped).
     #[inline(always)]
-    fn rx_attempt(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16, expected: u32) -> Option<&mut RxBlock> {
+    fn rx_attempt(
+        &mut self,
+        now: Instant,
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+        expected: u32,
+    ) -> Option<&mut RxBlock> {
         if self.rx.is_empty() {
             self.arm_rx_gc(now);
         }
         let pool = &mut self.bitmap_pool;
-        debug_assert_eq!(transfer.data_dst, self.node, "receive state is for data arriving here");
-        let entry = self.rx.get_or_insert_with(rx_key(transfer, block), || RxBlock {
-            seq,
-            bitmap: new_bitmap(pool, expected),
-            received: 0,
-            expected,
-            failed: false,
-            done: false,
-            last: now,
-        });
+        debug_assert_eq!(
+            transfer.data_dst, self.node,
+            "receive state is for data arriving here"
+        );
+        let entry = self
+            .rx
+            .get_or_insert_with(rx_key(transfer, block), || RxBlock {
+                seq,
+                bitmap: new_bitmap(pool, expected),
+                received: 0,
+                expected,
+                failed: false,
+                done: false,
+                last: now,
+            });
         if seq_older(seq, entry.seq) {
             return None;
         }
@@ -206,30 +335,86 @@ impl PartEngine {
 
     /// A data packet failed its checksum: NACK its block so the source resends at once
     /// (mechanism 6). The named block is untrusted; the source ignores unknown blocks.
-    pub(crate) fn on_corrupt_data(&mut self, _now: Instant, transfer: TransferKey, block: u32, seq: u16) {
+    pub(crate) fn on_corrupt_data(
+        &mut self,
+        _now: Instant,
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+    ) {
         if let Some(e) = self.rx.get(rx_key(transfer, block)) {
             if e.done && e.seq == seq {
                 return;
             }
         }
-        self.ctrl.push_back((transfer.data_src, Ctrl::Nack { transfer, block, seq, reason: NackReason::Crc, addr: 0 }));
+        self.ctrl.push_back((
+            transfer.data_src,
+            Ctrl::Nack {
+                transfer,
+                block,
+                seq,
+                reason: NackReason::Crc,
+                addr: 0,
+            },
+        ));
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_read_request(&mut self, now: Instant, src: NodeId, pdid: Pdid, rkey: RemoteKey, id: u32, reply_pdid: Pdid, remote_addr: u64, local_addr: u64, len: u64) {
-        let transfer = TransferKey { data_src: self.node, data_dst: src, id, read_response: true };
+    pub(crate) fn on_read_request(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        pdid: Pdid,
+        rkey: RemoteKey,
+        id: u32,
+        reply_pdid: Pdid,
+        remote_addr: u64,
+        local_addr: u64,
+        len: u64,
+    ) {
+        let transfer = TransferKey {
+            data_src: self.node,
+            data_dst: src,
+            id,
+            read_response: true,
+        };
         if self.tx_index.contains_key(&transfer) {
             // A resent request for a response already under way: its own timers cover losses.
             self.stats.stale_dropped += 1;
             return;
         }
-        let sane = len > 0 && local_addr.checked_add(len).is_some() && len.div_ceil(self.cfg.block_bytes as u64) <= u32::MAX as u64;
-        if !sane || !self.exposures.allows(pdid, rkey, remote_addr, len, Perms::R) {
-            self.ctrl.push_back((src, Ctrl::Nack { transfer, block: 0, seq: 0, reason: NackReason::ReadRefused, addr: remote_addr }));
+        let sane = len > 0
+            && local_addr.checked_add(len).is_some()
+            && len.div_ceil(self.cfg.block_bytes as u64) <= u32::MAX as u64;
+        if !sane
+            || !self
+                .exposures
+                .allows(pdid, rkey, remote_addr, len, Perms::R)
+        {
+            self.ctrl.push_back((
+                src,
+                Ctrl::Nack {
+                    transfer,
+                    block: 0,
+                    seq: 0,
+                    reason: NackReason::ReadRefused,
+                    addr: remote_addr,
+                },
+            ));
             return;
         }
         // Mechanism 11: the read is carried out as a write back to the initiator.
-        self.start_transfer(now, transfer, None, pdid, remote_addr, reply_pdid, local_addr, 0, len);
+        self.start_transfer(
+            now,
+            transfer,
+            None,
+            pdid,
+            remote_addr,
+            reply_pdid,
+            local_addr,
+            0,
+            len,
+        );
     }
 
     fn arm_rx_gc(&mut self, now: Instant) {
@@ -283,11 +468,25 @@ mod tests {
 
     #[test]
     fn rx_keys_round_trip_and_differ_per_field() {
-        let t = TransferKey { data_src: 0xdead_beef, data_dst: 3, id: u32::MAX, read_response: true };
+        let t = TransferKey {
+            data_src: 0xdead_beef,
+            data_dst: 3,
+            id: u32::MAX,
+            read_response: true,
+        };
         assert_eq!(rx_key_parts(rx_key(t, u32::MAX - 1), 3), (t, u32::MAX - 1));
-        let u = TransferKey { read_response: false, ..t };
+        let u = TransferKey {
+            read_response: false,
+            ..t
+        };
         assert_eq!(rx_key_parts(rx_key(u, 0), 3), (u, 0));
-        let keys = [rx_key(t, 1), rx_key(u, 1), rx_key(t, 2), rx_key(TransferKey { id: 1, ..t }, 1), rx_key(TransferKey { data_src: 1, ..t }, 1)];
+        let keys = [
+            rx_key(t, 1),
+            rx_key(u, 1),
+            rx_key(t, 2),
+            rx_key(TransferKey { id: 1, ..t }, 1),
+            rx_key(TransferKey { data_src: 1, ..t }, 1),
+        ];
         for (i, a) in keys.iter().enumerate() {
             assert!(keys[i + 1..].iter().all(|b| a != b));
         }

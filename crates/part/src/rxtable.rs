@@ -35,12 +35,18 @@ pub(crate) struct RxTable {
 /// low half, the source and transfer in the high half).
 #[inline(always)]
 fn memo_of(key: u128) -> usize {
-    ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize
+    ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        >> (64 - MEMO.trailing_zeros())) as usize
 }
 
 impl Default for RxTable {
     fn default() -> RxTable {
-        RxTable { slots: Vec::new(), free: Vec::new(), index: FxHashMap::default(), memo: [0; MEMO] }
+        RxTable {
+            slots: Vec::new(),
+            free: Vec::new(),
+            index: FxHashMap::default(),
+            memo: [0; MEMO],
+        }
     }
 }
 
@@ -74,7 +80,11 @@ impl RxTable {
     /// The state of `key`, created by `make` if not held (the memo check is inlined into the
     /// per-packet caller; a miss goes through [`RxTable::get_or_insert_slow`]).
     #[inline(always)]
-    pub(crate) fn get_or_insert_with(&mut self, key: u128, make: impl FnOnce() -> RxBlock) -> &mut RxBlock {
+    pub(crate) fn get_or_insert_with(
+        &mut self,
+        key: u128,
+        make: impl FnOnce() -> RxBlock,
+    ) -> &mut RxBlock {
         debug_assert_ne!(key, FREE);
         let m = memo_of(key);
         let s = self.memo[m] as usize;
@@ -123,7 +133,10 @@ impl RxTable {
 
     /// Every entry, in slot order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u128, &RxBlock)> {
-        self.slots.iter().filter(|(k, _)| *k != FREE).map(|(k, b)| (*k, b))
+        self.slots
+            .iter()
+            .filter(|(k, _)| *k != FREE)
+            .map(|(k, b)| (*k, b))
     }
 }
 
@@ -133,7 +146,15 @@ mod tests {
     use unpinned_core::time::Instant;
 
     fn block(seq: u16) -> RxBlock {
-        RxBlock { seq, bitmap: vec![0], received: 0, expected: 1, failed: false, done: false, last: Instant::ZERO }
+        RxBlock {
+            seq,
+            bitmap: vec![0],
+            received: 0,
+            expected: 1,
+            failed: false,
+            done: false,
+            last: Instant::ZERO,
+        }
     }
 
     /// Against a plain hash map, over inserts, lookups and sweeps of keys that collide in the
@@ -145,14 +166,21 @@ mod tests {
         let mut x = 7u64;
         for step in 0..50_000u32 {
             x = unpinned_core::rng::splitmix64(x);
-            let key = (((x % 5) as u128) << 96) | (((x >> 8) % 7) as u128) << 64 | ((((x >> 16) % 40) as u128) << 32) | ((x >> 30) & 1) as u128;
+            let key = (((x % 5) as u128) << 96)
+                | (((x >> 8) % 7) as u128) << 64
+                | ((((x >> 16) % 40) as u128) << 32)
+                | ((x >> 30) & 1) as u128;
             match (x >> 40) % 10 {
                 0 => {
                     let cut = (x >> 50) % 7;
                     t.retain(|k, _| ((k >> 64) as u64) % 7 != cut);
                     m.retain(|k, _| ((k >> 64) as u64) % 7 != cut);
                 }
-                1..=3 => assert_eq!(t.get(key).map(|b| b.seq), m.get(&key).copied(), "step {step}"),
+                1..=3 => assert_eq!(
+                    t.get(key).map(|b| b.seq),
+                    m.get(&key).copied(),
+                    "step {step}"
+                ),
                 _ => {
                     let seq = step as u16;
                     let b = t.get_or_insert_with(key, || block(seq));

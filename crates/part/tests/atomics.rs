@@ -18,7 +18,9 @@ struct Mem {
 impl Memory for Mem {
     fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         if self.missing.contains(&page_of(addr)) {
-            return Err(MemError::NotPresent { page_addr: page_of(addr) });
+            return Err(MemError::NotPresent {
+                page_addr: page_of(addr),
+            });
         }
         for (i, b) in data.iter().enumerate() {
             self.bytes.insert(addr + i as u64, *b);
@@ -27,7 +29,9 @@ impl Memory for Mem {
     }
     fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         if self.missing.contains(&page_of(addr)) {
-            return Err(MemError::NotPresent { page_addr: page_of(addr) });
+            return Err(MemError::NotPresent {
+                page_addr: page_of(addr),
+            });
         }
         for (i, b) in out.iter_mut().enumerate() {
             *b = *self.bytes.get(&(addr + i as u64)).unwrap_or(&0);
@@ -81,11 +85,26 @@ fn pair() -> Pair {
     cfg.block_timeout = Some(Duration::from_us(1000));
     let (a, mut b) = (PartEngine::new(0, cfg.clone()), PartEngine::new(1, cfg));
     let key = b.expose(1, WORD, 4096, Perms::RW).unwrap();
-    Pair { a, b, ma: Mem::default(), mb: Mem::default(), key }
+    Pair {
+        a,
+        b,
+        ma: Mem::default(),
+        mb: Mem::default(),
+        key,
+    }
 }
 
 fn req(p: &Pair, wr_id: u64, op: AtomicOp) -> AtomicRequest {
-    AtomicRequest { wr_id, peer: 1, op, remote_pdid: 1, remote_addr: WORD, rkey: p.key, local_pdid: 1, local_addr: RESULT }
+    AtomicRequest {
+        wr_id,
+        peer: 1,
+        op,
+        remote_pdid: 1,
+        remote_addr: WORD,
+        rkey: p.key,
+        local_pdid: 1,
+        local_addr: RESULT,
+    }
 }
 
 /// Run one atomic to completion with no loss; returns the old value.
@@ -107,9 +126,30 @@ fn run(p: &mut Pair, wr_id: u64, op: AtomicOp) -> u64 {
 #[test]
 fn cas_fetch_add_and_swap_return_the_old_value() {
     let mut p = pair();
-    assert_eq!(run(&mut p, 1, AtomicOp::Cas { expected: 0, new: 7 }), 0);
+    assert_eq!(
+        run(
+            &mut p,
+            1,
+            AtomicOp::Cas {
+                expected: 0,
+                new: 7
+            }
+        ),
+        0
+    );
     assert_eq!(p.mb.word(WORD), 7);
-    assert_eq!(run(&mut p, 2, AtomicOp::Cas { expected: 0, new: 9 }), 7, "failed CAS");
+    assert_eq!(
+        run(
+            &mut p,
+            2,
+            AtomicOp::Cas {
+                expected: 0,
+                new: 9
+            }
+        ),
+        7,
+        "failed CAS"
+    );
     assert_eq!(p.mb.word(WORD), 7);
     assert_eq!(run(&mut p, 3, AtomicOp::FetchAdd(5)), 7);
     assert_eq!(run(&mut p, 4, AtomicOp::Swap(100)), 12);
@@ -121,7 +161,8 @@ fn cas_fetch_add_and_swap_return_the_old_value() {
 fn lost_response_is_answered_again_not_executed_twice() {
     let mut p = pair();
     let mut now = Instant(0);
-    p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(1))).unwrap();
+    p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(1)))
+        .unwrap();
     let r = drain(&mut p.a, now, &mut p.ma);
     p.b.handle_packet(now, 0, &r[0], &mut p.mb).unwrap();
     let lost = drain(&mut p.b, now, &mut p.mb);
@@ -164,7 +205,9 @@ fn refused_atomics_write_nothing() {
     }
     let (c, _) = events(&mut p.a);
     assert_eq!(c.len(), 2);
-    assert!(c.iter().all(|c| c.status == Err(CompletionError::RemoteAccess)));
+    assert!(c
+        .iter()
+        .all(|c| c.status == Err(CompletionError::RemoteAccess)));
     assert!(p.mb.bytes.is_empty());
 }
 
@@ -173,11 +216,15 @@ fn missing_target_page_goes_through_the_fault_path_and_err() {
     let mut p = pair();
     p.mb.missing.insert(WORD);
     let now = Instant(0);
-    p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(3))).unwrap();
+    p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(3)))
+        .unwrap();
     for pkt in drain(&mut p.a, now, &mut p.ma) {
         p.b.handle_packet(now, 0, &pkt, &mut p.mb).unwrap();
     }
-    assert!(drain(&mut p.b, now, &mut p.mb).is_empty(), "no answer while the page is missing");
+    assert!(
+        drain(&mut p.b, now, &mut p.mb).is_empty(),
+        "no answer while the page is missing"
+    );
     let (_, faults) = events(&mut p.b);
     assert_eq!(faults.len(), 1);
     assert_eq!(faults[0].block, ATOMIC_BLOCK);
@@ -204,7 +251,8 @@ fn missing_target_page_goes_through_the_fault_path_and_err() {
 fn silent_target_gives_retry_exceeded() {
     let mut p = pair();
     let mut now = Instant(0);
-    p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(1))).unwrap();
+    p.a.post_atomic(now, req(&p, 1, AtomicOp::FetchAdd(1)))
+        .unwrap();
     let _ = drain(&mut p.a, now, &mut p.ma);
     for _ in 0..100 {
         now += Duration::from_us(1000);

@@ -24,7 +24,9 @@ impl Memory for Guarded {
         if pdid != 1 {
             return Err(MemError::NoSuchDomain(pdid));
         }
-        let end = addr.checked_add(data.len() as u64).ok_or(MemError::Unmapped { addr })?;
+        let end = addr
+            .checked_add(data.len() as u64)
+            .ok_or(MemError::Unmapped { addr })?;
         if addr < BASE - LEN || end > BASE + 2 * LEN {
             return Err(MemError::Unmapped { addr });
         }
@@ -36,7 +38,9 @@ impl Memory for Guarded {
         Ok(())
     }
     fn read(&mut self, _pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        let end = addr.checked_add(out.len() as u64).ok_or(MemError::Unmapped { addr })?;
+        let end = addr
+            .checked_add(out.len() as u64)
+            .ok_or(MemError::Unmapped { addr })?;
         if addr < BASE - LEN || end > BASE + 2 * LEN {
             return Err(MemError::Unmapped { addr });
         }
@@ -49,7 +53,14 @@ impl Memory for Guarded {
 fn engine() -> (PartEngine, u32, Guarded) {
     let mut e = PartEngine::new(1, EngineConfig::from_profile(&Profile::forth_arm().engine));
     let key = e.expose(1, BASE, LEN, Perms::RW).unwrap();
-    (e, key, Guarded { bytes: vec![0; (3 * LEN) as usize], outside_writes: 0 })
+    (
+        e,
+        key,
+        Guarded {
+            bytes: vec![0; (3 * LEN) as usize],
+            outside_writes: 0,
+        },
+    )
 }
 
 fn drain(e: &mut PartEngine, mem: &mut Guarded, now: Instant) {

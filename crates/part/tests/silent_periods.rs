@@ -18,13 +18,19 @@ const LEN: u64 = 1 << 20;
 impl Memory for Flat {
     fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let dst = self.0.get_mut(off..off + data.len()).ok_or(MemError::Unmapped { addr })?;
+        let dst = self
+            .0
+            .get_mut(off..off + data.len())
+            .ok_or(MemError::Unmapped { addr })?;
         dst.copy_from_slice(data);
         Ok(())
     }
     fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let src = self.0.get(off..off + out.len()).ok_or(MemError::Unmapped { addr })?;
+        let src = self
+            .0
+            .get(off..off + out.len())
+            .ok_or(MemError::Unmapped { addr })?;
         out.copy_from_slice(src);
         Ok(())
     }

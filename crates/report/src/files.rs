@@ -65,7 +65,10 @@ impl Metadata {
 /// `t` as RFC 3339 UTC with second precision (`1970-01-01T00:00:00Z`); times before the epoch
 /// are clamped to it.
 pub fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
     let z = days + 719_468;
@@ -77,7 +80,12 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Paths of the files written for one experiment.
@@ -115,7 +123,10 @@ pub fn write_experiment(
         if plots[..i].iter().any(|q| q.suffix == p.suffix) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("experiment {name}: two plots have the file suffix {:?}", p.suffix),
+                format!(
+                    "experiment {name}: two plots have the file suffix {:?}",
+                    p.suffix
+                ),
             ));
         }
     }
@@ -136,12 +147,17 @@ pub fn write_experiment(
 
     let mut svgs = Vec::new();
     for spec in plots {
-        let svg = render_svg(table, spec).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let svg =
+            render_svg(table, spec).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let path = dir.join(svg_file_name(name, &spec.suffix));
         std::fs::write(&path, svg)?;
         svgs.push(path);
     }
-    Ok(ExperimentFiles { csv: csv_path, json: json_path, svgs })
+    Ok(ExperimentFiles {
+        csv: csv_path,
+        json: json_path,
+        svgs,
+    })
 }
 
 #[cfg(test)]
@@ -151,8 +167,14 @@ mod tests {
 
     /// A fresh, empty directory under the system temp dir.
     pub(crate) fn scratch(tag: &str) -> PathBuf {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-        let d = std::env::temp_dir().join(format!("unpinned-report-{tag}-{}-{nanos}", std::process::id()));
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let d = std::env::temp_dir().join(format!(
+            "unpinned-report-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&d);
         d
     }
@@ -179,23 +201,36 @@ mod tests {
         let t = table();
         let plots = [
             PlotSpec::line("main", "size_bytes", "latency_us", Some("scheme")),
-            PlotSpec::line("bars", "scheme", "latency_us", None).bars().suffix("bars"),
+            PlotSpec::line("bars", "scheme", "latency_us", None)
+                .bars()
+                .suffix("bars"),
         ];
         let mut meta = Metadata::new("demo", "part");
         meta.seed = 7;
         meta.extra = serde_json::json!({"note": "hi"});
         let files = write_experiment(&dir, "demo", &t, &plots, &meta).unwrap();
         assert_eq!(files.csv, dir.join("demo.csv"));
-        assert_eq!(files.svgs, vec![dir.join("demo.svg"), dir.join("demo-bars.svg")]);
+        assert_eq!(
+            files.svgs,
+            vec![dir.join("demo.svg"), dir.join("demo-bars.svg")]
+        );
 
         let mut r = csv::Reader::from_path(&files.csv).unwrap();
         assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), t.columns);
-        let rows: Vec<Vec<String>> = r.records().map(|rec| rec.unwrap().iter().map(str::to_string).collect()).collect();
-        let expect: Vec<Vec<String>> = t.rows.iter().map(|r| r.iter().map(Cell::to_text).collect()).collect();
+        let rows: Vec<Vec<String>> = r
+            .records()
+            .map(|rec| rec.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        let expect: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|r| r.iter().map(Cell::to_text).collect())
+            .collect();
         assert_eq!(rows, expect);
         assert_eq!(rows[0][2], "12.3457");
 
-        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files.json).unwrap()).unwrap();
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&files.json).unwrap()).unwrap();
         for k in [
             "experiment",
             "system",
@@ -227,13 +262,19 @@ mod tests {
     #[test]
     fn duplicate_suffix_and_bad_column_are_errors() {
         let dir = scratch("dup");
-        let plots = [PlotSpec::line("a", "size_bytes", "latency_us", None), PlotSpec::line("b", "x", "y", None)];
+        let plots = [
+            PlotSpec::line("a", "size_bytes", "latency_us", None),
+            PlotSpec::line("b", "x", "y", None),
+        ];
         let meta = Metadata::new("demo", "part");
         assert!(write_experiment(&dir, "demo", &table(), &plots, &meta).is_err());
         let plots = [PlotSpec::line("a", "size_bytes", "nope", None)];
         let err = write_experiment(&dir, "demo", &table(), &plots, &meta).unwrap_err();
         assert!(err.to_string().contains("nope"));
-        assert!(dir.join("demo.csv").exists(), "data is kept when a plot fails");
+        assert!(
+            dir.join("demo.csv").exists(),
+            "data is kept when a plot fails"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -63,9 +63,18 @@ fn esc(s: &str) -> String {
 /// `path` relative to `dir` when inside it (else its file name), with `/` separators, so
 /// the report folder can be moved as a whole.
 fn rel(dir: &Path, path: &Path) -> String {
-    let r = path.strip_prefix(dir).ok().filter(|r| !r.as_os_str().is_empty());
-    let r = r.map(Path::to_path_buf).or_else(|| path.file_name().map(PathBuf::from)).unwrap_or_default();
-    r.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+    let r = path
+        .strip_prefix(dir)
+        .ok()
+        .filter(|r| !r.as_os_str().is_empty());
+    let r = r
+        .map(Path::to_path_buf)
+        .or_else(|| path.file_name().map(PathBuf::from))
+        .unwrap_or_default();
+    r.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 const CSS: &str = "
@@ -90,7 +99,12 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 /// failures if any, a table of contents grouped by system (in order of first appearance) and,
 /// per experiment, its description, plots (`<img>` with relative paths), links to the CSV and
 /// JSON, and the first [`HTML_MAX_ROWS`] rows of its table. Returns the path written.
-pub fn write_index(dir: &Path, title: &str, info: &ReportInfo, entries: &[ReportEntry]) -> io::Result<PathBuf> {
+pub fn write_index(
+    dir: &Path,
+    title: &str,
+    info: &ReportInfo,
+    entries: &[ReportEntry],
+) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let mut h = String::new();
     let _ = write!(
@@ -111,11 +125,19 @@ pub fn write_index(dir: &Path, title: &str, info: &ReportInfo, entries: &[Report
         esc(&info.created)
     );
     if !info.overrides.is_empty() {
-        let sets: Vec<String> = info.overrides.iter().map(|s| format!("<code>{}</code>", esc(s))).collect();
+        let sets: Vec<String> = info
+            .overrides
+            .iter()
+            .map(|s| format!("<code>{}</code>", esc(s)))
+            .collect();
         let _ = write!(h, "<br>overrides: {}", sets.join(" "));
     }
     if !info.command.is_empty() {
-        let _ = write!(h, "<br>command: <code>{}</code>", esc(&info.command.join(" ")));
+        let _ = write!(
+            h,
+            "<br>command: <code>{}</code>",
+            esc(&info.command.join(" "))
+        );
     }
     h.push_str("</p>\n");
 
@@ -142,8 +164,12 @@ pub fn write_index(dir: &Path, title: &str, info: &ReportInfo, entries: &[Report
         for sys in systems {
             let _ = writeln!(h, "<li><strong>{}</strong><ul>", esc(sys));
             for e in entries.iter().filter(|e| e.system == sys) {
-                let _ =
-                    writeln!(h, "<li><a href=\"#{n}\">{n}</a> &mdash; {}</li>", esc(&e.description), n = esc(&e.name));
+                let _ = writeln!(
+                    h,
+                    "<li><a href=\"#{n}\">{n}</a> &mdash; {}</li>",
+                    esc(&e.description),
+                    n = esc(&e.name)
+                );
             }
             h.push_str("</ul></li>\n");
         }
@@ -162,12 +188,20 @@ pub fn write_index(dir: &Path, title: &str, info: &ReportInfo, entries: &[Report
 fn write_entry(h: &mut String, dir: &Path, e: &ReportEntry) {
     let name = esc(&e.name);
     let _ = writeln!(h, "<section id=\"{name}\">\n<h2>{name}</h2>");
-    let _ = writeln!(h, "<p class=\"system\">{}</p>\n<p>{}</p>", esc(&e.system), esc(&e.description));
+    let _ = writeln!(
+        h,
+        "<p class=\"system\">{}</p>\n<p>{}</p>",
+        esc(&e.system),
+        esc(&e.description)
+    );
     if !e.files.svgs.is_empty() {
         h.push_str("<div class=\"plots\">\n");
         for svg in &e.files.svgs {
             let r = esc(&rel(dir, svg));
-            let _ = writeln!(h, "<a href=\"{r}\"><img src=\"{r}\" alt=\"{name} plot ({r})\"></a>");
+            let _ = writeln!(
+                h,
+                "<a href=\"{r}\"><img src=\"{r}\" alt=\"{name} plot ({r})\"></a>"
+            );
         }
         h.push_str("</div>\n");
     }
@@ -183,8 +217,11 @@ fn write_entry(h: &mut String, dir: &Path, e: &ReportEntry) {
         j = esc(&rel(dir, &e.files.json)),
     );
     if !m.parameters.is_empty() {
-        let ps: Vec<String> =
-            m.parameters.iter().map(|(k, v)| format!("<code>exp.{}={}</code>", esc(k), esc(v))).collect();
+        let ps: Vec<String> = m
+            .parameters
+            .iter()
+            .map(|(k, v)| format!("<code>exp.{}={}</code>", esc(k), esc(v)))
+            .collect();
         let _ = write!(h, "<br>parameters: {}", ps.join(" "));
     }
     h.push_str("</p>\n");
@@ -229,11 +266,21 @@ mod tests {
 
     #[test]
     fn index_links_plots_and_escapes() {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let dir = std::env::temp_dir().join(format!("unpinned-report-html-{}-{nanos}", std::process::id()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "unpinned-report-html-{}-{nanos}",
+            std::process::id()
+        ));
         let mut t = Table::new(&["scheme", "n", "v_us"]);
         for i in 0..250u64 {
-            t.push(vec!["<b>part</b>".into(), i.into(), (i as f64 * 0.5).into()]);
+            t.push(vec![
+                "<b>part</b>".into(),
+                i.into(),
+                (i as f64 * 0.5).into(),
+            ]);
         }
         let plots = [PlotSpec::line("p", "n", "v_us", Some("scheme"))];
         let meta = Metadata::new("exp-a", "part");
@@ -246,8 +293,12 @@ mod tests {
             table: t,
             meta,
         };
-        let info =
-            ReportInfo { version: "0.1.0".into(), profile_name: "forth-arm".into(), seed: 1, ..Default::default() };
+        let info = ReportInfo {
+            version: "0.1.0".into(),
+            profile_name: "forth-arm".into(),
+            seed: 1,
+            ..Default::default()
+        };
         let path = write_index(&dir, "Results <x>", &info, &[entry]).unwrap();
         let html = std::fs::read_to_string(&path).unwrap();
         assert!(html.contains("<title>Results &lt;x&gt;</title>"));
@@ -265,9 +316,12 @@ mod tests {
 
     #[test]
     fn empty_index() {
-        let dir = std::env::temp_dir().join(format!("unpinned-report-empty-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("unpinned-report-empty-{}", std::process::id()));
         let path = write_index(&dir, "R", &ReportInfo::default(), &[]).unwrap();
-        assert!(std::fs::read_to_string(&path).unwrap().contains("No experiments were run"));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("No experiments were run"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -114,25 +114,56 @@ pub fn render_svg(table: &Table, spec: &PlotSpec) -> Result<String, String> {
     let data = extract(table, spec)?;
     Ok(match data {
         Extracted::Empty { .. } => no_data(spec),
-        Extracted::Xy { series, dropped_log } => draw_xy(spec, &series, dropped_log),
-        Extracted::Bars { cats, series, dropped_log } => draw_bars(spec, &cats, &series, dropped_log),
+        Extracted::Xy {
+            series,
+            dropped_log,
+        } => draw_xy(spec, &series, dropped_log),
+        Extracted::Bars {
+            cats,
+            series,
+            dropped_log,
+        } => draw_bars(spec, &cats, &series, dropped_log),
     })
 }
 
 mod ladder;
 
 fn render_ladder(table: &Table, spec: &PlotSpec) -> Result<String, String> {
-    let col = |name: &str| table.col(name).ok_or_else(|| format!("plot {:?}: no column {:?}", spec.title, name));
+    let col = |name: &str| {
+        table
+            .col(name)
+            .ok_or_else(|| format!("plot {:?}: no column {:?}", spec.title, name))
+    };
     let (dir, time) = (col(&spec.x)?, col(&spec.y)?);
     let kind = spec.series.as_deref().map(col).transpose()?;
-    let filters = spec.filter.iter().map(|(c, v)| Ok((col(c)?, v.as_str()))).collect::<Result<Vec<_>, String>>()?;
-    let rows: Vec<&Vec<Cell>> =
-        table.rows.iter().filter(|r| filters.iter().all(|(i, v)| r.get(*i).is_some_and(|c| v.split('|').any(|alt| c.to_text() == alt)))).collect();
+    let filters = spec
+        .filter
+        .iter()
+        .map(|(c, v)| Ok((col(c)?, v.as_str())))
+        .collect::<Result<Vec<_>, String>>()?;
+    let rows: Vec<&Vec<Cell>> = table
+        .rows
+        .iter()
+        .filter(|r| {
+            filters.iter().all(|(i, v)| {
+                r.get(*i)
+                    .is_some_and(|c| v.split('|').any(|alt| c.to_text() == alt))
+            })
+        })
+        .collect();
     if rows.is_empty() {
         return Ok(no_data(spec));
     }
     let skip: Vec<usize> = filters.iter().map(|(i, _)| *i).collect();
-    Ok(ladder::draw(&spec.title, table, &rows, dir, time, kind, &skip))
+    Ok(ladder::draw(
+        &spec.title,
+        table,
+        &rows,
+        dir,
+        time,
+        kind,
+        &skip,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,15 +203,29 @@ fn finite(c: Option<&Cell>) -> Option<f64> {
 fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
     let col = |name: &str| {
         table.col(name).ok_or_else(|| {
-            format!("plot {:?}: no column {:?} (columns: {})", spec.title, name, table.columns.join(", "))
+            format!(
+                "plot {:?}: no column {:?} (columns: {})",
+                spec.title,
+                name,
+                table.columns.join(", ")
+            )
         })
     };
     let xi = col(&spec.x)?;
     let yi = col(&spec.y)?;
     let si = spec.series.as_deref().map(col).transpose()?;
-    let filters = spec.filter.iter().map(|(c, v)| Ok((col(c)?, v.as_str()))).collect::<Result<Vec<_>, String>>()?;
+    let filters = spec
+        .filter
+        .iter()
+        .map(|(c, v)| Ok((col(c)?, v.as_str())))
+        .collect::<Result<Vec<_>, String>>()?;
     // A filter value may list alternatives separated by '|' (see `PlotSpec::only_any`).
-    let rows = table.rows.iter().filter(|r| filters.iter().all(|(i, v)| r.get(*i).is_some_and(|c| v.split('|').any(|alt| c.to_text() == alt))));
+    let rows = table.rows.iter().filter(|r| {
+        filters.iter().all(|(i, v)| {
+            r.get(*i)
+                .is_some_and(|c| v.split('|').any(|alt| c.to_text() == alt))
+        })
+    });
     let series_name = |r: &[Cell]| match si {
         Some(i) => r.get(i).map(Cell::to_text).unwrap_or_default(),
         None => spec.y.clone(),
@@ -190,7 +235,9 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
         PlotKind::Line | PlotKind::Scatter => {
             let mut series: Vec<Series> = Vec::new();
             for r in rows {
-                let (Some(x), Some(y)) = (finite(r.get(xi)), finite(r.get(yi))) else { continue };
+                let (Some(x), Some(y)) = (finite(r.get(xi)), finite(r.get(yi))) else {
+                    continue;
+                };
                 if (spec.log_x && x <= 0.0) || (spec.log_y && y <= 0.0) {
                     dropped_log += 1;
                     continue;
@@ -198,7 +245,10 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
                 let name = series_name(r);
                 match series.iter_mut().find(|s| s.name == name) {
                     Some(s) => s.pts.push((x, y)),
-                    None => series.push(Series { name, pts: vec![(x, y)] }),
+                    None => series.push(Series {
+                        name,
+                        pts: vec![(x, y)],
+                    }),
                 }
             }
             if series.is_empty() {
@@ -209,14 +259,19 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
                     s.pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 }
             }
-            Ok(Extracted::Xy { series, dropped_log })
+            Ok(Extracted::Xy {
+                series,
+                dropped_log,
+            })
         }
         PlotKind::Ladder => unreachable!("ladders are drawn by render_ladder"),
         PlotKind::Bar => {
             let mut cats: Vec<String> = Vec::new();
             let mut series: Vec<BarSeries> = Vec::new();
             for r in rows {
-                let (Some(xc), Some(y)) = (r.get(xi), finite(r.get(yi))) else { continue };
+                let (Some(xc), Some(y)) = (r.get(xi), finite(r.get(yi))) else {
+                    continue;
+                };
                 if spec.log_y && y <= 0.0 {
                     dropped_log += 1;
                     continue;
@@ -233,7 +288,10 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
                 let s = match series.iter().position(|s| s.name == name) {
                     Some(i) => &mut series[i],
                     None => {
-                        series.push(BarSeries { name, vals: Vec::new() });
+                        series.push(BarSeries {
+                            name,
+                            vals: Vec::new(),
+                        });
                         series.last_mut().expect("just pushed")
                     }
                 };
@@ -246,7 +304,11 @@ fn extract(table: &Table, spec: &PlotSpec) -> Result<Extracted, String> {
             if series.is_empty() {
                 return Ok(Extracted::Empty { dropped_log });
             }
-            Ok(Extracted::Bars { cats, series, dropped_log })
+            Ok(Extracted::Bars {
+                cats,
+                series,
+                dropped_log,
+            })
         }
     }
 }
@@ -262,8 +324,10 @@ const TICK_FONT: f64 = 12.0;
 const LABEL_FONT: f64 = 13.0;
 const TITLE_FONT: f64 = 16.0;
 /// Tableau 10: distinct, colour-blind-friendlier than the defaults of most tools.
-const PALETTE: [&str; 10] =
-    ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const PALETTE: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
 
 /// Estimated width of `text` at `size` px (sans-serif averages ~0.58 em per character).
 fn text_width(text: &str, size: f64) -> f64 {
@@ -339,9 +403,25 @@ fn linear_labels(vals: &[f64], step: f64) -> Vec<String> {
     if (1e4..1e15).contains(&max_abs) {
         let (div, suf) = si_scale(max_abs);
         let d = decimals_for(step / div);
-        vals.iter().map(|v| if *v == 0.0 { "0".into() } else { format!("{:.*}{suf}", d, v / div) }).collect()
+        vals.iter()
+            .map(|v| {
+                if *v == 0.0 {
+                    "0".into()
+                } else {
+                    format!("{:.*}{suf}", d, v / div)
+                }
+            })
+            .collect()
     } else if max_abs >= 1e15 || (max_abs > 0.0 && max_abs < 1e-3) {
-        vals.iter().map(|v| if *v == 0.0 { "0".into() } else { format!("{v:e}") }).collect()
+        vals.iter()
+            .map(|v| {
+                if *v == 0.0 {
+                    "0".into()
+                } else {
+                    format!("{v:e}")
+                }
+            })
+            .collect()
     } else {
         let d = decimals_for(step);
         vals.iter().map(|v| format!("{:.*}", d, v)).collect()
@@ -377,14 +457,33 @@ fn linear_axis(min: f64, max: f64, include_zero: bool) -> Axis {
         b += d;
     }
     let pad = 0.04 * (b - a);
-    let lo = if include_zero && a == 0.0 { 0.0 } else { a - pad };
-    let hi = if include_zero && b == 0.0 { 0.0 } else { b + pad };
+    let lo = if include_zero && a == 0.0 {
+        0.0
+    } else {
+        a - pad
+    };
+    let hi = if include_zero && b == 0.0 {
+        0.0
+    } else {
+        b + pad
+    };
     let step = nice_step(b - a, 5.0);
-    let (k0, k1) = ((lo / step - 1e-9).ceil() as i64, (hi / step + 1e-9).floor() as i64);
-    let vals: Vec<f64> =
-        (k0..=k1).map(|k| k as f64 * step).map(|v| if v.abs() < step * 1e-9 { 0.0 } else { v }).collect();
+    let (k0, k1) = (
+        (lo / step - 1e-9).ceil() as i64,
+        (hi / step + 1e-9).floor() as i64,
+    );
+    let vals: Vec<f64> = (k0..=k1)
+        .map(|k| k as f64 * step)
+        .map(|v| if v.abs() < step * 1e-9 { 0.0 } else { v })
+        .collect();
     let labels = linear_labels(&vals, step);
-    Axis { lo, hi, log: false, major: vals.into_iter().zip(labels).collect(), minor: vec![] }
+    Axis {
+        lo,
+        hi,
+        log: false,
+        major: vals.into_iter().zip(labels).collect(),
+        minor: vec![],
+    }
 }
 
 /// A log axis. `tight`: the data plus a little padding (lines, points); otherwise whole
@@ -409,7 +508,10 @@ fn log_axis(min: f64, max: f64, tight: bool) -> Axis {
     let inside = |v: f64| v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9);
     let decades: Vec<i32> = (e0..=e1).filter(|e| inside(10f64.powi(*e))).collect();
     let count = |ms: &[u32]| -> usize {
-        (e0..=e1).flat_map(|e| ms.iter().map(move |&m| m as f64 * 10f64.powi(e))).filter(|v| inside(*v)).count()
+        (e0..=e1)
+            .flat_map(|e| ms.iter().map(move |&m| m as f64 * 10f64.powi(e)))
+            .filter(|v| inside(*v))
+            .count()
     };
     let labelled: &[u32] = if count(&[1]) >= 3 {
         &[1]
@@ -429,7 +531,11 @@ fn log_axis(min: f64, max: f64, tight: bool) -> Axis {
             if !inside(v) {
                 continue;
             }
-            let label = if m == 1 { (e - e0).rem_euclid(every.max(1)) == 0 } else { labelled.contains(&m) };
+            let label = if m == 1 {
+                (e - e0).rem_euclid(every.max(1)) == 0
+            } else {
+                labelled.contains(&m)
+            };
             if label {
                 major.push((v, log_label(v)));
             } else if m == 1 || few_decades {
@@ -437,7 +543,13 @@ fn log_axis(min: f64, max: f64, tight: bool) -> Axis {
             }
         }
     }
-    Axis { lo, hi, log: true, major, minor }
+    Axis {
+        lo,
+        hi,
+        log: true,
+        major,
+        minor,
+    }
 }
 
 fn value_axis(vals: impl Iterator<Item = f64> + Clone, log: bool, zero: ZeroPolicy) -> Axis {
@@ -515,7 +627,12 @@ impl Svg {
             h = n(h)
         );
         out.push('\n');
-        let _ = writeln!(out, r#"<rect x="0" y="0" width="{}" height="{}" fill="white"/>"#, n(w), n(h));
+        let _ = writeln!(
+            out,
+            r#"<rect x="0" y="0" width="{}" height="{}" fill="white"/>"#,
+            n(w),
+            n(h)
+        );
         Svg { out }
     }
     fn raw(&mut self, s: &str) {
@@ -545,13 +662,26 @@ impl Svg {
         );
     }
     fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, attrs: &str) {
-        let _ = writeln!(self.out, r#"<rect x="{}" y="{}" width="{}" height="{}" {attrs}/>"#, n(x), n(y), n(w), n(h));
+        let _ = writeln!(
+            self.out,
+            r#"<rect x="{}" y="{}" width="{}" height="{}" {attrs}/>"#,
+            n(x),
+            n(y),
+            n(w),
+            n(h)
+        );
     }
     fn marker(&mut self, shape: usize, x: f64, y: f64, color: &str) {
         let r = 3.5;
         let o = &mut self.out;
         let _ = match shape % 4 {
-            0 => writeln!(o, r#"<circle cx="{}" cy="{}" r="{}" fill="{color}"/>"#, n(x), n(y), n(r)),
+            0 => writeln!(
+                o,
+                r#"<circle cx="{}" cy="{}" r="{}" fill="{color}"/>"#,
+                n(x),
+                n(y),
+                n(r)
+            ),
             1 => writeln!(
                 o,
                 r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{color}"/>"#,
@@ -592,11 +722,38 @@ impl Svg {
 
 fn no_data(spec: &PlotSpec) -> String {
     let mut s = Svg::new(W, H);
-    s.text(W / 2.0, 30.0, TITLE_FONT, "middle", r#" font-weight="bold""#, &spec.title);
-    s.rect(60.0, 50.0, W - 80.0, H - 110.0, r##"fill="none" stroke="#cccccc""##);
-    s.text(W / 2.0, H / 2.0, 18.0, "middle", r##" fill="#777777""##, "no data");
+    s.text(
+        W / 2.0,
+        30.0,
+        TITLE_FONT,
+        "middle",
+        r#" font-weight="bold""#,
+        &spec.title,
+    );
+    s.rect(
+        60.0,
+        50.0,
+        W - 80.0,
+        H - 110.0,
+        r##"fill="none" stroke="#cccccc""##,
+    );
+    s.text(
+        W / 2.0,
+        H / 2.0,
+        18.0,
+        "middle",
+        r##" fill="#777777""##,
+        "no data",
+    );
     let what = format!("{} vs {}", spec.y, spec.x);
-    s.text(W / 2.0, H / 2.0 + 24.0, TICK_FONT, "middle", r##" fill="#777777""##, &what);
+    s.text(
+        W / 2.0,
+        H / 2.0 + 24.0,
+        TICK_FONT,
+        "middle",
+        r##" fill="#777777""##,
+        &what,
+    );
     s.finish()
 }
 
@@ -640,13 +797,27 @@ const LEGEND_ROW: f64 = 18.0;
 impl Legend {
     fn new(names: Vec<String>, swatch: Swatch) -> Legend {
         let names: Vec<String> = names.iter().map(|s| truncate(s, 32)).collect();
-        let widest = names.iter().map(|s| text_width(s, TICK_FONT)).fold(0.0, f64::max);
+        let widest = names
+            .iter()
+            .map(|s| text_width(s, TICK_FONT))
+            .fold(0.0, f64::max);
         let h = names.len() as f64 * LEGEND_ROW + 10.0;
-        Legend { w: widest + 42.0, h, names, swatch }
+        Legend {
+            w: widest + 42.0,
+            h,
+            names,
+            swatch,
+        }
     }
 
     fn draw(&self, s: &mut Svg, x: f64, y: f64) {
-        s.rect(x, y, self.w, self.h, r##"fill="white" fill-opacity="0.9" stroke="#bbbbbb""##);
+        s.rect(
+            x,
+            y,
+            self.w,
+            self.h,
+            r##"fill="white" fill-opacity="0.9" stroke="#bbbbbb""##,
+        );
         for (i, name) in self.names.iter().enumerate() {
             let cy = y + 5.0 + LEGEND_ROW * (i as f64 + 0.5);
             let color = PALETTE[i % PALETTE.len()];
@@ -656,7 +827,13 @@ impl Legend {
                     s.marker(i, x + 19.0, cy, color);
                 }
                 Swatch::Marker => s.marker(i, x + 19.0, cy, color),
-                Swatch::Block => s.rect(x + 13.0, cy - 6.0, 12.0, 12.0, &format!(r#"fill="{color}""#)),
+                Swatch::Block => s.rect(
+                    x + 13.0,
+                    cy - 6.0,
+                    12.0,
+                    12.0,
+                    &format!(r#"fill="{color}""#),
+                ),
             }
             s.text(x + 36.0, cy + 4.0, TICK_FONT, "start", "", name);
         }
@@ -675,9 +852,20 @@ type Boxes = Vec<(f64, f64, f64, f64)>;
 
 /// Choose where the legend goes: inside a corner with no data under it, else outside right.
 /// Returns the frame (possibly narrowed) and the legend's top-left corner.
-fn place_legend(legend: &Legend, m: &Margins, height: f64, obstacles: &dyn Fn(Frame) -> Boxes) -> (Frame, (f64, f64)) {
-    let inside = Frame { x0: m.left, y0: m.top, x1: W - 20.0, y1: height - m.bottom };
-    let fits_inside = legend.w < 0.45 * (inside.x1 - inside.x0) && legend.h < 0.6 * (inside.y1 - inside.y0);
+fn place_legend(
+    legend: &Legend,
+    m: &Margins,
+    height: f64,
+    obstacles: &dyn Fn(Frame) -> Boxes,
+) -> (Frame, (f64, f64)) {
+    let inside = Frame {
+        x0: m.left,
+        y0: m.top,
+        x1: W - 20.0,
+        y1: height - m.bottom,
+    };
+    let fits_inside =
+        legend.w < 0.45 * (inside.x1 - inside.x0) && legend.h < 0.6 * (inside.y1 - inside.y0);
     if fits_inside {
         let boxes = obstacles(inside);
         let pad = 8.0;
@@ -689,18 +877,30 @@ fn place_legend(legend: &Legend, m: &Margins, height: f64, obstacles: &dyn Fn(Fr
         ];
         for (x, y) in corners {
             let (bx0, by0, bx1, by1) = (x - 4.0, y - 4.0, x + legend.w + 4.0, y + legend.h + 4.0);
-            let hit = boxes.iter().any(|&(a0, b0, a1, b1)| a0 <= bx1 && a1 >= bx0 && b0 <= by1 && b1 >= by0);
+            let hit = boxes
+                .iter()
+                .any(|&(a0, b0, a1, b1)| a0 <= bx1 && a1 >= bx0 && b0 <= by1 && b1 >= by0);
             if !hit {
                 return (inside, (x, y));
             }
         }
     }
-    let frame = Frame { x1: W - 20.0 - legend.w - 10.0, ..inside };
+    let frame = Frame {
+        x1: W - 20.0 - legend.w - 10.0,
+        ..inside
+    };
     (frame, (frame.x1 + 12.0, frame.y0))
 }
 
 /// Draw grid, ticks, tick labels and axis titles. `x_cats` replaces the x axis by categories.
-fn draw_axes(s: &mut Svg, f: Frame, xa: Option<&Axis>, ya: &Axis, x_cats: Option<(&[String], bool)>, spec: &PlotSpec) {
+fn draw_axes(
+    s: &mut Svg,
+    f: Frame,
+    xa: Option<&Axis>,
+    ya: &Axis,
+    x_cats: Option<(&[String], bool)>,
+    spec: &PlotSpec,
+) {
     let grid = "#e6e6e6";
     let axis = "#444444";
     for (v, _) in &ya.major {
@@ -758,8 +958,16 @@ fn draw_axes(s: &mut Svg, f: Frame, xa: Option<&Axis>, ya: &Axis, x_cats: Option
         }
     }
     // Axis titles.
-    let xlabel = if spec.log_x && xa.is_some() { format!("{} (log)", spec.x) } else { spec.x.clone() };
-    let ylabel = if spec.log_y { format!("{} (log)", spec.y) } else { spec.y.clone() };
+    let xlabel = if spec.log_x && xa.is_some() {
+        format!("{} (log)", spec.x)
+    } else {
+        spec.x.clone()
+    };
+    let ylabel = if spec.log_y {
+        format!("{} (log)", spec.y)
+    } else {
+        spec.y.clone()
+    };
     let xl_y = match x_cats {
         Some((cats, true)) => f.y1 + 22.0 + rotated_height(cats),
         _ => f.y1 + 42.0,
@@ -769,24 +977,45 @@ fn draw_axes(s: &mut Svg, f: Frame, xa: Option<&Axis>, ya: &Axis, x_cats: Option
     let yc = (f.y0 + f.y1) / 2.0;
     let extra = format!(r#" transform="rotate(-90 {} {})""#, n(yl_x), n(yc));
     s.text(yl_x, yc, LABEL_FONT, "middle", &extra, &ylabel);
-    s.text(W / 2.0, 28.0, TITLE_FONT, "middle", r#" font-weight="bold""#, &spec.title);
+    s.text(
+        W / 2.0,
+        28.0,
+        TITLE_FONT,
+        "middle",
+        r#" font-weight="bold""#,
+        &spec.title,
+    );
 }
 
 /// Vertical room taken by category labels rotated by 35 degrees.
 fn rotated_height(cats: &[String]) -> f64 {
-    let widest = cats.iter().map(|c| text_width(&truncate(c, 24), TICK_FONT)).fold(0.0, f64::max);
+    let widest = cats
+        .iter()
+        .map(|c| text_width(&truncate(c, 24), TICK_FONT))
+        .fold(0.0, f64::max);
     widest * 0.574 + TICK_FONT
 }
 
 fn left_margin(ya: &Axis) -> f64 {
-    let widest = ya.major.iter().map(|(_, l)| text_width(l, TICK_FONT)).fold(0.0, f64::max);
+    let widest = ya
+        .major
+        .iter()
+        .map(|(_, l)| text_width(l, TICK_FONT))
+        .fold(0.0, f64::max);
     (widest + 40.0).max(60.0)
 }
 
 fn footnote(s: &mut Svg, height: f64, dropped_log: usize) {
     if dropped_log > 0 {
         let note = format!("{dropped_log} point(s) <= 0 not shown on the log axis");
-        s.text(W - 8.0, height - 6.0, 10.0, "end", r##" fill="#777777""##, &note);
+        s.text(
+            W - 8.0,
+            height - 6.0,
+            10.0,
+            "end",
+            r##" fill="#777777""##,
+            &note,
+        );
     }
 }
 
@@ -812,14 +1041,30 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
     let show_legend = series.len() > 1 || spec.series.is_some();
     let legend = Legend::new(
         series.iter().map(|s| s.name.clone()).collect(),
-        if is_line { Swatch::LineMarker } else { Swatch::Marker },
+        if is_line {
+            Swatch::LineMarker
+        } else {
+            Swatch::Marker
+        },
     );
-    let m = Margins { left: left_margin(&ya), top: 48.0, bottom: 56.0 };
-    let height = if show_legend { H.max(m.top + legend.h + m.bottom) } else { H };
+    let m = Margins {
+        left: left_margin(&ya),
+        top: 48.0,
+        bottom: 56.0,
+    };
+    let height = if show_legend {
+        H.max(m.top + legend.h + m.bottom)
+    } else {
+        H
+    };
     let obstacles = |f: Frame| -> Boxes {
         let mut b = Vec::new();
         for s in series {
-            let pts: Vec<(f64, f64)> = s.pts.iter().map(|&(x, y)| (f.px(xa.norm(x)), f.py(ya.norm(y)))).collect();
+            let pts: Vec<(f64, f64)> = s
+                .pts
+                .iter()
+                .map(|&(x, y)| (f.px(xa.norm(x)), f.py(ya.norm(y))))
+                .collect();
             for &(x, y) in &pts {
                 b.push((x - 4.0, y - 4.0, x + 4.0, y + 4.0));
             }
@@ -840,7 +1085,15 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
     let (f, legend_at) = if show_legend {
         place_legend(&legend, &m, height, &obstacles)
     } else {
-        (Frame { x0: m.left, y0: m.top, x1: W - 20.0, y1: height - m.bottom }, (0.0, 0.0))
+        (
+            Frame {
+                x0: m.left,
+                y0: m.top,
+                x1: W - 20.0,
+                y1: height - m.bottom,
+            },
+            (0.0, 0.0),
+        )
     };
     let mut s = Svg::new(W, height);
     draw_axes(&mut s, f, Some(&xa), &ya, None, spec);
@@ -848,7 +1101,11 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
     s.raw(r#"<g clip-path="url(#plot-area)">"#);
     for (i, ser) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let pts: Vec<(f64, f64)> = ser.pts.iter().map(|&(x, y)| (f.px(xa.norm(x)), f.py(ya.norm(y)))).collect();
+        let pts: Vec<(f64, f64)> = ser
+            .pts
+            .iter()
+            .map(|&(x, y)| (f.px(xa.norm(x)), f.py(ya.norm(y))))
+            .collect();
         if is_line && pts.len() > 1 {
             let mut d = String::new();
             for (x, y) in &pts {
@@ -881,19 +1138,41 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
 // Grouped bars
 
 fn draw_bars(spec: &PlotSpec, cats: &[String], series: &[BarSeries], dropped_log: usize) -> String {
-    let value = |s: &BarSeries, ci: usize| s.vals.get(ci).filter(|v| v.1 > 0).map(|v| v.0 / v.1 as f64);
-    let ys: Vec<f64> = series.iter().flat_map(|s| (0..cats.len()).filter_map(move |ci| value(s, ci))).collect();
+    let value =
+        |s: &BarSeries, ci: usize| s.vals.get(ci).filter(|v| v.1 > 0).map(|v| v.0 / v.1 as f64);
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| (0..cats.len()).filter_map(move |ci| value(s, ci)))
+        .collect();
     let ya = value_axis(ys.iter().copied(), spec.log_y, ZeroPolicy::Always);
     let show_legend = series.len() > 1 || spec.series.is_some();
-    let legend = Legend::new(series.iter().map(|s| s.name.clone()).collect(), Swatch::Block);
+    let legend = Legend::new(
+        series.iter().map(|s| s.name.clone()).collect(),
+        Swatch::Block,
+    );
     let left = left_margin(&ya);
     // Rotate category labels when they do not fit side by side.
     let slot_guess = (W - left - 20.0) / cats.len() as f64;
-    let widest = cats.iter().map(|c| text_width(&truncate(c, 24), TICK_FONT)).fold(0.0, f64::max);
+    let widest = cats
+        .iter()
+        .map(|c| text_width(&truncate(c, 24), TICK_FONT))
+        .fold(0.0, f64::max);
     let rotate = widest > slot_guess * 0.9;
-    let bottom = if rotate { rotated_height(cats) + 40.0 } else { 56.0 };
-    let m = Margins { left, top: 48.0, bottom };
-    let height = if show_legend { H.max(m.top + legend.h + m.bottom) } else { H };
+    let bottom = if rotate {
+        rotated_height(cats) + 40.0
+    } else {
+        56.0
+    };
+    let m = Margins {
+        left,
+        top: 48.0,
+        bottom,
+    };
+    let height = if show_legend {
+        H.max(m.top + legend.h + m.bottom)
+    } else {
+        H
+    };
     let base = if ya.log { ya.lo } else { 0.0 };
     let geometry = |f: Frame| {
         let slot = (f.x1 - f.x0) / cats.len() as f64;
@@ -919,7 +1198,15 @@ fn draw_bars(spec: &PlotSpec, cats: &[String], series: &[BarSeries], dropped_log
     let (f, legend_at) = if show_legend {
         place_legend(&legend, &m, height, &obstacles)
     } else {
-        (Frame { x0: m.left, y0: m.top, x1: W - 20.0, y1: height - m.bottom }, (0.0, 0.0))
+        (
+            Frame {
+                x0: m.left,
+                y0: m.top,
+                x1: W - 20.0,
+                y1: height - m.bottom,
+            },
+            (0.0, 0.0),
+        )
     };
     let mut s = Svg::new(W, height);
     draw_axes(&mut s, f, None, &ya, Some((cats, rotate)), spec);
@@ -962,13 +1249,20 @@ mod tests {
     fn sample() -> Table {
         let mut t = Table::new(&["scheme", "size_bytes", "latency_us"]);
         for scheme in ["part", "pin", "touch"] {
-            for (i, size) in [4096u64, 16384, 65536, 262144, 1048576].into_iter().enumerate() {
+            for (i, size) in [4096u64, 16384, 65536, 262144, 1048576]
+                .into_iter()
+                .enumerate()
+            {
                 let f = match scheme {
                     "part" => 1.0,
                     "pin" => 1.6,
                     _ => 2.3,
                 };
-                t.push(vec![scheme.into(), size.into(), (f * (5.0 + 3.0 * i as f64 * i as f64)).into()]);
+                t.push(vec![
+                    scheme.into(),
+                    size.into(),
+                    (f * (5.0 + 3.0 * i as f64 * i as f64)).into(),
+                ]);
             }
         }
         t
@@ -976,23 +1270,40 @@ mod tests {
 
     #[test]
     fn line_plot_has_series_ticks_and_legend() {
-        let spec = PlotSpec::line("Latency", "size_bytes", "latency_us", Some("scheme")).log(true, false);
+        let spec =
+            PlotSpec::line("Latency", "size_bytes", "latency_us", Some("scheme")).log(true, false);
         let svg = render_svg(&sample(), &spec).unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<polyline").count(), 3);
-        for label in ["part", "pin", "touch", "Latency", "size_bytes (log)", "latency_us", "10k", "1M"] {
-            assert!(svg.contains(&format!(">{label}</text>")), "missing {label}\n{svg}");
+        for label in [
+            "part",
+            "pin",
+            "touch",
+            "Latency",
+            "size_bytes (log)",
+            "latency_us",
+            "10k",
+            "1M",
+        ] {
+            assert!(
+                svg.contains(&format!(">{label}</text>")),
+                "missing {label}\n{svg}"
+            );
         }
     }
 
     #[test]
     fn filters_bars_and_scatter() {
         let t = sample();
-        let spec = PlotSpec::line("Bars", "scheme", "latency_us", None).bars().only("size_bytes", "4096");
+        let spec = PlotSpec::line("Bars", "scheme", "latency_us", None)
+            .bars()
+            .only("size_bytes", "4096");
         let svg = render_svg(&t, &spec).unwrap();
         assert_eq!(svg.matches(r##"fill="#4e79a7""##).count(), 3, "{svg}");
-        let spec = PlotSpec::line("Pts", "size_bytes", "latency_us", Some("scheme")).points().log(true, true);
+        let spec = PlotSpec::line("Pts", "size_bytes", "latency_us", Some("scheme"))
+            .points()
+            .log(true, true);
         let svg = render_svg(&t, &spec).unwrap();
         assert!(!svg.contains("<polyline"));
         assert!(svg.contains("<circle"));
@@ -1009,8 +1320,11 @@ mod tests {
         assert!(err.contains("missing"));
         // Non-positive values on a log axis are skipped with a footnote.
         t.push(vec!["part".into(), 0u64.into(), 1.0.into()]);
-        let spec = PlotSpec::line("Log", "size_bytes", "latency_us", Some("scheme")).log(true, false);
-        assert!(render_svg(&t, &spec).unwrap().contains("1 point(s) &lt;= 0"));
+        let spec =
+            PlotSpec::line("Log", "size_bytes", "latency_us", Some("scheme")).log(true, false);
+        assert!(render_svg(&t, &spec)
+            .unwrap()
+            .contains("1 point(s) &lt;= 0"));
     }
 
     #[test]

@@ -98,7 +98,10 @@ pub struct Table {
 impl Table {
     /// An empty table with these columns.
     pub fn new(columns: &[&str]) -> Table {
-        Table { columns: columns.iter().map(|c| c.to_string()).collect(), rows: Vec::new() }
+        Table {
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows: Vec::new(),
+        }
     }
     /// Append a row. Panics if the row has the wrong number of cells (a programming error).
     pub fn push(&mut self, row: Vec<Cell>) {

@@ -8,10 +8,21 @@ use unpinned_core::profile::Profile;
 use unpinned_sim::bench::{run_load_with, LoadOptions, LoadSpec};
 
 fn main() {
-    let rounds = std::env::args().nth(1).and_then(|r| r.parse().ok()).unwrap_or(10);
-    let spec = LoadSpec { nodes: 8, concurrent: 4, transfer_bytes: 4 << 20, rounds };
+    let rounds = std::env::args()
+        .nth(1)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(10);
+    let spec = LoadSpec {
+        nodes: 8,
+        concurrent: 4,
+        transfer_bytes: 4 << 20,
+        rounds,
+    };
     for random_sources in [false, true] {
-        let opts = LoadOptions { check_invariants: false, random_sources };
+        let opts = LoadOptions {
+            check_invariants: false,
+            random_sources,
+        };
         match run_load_with(&Profile::forth_arm(), 1, &spec, opts, |_| {}) {
             Ok(r) => println!(
                 "random_sources={random_sources}: {} events, {:.3} M events per CPU second ({:.2} s CPU), peak RSS {:.1} MiB, RSS after round 1 {:.1} MiB, after the last {:.1} MiB",

@@ -69,7 +69,12 @@ pub struct LoadReport {
 }
 
 /// Run the standard load once.
-pub fn run_load(profile: &Profile, seed: u64, spec: &LoadSpec, progress: impl FnMut(u32)) -> Result<LoadReport, SimError> {
+pub fn run_load(
+    profile: &Profile,
+    seed: u64,
+    spec: &LoadSpec,
+    progress: impl FnMut(u32),
+) -> Result<LoadReport, SimError> {
     run_load_with(profile, seed, spec, LoadOptions::default(), progress)
 }
 
@@ -86,7 +91,13 @@ pub struct LoadOptions {
 
 /// [`run_load`] with options (tests run the load checked: every byte a completion reports
 /// delivered is compared with its source).
-pub fn run_load_with(profile: &Profile, seed: u64, spec: &LoadSpec, opts: LoadOptions, mut progress: impl FnMut(u32)) -> Result<LoadReport, SimError> {
+pub fn run_load_with(
+    profile: &Profile,
+    seed: u64,
+    spec: &LoadSpec,
+    opts: LoadOptions,
+    mut progress: impl FnMut(u32),
+) -> Result<LoadReport, SimError> {
     let mut cfg = SimConfig::two_nodes(profile.clone(), seed);
     cfg.nodes = spec.nodes;
     cfg.check_invariants = opts.check_invariants;
@@ -113,7 +124,17 @@ pub fn run_load_with(profile: &Profile, seed: u64, spec: &LoadSpec, opts: LoadOp
             for c in 0..spec.concurrent as u64 {
                 wr_id += 1;
                 let off = c * spec.transfer_bytes;
-                let wr = WorkRequest { wr_id, op: Op::Write, peer, local_pdid: 1, local_addr: SRC + off, remote_pdid: 1, remote_addr: DST + off, rkey: keys[peer as usize], len: spec.transfer_bytes };
+                let wr = WorkRequest {
+                    wr_id,
+                    op: Op::Write,
+                    peer,
+                    local_pdid: 1,
+                    local_addr: SRC + off,
+                    remote_pdid: 1,
+                    remote_addr: DST + off,
+                    rkey: keys[peer as usize],
+                    len: spec.transfer_bytes,
+                };
                 sim.post(sim.now(), n, wr);
             }
         }
@@ -159,18 +180,28 @@ pub fn run_load_with(profile: &Profile, seed: u64, spec: &LoadSpec, opts: LoadOp
 
 /// CPU time consumed by the calling thread, s (from /proc/thread-self/stat: utime + stime).
 pub fn thread_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else {
+        return f64::NAN;
+    };
     // Fields after the parenthesised command name: state is field 3; utime 14, stime 15.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return f64::NAN };
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return f64::NAN;
+    };
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let ticks = |i: usize| {
+        f.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
     // USER_HZ is 100 on Linux (the kernel ABI fixes it for /proc).
     (ticks(11) + ticks(12)) / 100.0
 }
 
 /// (current, peak) resident set size of this process from /proc/self/status; (0, 0) elsewhere.
 pub fn rss_bytes() -> (u64, u64) {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return (0, 0) };
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return (0, 0);
+    };
     let field = |name: &str| {
         status
             .lines()
@@ -191,15 +222,30 @@ mod tests {
     /// whether its payloads are zeros (destination pages stay without bytes) or random bytes.
     #[test]
     fn small_load_is_checked_and_deterministic() {
-        let spec = LoadSpec { nodes: 4, concurrent: 2, transfer_bytes: 256 << 10, rounds: 2 };
+        let spec = LoadSpec {
+            nodes: 4,
+            concurrent: 2,
+            transfer_bytes: 256 << 10,
+            rounds: 2,
+        };
         let p = Profile::forth_arm();
         let fast = run_load(&p, 3, &spec, |_| {}).expect("unchecked run");
         assert_eq!(fast.transfers, 16);
-        assert!(fast.data_packets >= 16 * (256 << 10) / 256, "every payload byte sent at least once");
+        assert!(
+            fast.data_packets >= 16 * (256 << 10) / 256,
+            "every payload byte sent at least once"
+        );
         for random_sources in [false, true] {
-            let opts = LoadOptions { check_invariants: true, random_sources };
+            let opts = LoadOptions {
+                check_invariants: true,
+                random_sources,
+            };
             let checked = run_load_with(&p, 3, &spec, opts, |_| {}).expect("checked run");
-            assert_eq!((checked.events, checked.packets, checked.data_packets), (fast.events, fast.packets, fast.data_packets), "{opts:?}");
+            assert_eq!(
+                (checked.events, checked.packets, checked.data_packets),
+                (fast.events, fast.packets, fast.data_packets),
+                "{opts:?}"
+            );
         }
     }
 }

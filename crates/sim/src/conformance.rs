@@ -89,15 +89,37 @@ pub fn initial_bytes(seed: u64, i: usize, len: u64) -> Vec<u8> {
 /// The scenarios every driver must run identically.
 pub fn scenarios() -> Vec<Scenario> {
     let rw = Some(Perms::RW);
-    let req = |node, op, local, remote, len| Request { node, op, local, remote, len, wrong_key: false };
+    let req = |node, op, local, remote, len| Request {
+        node,
+        op,
+        local,
+        remote,
+        len,
+        wrong_key: false,
+    };
     vec![
         Scenario {
             name: "write-fresh-and-present",
             nodes: 2,
             regions: vec![
-                Region { node: 0, len: 256 << 10, start: Start::Present, exposed: None },
-                Region { node: 1, len: 256 << 10, start: Start::Fresh, exposed: rw },
-                Region { node: 1, len: 64 << 10, start: Start::Present, exposed: rw },
+                Region {
+                    node: 0,
+                    len: 256 << 10,
+                    start: Start::Present,
+                    exposed: None,
+                },
+                Region {
+                    node: 1,
+                    len: 256 << 10,
+                    start: Start::Fresh,
+                    exposed: rw,
+                },
+                Region {
+                    node: 1,
+                    len: 64 << 10,
+                    start: Start::Present,
+                    exposed: rw,
+                },
             ],
             requests: vec![
                 req(0, Op::Write, (0, 0), (1, 0), 1),
@@ -111,19 +133,47 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "read-with-faults-on-both-sides",
             nodes: 2,
             regions: vec![
-                Region { node: 0, len: 128 << 10, start: Start::Fresh, exposed: None },
-                Region { node: 1, len: 128 << 10, start: Start::Alternate, exposed: Some(Perms::R) },
+                Region {
+                    node: 0,
+                    len: 128 << 10,
+                    start: Start::Fresh,
+                    exposed: None,
+                },
+                Region {
+                    node: 1,
+                    len: 128 << 10,
+                    start: Start::Alternate,
+                    exposed: Some(Perms::R),
+                },
             ],
-            requests: vec![req(0, Op::Read, (0, 0), (1, 0), 128 << 10), req(0, Op::Read, (0, 1), (1, 4095), 3)],
+            requests: vec![
+                req(0, Op::Read, (0, 0), (1, 0), 128 << 10),
+                req(0, Op::Read, (0, 1), (1, 4095), 3),
+            ],
             sequential: true,
         },
         Scenario {
             name: "protection-errors-write-nothing",
             nodes: 2,
             regions: vec![
-                Region { node: 0, len: 64 << 10, start: Start::Present, exposed: None },
-                Region { node: 1, len: 32 << 10, start: Start::Present, exposed: Some(Perms::R) },
-                Region { node: 1, len: 32 << 10, start: Start::Present, exposed: rw },
+                Region {
+                    node: 0,
+                    len: 64 << 10,
+                    start: Start::Present,
+                    exposed: None,
+                },
+                Region {
+                    node: 1,
+                    len: 32 << 10,
+                    start: Start::Present,
+                    exposed: Some(Perms::R),
+                },
+                Region {
+                    node: 1,
+                    len: 32 << 10,
+                    start: Start::Present,
+                    exposed: rw,
+                },
             ],
             requests: vec![
                 // Write to a read-only exposure.
@@ -131,8 +181,14 @@ pub fn scenarios() -> Vec<Scenario> {
                 // Past the end of an exposure.
                 req(0, Op::Write, (0, 0), (2, 1), 32 << 10),
                 // Wrong key.
-                Request { wrong_key: true, ..req(0, Op::Write, (0, 0), (2, 0), 10) },
-                Request { wrong_key: true, ..req(0, Op::Read, (0, 0), (1, 0), 10) },
+                Request {
+                    wrong_key: true,
+                    ..req(0, Op::Write, (0, 0), (2, 0), 10)
+                },
+                Request {
+                    wrong_key: true,
+                    ..req(0, Op::Read, (0, 0), (1, 0), 10)
+                },
                 // And one that is fine.
                 req(0, Op::Write, (0, 0), (2, 0), 32 << 10),
             ],
@@ -142,10 +198,30 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "three-ranks-into-one-target",
             nodes: 3,
             regions: vec![
-                Region { node: 0, len: 64 << 10, start: Start::Present, exposed: None },
-                Region { node: 1, len: 64 << 10, start: Start::Fresh, exposed: None },
-                Region { node: 2, len: 256 << 10, start: Start::Fresh, exposed: rw },
-                Region { node: 1, len: 64 << 10, start: Start::Fresh, exposed: None },
+                Region {
+                    node: 0,
+                    len: 64 << 10,
+                    start: Start::Present,
+                    exposed: None,
+                },
+                Region {
+                    node: 1,
+                    len: 64 << 10,
+                    start: Start::Fresh,
+                    exposed: None,
+                },
+                Region {
+                    node: 2,
+                    len: 256 << 10,
+                    start: Start::Fresh,
+                    exposed: rw,
+                },
+                Region {
+                    node: 1,
+                    len: 64 << 10,
+                    start: Start::Fresh,
+                    exposed: None,
+                },
             ],
             // Concurrent requests touch disjoint bytes (as a correct program's would).
             requests: vec![
@@ -184,8 +260,13 @@ pub fn run_sim(s: &Scenario, seed: u64, cfg: &SimConfig) -> Outcome {
                 sim.node_mut(r.node).mem.make_present(1, base + p);
             }
         }
-        sim.node_mut(r.node).mem.host_write(1, base, &initial_bytes(seed, i, r.len));
-        keys.push(r.exposed.map(|perms| sim.expose(r.node, 1, base, r.len, perms)));
+        sim.node_mut(r.node)
+            .mem
+            .host_write(1, base, &initial_bytes(seed, i, r.len));
+        keys.push(
+            r.exposed
+                .map(|perms| sim.expose(r.node, 1, base, r.len, perms)),
+        );
     }
     for (wr_id, q) in s.requests.iter().enumerate() {
         let remote = &s.regions[q.remote.0];
@@ -203,14 +284,18 @@ pub fn run_sim(s: &Scenario, seed: u64, cfg: &SimConfig) -> Outcome {
         };
         if wr.op == Op::Read {
             // Reads land in the local region: let the checker know the NI may write there.
-            sim.node_mut(q.node).mem.allow_writes(1, wr.local_addr, wr.local_addr + wr.len);
+            sim.node_mut(q.node)
+                .mem
+                .allow_writes(1, wr.local_addr, wr.local_addr + wr.len);
         }
         sim.post(sim.now(), q.node, wr);
         if s.sequential {
-            sim.run_until_idle(Duration::from_ms(10_000)).expect("conformance scenario runs");
+            sim.run_until_idle(Duration::from_ms(10_000))
+                .expect("conformance scenario runs");
         }
     }
-    sim.run_until_idle(Duration::from_ms(10_000)).expect("conformance scenario runs");
+    sim.run_until_idle(Duration::from_ms(10_000))
+        .expect("conformance scenario runs");
     let mut statuses = vec![Err(CompletionError::Invalid); s.requests.len()];
     for p in sim.posts() {
         statuses[p.wr.wr_id as usize] = p.completion.expect("completed").status;
@@ -225,13 +310,21 @@ pub fn run_sim(s: &Scenario, seed: u64, cfg: &SimConfig) -> Outcome {
             xxh3_64(&buf)
         })
         .collect();
-    Outcome { statuses, region_hashes }
+    Outcome {
+        statuses,
+        region_hashes,
+    }
 }
 
 /// The outcome every driver must produce, computed from the scenario alone: requests applied
 /// in order to a plain model of the regions (protection checked, nothing partial).
 pub fn expected(s: &Scenario, seed: u64) -> Outcome {
-    let mut mem: Vec<Vec<u8>> = s.regions.iter().enumerate().map(|(i, r)| initial_bytes(seed, i, r.len)).collect();
+    let mut mem: Vec<Vec<u8>> = s
+        .regions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| initial_bytes(seed, i, r.len))
+        .collect();
     let mut statuses = Vec::new();
     for q in &s.requests {
         let remote = &s.regions[q.remote.0];
@@ -240,7 +333,9 @@ pub fn expected(s: &Scenario, seed: u64) -> Outcome {
             Op::Read => Perms::R,
         };
         let allowed = !q.wrong_key
-            && remote.exposed.is_some_and(|p| (!need.write || p.write) && (!need.read || p.read))
+            && remote
+                .exposed
+                .is_some_and(|p| (!need.write || p.write) && (!need.read || p.read))
             && q.remote.1 + q.len <= remote.len;
         if !allowed {
             statuses.push(Err(CompletionError::RemoteAccess));
@@ -254,5 +349,8 @@ pub fn expected(s: &Scenario, seed: u64) -> Outcome {
         mem[dst.0][dst.1 as usize..(dst.1 + q.len) as usize].copy_from_slice(&data);
         statuses.push(Ok(()));
     }
-    Outcome { statuses, region_hashes: mem.iter().map(|m| xxh3_64(m)).collect() }
+    Outcome {
+        statuses,
+        region_hashes: mem.iter().map(|m| xxh3_64(m)).collect(),
+    }
 }

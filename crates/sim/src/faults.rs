@@ -50,7 +50,11 @@ impl FaultConfig {
 
     /// True if any fault can happen.
     pub fn any(&self) -> bool {
-        self.loss > 0.0 || self.duplicate > 0.0 || self.reorder > 0.0 || self.corrupt > 0.0 || self.delay > 0.0
+        self.loss > 0.0
+            || self.duplicate > 0.0
+            || self.reorder > 0.0
+            || self.corrupt > 0.0
+            || self.delay > 0.0
     }
 }
 
@@ -68,7 +72,11 @@ pub struct Fate {
 impl Fate {
     /// Delivered once, on time, untouched: the fate of every packet when no fault is
     /// configured.
-    pub const INTACT: Fate = Fate { copies: 1, extra: Duration::ZERO, corrupt_at: None };
+    pub const INTACT: Fate = Fate {
+        copies: 1,
+        extra: Duration::ZERO,
+        corrupt_at: None,
+    };
 }
 
 /// Decide a packet's fate.

@@ -22,7 +22,11 @@ pub struct Checker {
 impl Checker {
     /// A checker; when disabled it records nothing (benchmarks).
     pub fn new(enabled: bool) -> Checker {
-        Checker { enabled, snapshots: FxHashMap::default(), violation: None }
+        Checker {
+            enabled,
+            snapshots: FxHashMap::default(),
+            violation: None,
+        }
     }
 
     /// Record a violation (the first one is reported).
@@ -44,9 +48,13 @@ impl Checker {
         }
         let mut data = vec![0u8; wr.len as usize];
         match wr.op {
-            Op::Write => nodes[n as usize].mem.host_read(wr.local_pdid, wr.local_addr, &mut data),
+            Op::Write => nodes[n as usize]
+                .mem
+                .host_read(wr.local_pdid, wr.local_addr, &mut data),
             Op::Read => match nodes.get(wr.peer as usize) {
-                Some(peer) => peer.mem.host_read(wr.remote_pdid, wr.remote_addr, &mut data),
+                Some(peer) => peer
+                    .mem
+                    .host_read(wr.remote_pdid, wr.remote_addr, &mut data),
                 None => return,
             },
         }
@@ -58,17 +66,29 @@ impl Checker {
         if !self.enabled {
             return;
         }
-        let Some(expected) = self.snapshots.remove(&(n, wr.wr_id)) else { return };
+        let Some(expected) = self.snapshots.remove(&(n, wr.wr_id)) else {
+            return;
+        };
         if c.status.is_err() {
             return;
         }
         let mut got = vec![0u8; wr.len as usize];
         match wr.op {
-            Op::Write => nodes[wr.peer as usize].mem.host_read(wr.remote_pdid, wr.remote_addr, &mut got),
-            Op::Read => nodes[n as usize].mem.host_read(wr.local_pdid, wr.local_addr, &mut got),
+            Op::Write => {
+                nodes[wr.peer as usize]
+                    .mem
+                    .host_read(wr.remote_pdid, wr.remote_addr, &mut got)
+            }
+            Op::Read => nodes[n as usize]
+                .mem
+                .host_read(wr.local_pdid, wr.local_addr, &mut got),
         }
         if got != expected {
-            let first = got.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(0);
+            let first = got
+                .iter()
+                .zip(&expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
             self.violation(format!(
                 "{:?} wr_id {} of node {n} completed successfully but byte {first} of {} differs from what was sent",
                 wr.op, wr.wr_id, wr.len

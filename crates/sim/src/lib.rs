@@ -21,10 +21,10 @@
 
 pub mod aa;
 pub mod apps;
-pub mod faults;
 pub mod bench;
 pub mod conformance;
 pub mod dsm;
+pub mod faults;
 pub mod invariants;
 pub mod linkbuf;
 pub mod memory;

@@ -122,13 +122,21 @@ mod tests {
             payload[at] = 1;
             assert!(!zero_payload(&data_packet(&payload)), "byte {at}");
         }
-        assert!(!zero_payload(&data_packet(&[])), "no payload: nothing to save");
+        assert!(
+            !zero_payload(&data_packet(&[])),
+            "no payload: nothing to save"
+        );
         assert!(!compactable(&data_packet(&[1u8; 100]), true));
     }
 
     #[test]
     fn small_packets_are_kept_whole() {
-        let ack = PartRepr::Ack { transfer_id: 9, block_id: 2, block_seq: 1, read_response: false };
+        let ack = PartRepr::Ack {
+            transfer_id: 9,
+            block_id: 2,
+            block_seq: 1,
+            read_response: false,
+        };
         let mut bytes = vec![0u8; ack.buffer_len()];
         ack.emit(&mut bytes).expect("sized");
         assert!(compactable(&bytes, false));
@@ -141,6 +149,9 @@ mod tests {
             assert_eq!(expand(&kept, p.len(), &mut scratch), &p[..]);
             clear(p.len(), &mut scratch);
         }
-        assert!(scratch.iter().all(|&b| b == 0), "small packets leave the scratch alone");
+        assert!(
+            scratch.iter().all(|&b| b == 0),
+            "small packets leave the scratch alone"
+        );
     }
 }

@@ -75,7 +75,8 @@ impl SimMemory {
         let start = page_of(base);
         let end = page_of(base + len + PAGE_BYTES - 1);
         self.vmas.push((pdid, start, end));
-        self.pages.reserve(pdid, start / PAGE_BYTES, end / PAGE_BYTES);
+        self.pages
+            .reserve(pdid, start / PAGE_BYTES, end / PAGE_BYTES);
         let mut p = start;
         while p < end {
             let present = match residence {
@@ -91,7 +92,8 @@ impl SimMemory {
     /// Unmap a range: its pages are gone (their bytes too).
     pub fn unmap(&mut self, pdid: Pdid, base: u64, len: u64, iommu: &mut Iommu) {
         let (start, end) = (page_of(base), page_of(base + len + PAGE_BYTES - 1));
-        self.vmas.retain(|&(d, s, e)| !(d == pdid && s >= start && e <= end));
+        self.vmas
+            .retain(|&(d, s, e)| !(d == pdid && s >= start && e <= end));
         let mut p = start;
         while p < end {
             self.pages.remove(pdid, p);
@@ -101,7 +103,9 @@ impl SimMemory {
     }
 
     fn mapped(&self, pdid: Pdid, addr: u64) -> bool {
-        self.vmas.iter().any(|&(d, s, e)| d == pdid && addr >= s && addr < e)
+        self.vmas
+            .iter()
+            .any(|&(d, s, e)| d == pdid && addr >= s && addr < e)
     }
 
     /// Make a page present (the page-in of `get_user_pages`).
@@ -122,13 +126,18 @@ impl SimMemory {
 
     /// Whether a page is present.
     pub fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
-        self.pages.get(pdid, page_of(page_addr)).is_some_and(|p| p.present)
+        self.pages
+            .get(pdid, page_of(page_addr))
+            .is_some_and(|p| p.present)
     }
 
     /// Pages of `[base, base+len)` not present.
     pub fn missing_pages(&self, pdid: Pdid, base: u64, len: u64) -> u64 {
         let (start, end) = (page_of(base), page_of(base + len + PAGE_BYTES - 1));
-        (start..end).step_by(PAGE_BYTES as usize).filter(|&p| !self.is_present(pdid, p)).count() as u64
+        (start..end)
+            .step_by(PAGE_BYTES as usize)
+            .filter(|&p| !self.is_present(pdid, p))
+            .count() as u64
     }
 
     /// Keep written bytes only in `ranges` (`(pdid, start, end)`); elsewhere only residency
@@ -140,7 +149,9 @@ impl SimMemory {
     fn keeps(&self, pdid: Pdid, addr: u64) -> bool {
         match &self.keep_bytes {
             None => true,
-            Some(v) => v.iter().any(|&(d, s, e)| d == pdid && addr >= s && addr < e),
+            Some(v) => v
+                .iter()
+                .any(|&(d, s, e)| d == pdid && addr >= s && addr < e),
         }
     }
 
@@ -251,12 +262,20 @@ impl SimMemory {
     }
 
     /// Check every page of an access through the IOMMU; the first failure wins.
-    fn translate_range(&mut self, iommu: &mut Iommu, pdid: Pdid, addr: u64, len: usize) -> Result<(), MemError> {
+    fn translate_range(
+        &mut self,
+        iommu: &mut Iommu,
+        pdid: Pdid,
+        addr: u64,
+        len: usize,
+    ) -> Result<(), MemError> {
         let end = addr + len.max(1) as u64;
         let mut page = page_of(addr);
         while page < end {
             let Some(p) = self.pages.get(pdid, page) else {
-                return Err(MemError::Unmapped { addr: page.max(addr) });
+                return Err(MemError::Unmapped {
+                    addr: page.max(addr),
+                });
             };
             let t = iommu.translate(pdid, page / PAGE_BYTES, p.present);
             self.latency += t.latency;
@@ -305,7 +324,12 @@ impl NiView<'_> {
     /// it crosses one. Inlined into `read` and `write`: every packet goes through it, and its
     /// result would otherwise come back through memory.
     #[inline(always)]
-    fn one_page(&mut self, pdid: Pdid, addr: u64, len: usize) -> Result<Option<&mut Page>, MemError> {
+    fn one_page(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        len: usize,
+    ) -> Result<Option<&mut Page>, MemError> {
         let page = page_of(addr);
         if page != page_of(addr + len.max(1) as u64 - 1) {
             return Ok(None);
@@ -328,8 +352,15 @@ impl Memory for NiView<'_> {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let keep = self.mem.keeps(pdid, addr);
         let end = addr + data.len() as u64;
-        if !self.mem.writable.iter().any(|&(d, s, e)| d == pdid && addr >= s && end <= e) {
-            self.mem.violations.push(format!("NI wrote [{addr:#x}, {end:#x}) of pdid {pdid}, outside every exposed range"));
+        if !self
+            .mem
+            .writable
+            .iter()
+            .any(|&(d, s, e)| d == pdid && addr >= s && end <= e)
+        {
+            self.mem.violations.push(format!(
+                "NI wrote [{addr:#x}, {end:#x}) of pdid {pdid}, outside every exposed range"
+            ));
         }
         let off = (addr - page_of(addr)) as usize;
         let vouched = self.mem.vouched_zero(data);
@@ -348,7 +379,8 @@ impl Memory for NiView<'_> {
             buf[off..off + data.len()].copy_from_slice(data);
             return Ok(());
         }
-        self.mem.translate_range(self.iommu, pdid, addr, data.len())?;
+        self.mem
+            .translate_range(self.iommu, pdid, addr, data.len())?;
         self.mem.host_write(pdid, addr, data);
         Ok(())
     }
@@ -367,7 +399,8 @@ impl Memory for NiView<'_> {
             }
             return Ok(());
         }
-        self.mem.translate_range(self.iommu, pdid, addr, out.len())?;
+        self.mem
+            .translate_range(self.iommu, pdid, addr, out.len())?;
         self.mem.host_read(pdid, addr, out);
         Ok(())
     }

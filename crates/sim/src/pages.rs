@@ -20,7 +20,8 @@ pub type PageBytes = [u8; PAGE_BYTES as usize];
 pub fn zeroed_page() -> Box<PageBytes> {
     let b: Box<[u8]> = vec![0u8; PAGE_BYTES as usize].into_boxed_slice();
     // The length is PAGE_BYTES by construction, so the conversion cannot fail.
-    b.try_into().unwrap_or_else(|_| unreachable!("a page-sized allocation"))
+    b.try_into()
+        .unwrap_or_else(|_| unreachable!("a page-sized allocation"))
 }
 
 /// One page of simulated memory.
@@ -94,7 +95,12 @@ impl PageTable {
         let i = self.regions.iter().position(|r| r.holds(pdid, vpn))?;
         let r = &self.regions[i];
         self.hint[1].set(self.hint[0].get());
-        self.hint[0].set(Hint { pdid: r.pdid, first: r.first, end: r.end(), region: i });
+        self.hint[0].set(Hint {
+            pdid: r.pdid,
+            first: r.first,
+            end: r.end(),
+            region: i,
+        });
         Some((i, (vpn - r.first) as usize))
     }
 
@@ -140,14 +146,22 @@ impl PageTable {
     /// Make sure slots exist for pages `[first, end)` of `pdid` (none of them is created):
     /// the gaps between existing regions become new regions.
     pub fn reserve(&mut self, pdid: Pdid, first: u64, end: u64) {
-        let mut taken: Vec<(u64, u64)> =
-            self.regions.iter().filter(|r| r.pdid == pdid && r.first < end && r.end() > first).map(|r| (r.first, r.end())).collect();
+        let mut taken: Vec<(u64, u64)> = self
+            .regions
+            .iter()
+            .filter(|r| r.pdid == pdid && r.first < end && r.end() > first)
+            .map(|r| (r.first, r.end()))
+            .collect();
         taken.sort_unstable();
         let mut at = first;
         for (s, e) in taken.into_iter().chain(std::iter::once((end, end))) {
             if s > at {
                 let pages = (at..s).map(|_| Page::default()).collect();
-                self.regions.push(Region { pdid, first: at, pages });
+                self.regions.push(Region {
+                    pdid,
+                    first: at,
+                    pages,
+                });
             }
             at = at.max(e);
         }
@@ -162,18 +176,31 @@ mod tests {
     fn pages_exist_once_created_and_regions_do_not_overlap() {
         let mut t = PageTable::default();
         t.reserve(1, 10, 20);
-        assert!(t.get(1, 12 * PAGE_BYTES).is_none(), "reserved is not created");
+        assert!(
+            t.get(1, 12 * PAGE_BYTES).is_none(),
+            "reserved is not created"
+        );
         t.entry(1, 12 * PAGE_BYTES).present = true;
         assert!(t.get(1, 12 * PAGE_BYTES).is_some_and(|p| p.present));
-        assert!(t.get(2, 12 * PAGE_BYTES).is_none(), "PDID is part of the key");
+        assert!(
+            t.get(2, 12 * PAGE_BYTES).is_none(),
+            "PDID is part of the key"
+        );
         // A page outside every region gets a chunk clipped around the existing region.
         t.entry(1, 25 * PAGE_BYTES).present = true;
         t.entry(1, 3 * PAGE_BYTES);
         t.reserve(1, 0, 1000);
         for vpn in 0..1000 {
-            assert_eq!(t.regions.iter().filter(|r| r.holds(1, vpn)).count(), 1, "page {vpn}");
+            assert_eq!(
+                t.regions.iter().filter(|r| r.holds(1, vpn)).count(),
+                1,
+                "page {vpn}"
+            );
         }
-        assert!(t.get(1, 12 * PAGE_BYTES).is_some_and(|p| p.present), "kept across reserves");
+        assert!(
+            t.get(1, 12 * PAGE_BYTES).is_some_and(|p| p.present),
+            "kept across reserves"
+        );
         assert!(t.get(1, 25 * PAGE_BYTES).is_some_and(|p| p.present));
         t.remove(1, 12 * PAGE_BYTES);
         assert!(t.get(1, 12 * PAGE_BYTES).is_none());

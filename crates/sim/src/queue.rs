@@ -78,7 +78,13 @@ impl<T: Packed> Default for EventQueue<T> {
 impl<T: Packed> EventQueue<T> {
     /// An empty queue.
     pub fn new() -> EventQueue<T> {
-        EventQueue { lines: Vec::new(), len: 0, next_seq: 0, seq_limit: 1 << SEQ_BITS, _payload: std::marker::PhantomData }
+        EventQueue {
+            lines: Vec::new(),
+            len: 0,
+            next_seq: 0,
+            seq_limit: 1 << SEQ_BITS,
+            _payload: std::marker::PhantomData,
+        }
     }
 
     /// Events queued.
@@ -108,8 +114,14 @@ impl<T: Packed> EventQueue<T> {
             self.renumber();
         }
         let payload = ev.pack();
-        debug_assert!(payload >> PAYLOAD_BITS == 0, "payload wider than PAYLOAD_BITS");
-        let e = Entry { at: at.0, lo: (self.next_seq << PAYLOAD_BITS) | payload };
+        debug_assert!(
+            payload >> PAYLOAD_BITS == 0,
+            "payload wider than PAYLOAD_BITS"
+        );
+        let e = Entry {
+            at: at.0,
+            lo: (self.next_seq << PAYLOAD_BITS) | payload,
+        };
         self.next_seq += 1;
         let mut p = ROOT + self.len;
         if p >> 2 == self.lines.len() {
@@ -159,7 +171,11 @@ impl<T: Packed> EventQueue<T> {
                     // All four children: a compare tree over one cache line.
                     let a = if line[1].key() < line[0].key() { 1 } else { 0 };
                     let b = if line[3].key() < line[2].key() { 3 } else { 2 };
-                    if line[b].key() < line[a].key() { b } else { a }
+                    if line[b].key() < line[a].key() {
+                        b
+                    } else {
+                        a
+                    }
                 } else {
                     let mut m = 0;
                     for c in 1..end - first {
@@ -184,7 +200,10 @@ impl<T: Packed> EventQueue<T> {
             }
             self.set(hole, last);
         }
-        Some((Instant(top.at), T::unpack(top.lo & ((1 << PAYLOAD_BITS) - 1))))
+        Some((
+            Instant(top.at),
+            T::unpack(top.lo & ((1 << PAYLOAD_BITS) - 1)),
+        ))
     }
 
     /// The sequence numbers ran out: renumber the queued entries in their order (a sorted
@@ -194,10 +213,19 @@ impl<T: Packed> EventQueue<T> {
         let mut all: Vec<Entry> = (ROOT..ROOT + self.len).map(|p| self.get(p)).collect();
         all.sort_unstable_by_key(|e| e.key());
         let n = all.len() as u64;
-        assert!(n < self.seq_limit, "more than 2^{SEQ_BITS} events queued at once");
+        assert!(
+            n < self.seq_limit,
+            "more than 2^{SEQ_BITS} events queued at once"
+        );
         for (i, e) in all.iter().enumerate() {
             let payload = e.lo & ((1 << PAYLOAD_BITS) - 1);
-            self.set(ROOT + i, Entry { at: e.at, lo: ((i as u64) << PAYLOAD_BITS) | payload });
+            self.set(
+                ROOT + i,
+                Entry {
+                    at: e.at,
+                    lo: ((i as u64) << PAYLOAD_BITS) | payload,
+                },
+            );
         }
         self.next_seq = n;
     }
@@ -232,15 +260,20 @@ mod tests {
                 x = splitmix64(x);
                 if x % 3 != 0 || h.is_empty() {
                     seq += 1;
-                    let at = now + match (x >> 8) % 10 {
-                        0 => 0,
-                        1 => (x >> 16) % 5_000_000,
-                        _ => (x >> 16) % 500,
-                    };
+                    let at = now
+                        + match (x >> 8) % 10 {
+                            0 => 0,
+                            1 => (x >> 16) % 5_000_000,
+                            _ => (x >> 16) % 500,
+                        };
                     q.push(Instant(at), step);
                     h.push(Reverse((at, seq, step)));
                 } else {
-                    assert_eq!(q.peek_at(), h.peek().map(|Reverse((at, _, _))| Instant(*at)), "seed {seed} step {step}");
+                    assert_eq!(
+                        q.peek_at(),
+                        h.peek().map(|Reverse((at, _, _))| Instant(*at)),
+                        "seed {seed} step {step}"
+                    );
                     let want = h.pop().map(|Reverse((at, _, s))| (Instant(at), s));
                     let got = q.pop();
                     assert_eq!(got, want, "seed {seed} step {step}");
@@ -286,6 +319,11 @@ mod tests {
         }
         popped.extend(std::iter::from_fn(|| q.pop().map(|(_, e)| e)));
         assert_eq!(popped, (0..240).collect::<Vec<_>>());
-        assert_eq!(early, (0..8).map(|r| (Instant(3), 100_000 + r)).collect::<Vec<_>>());
+        assert_eq!(
+            early,
+            (0..8)
+                .map(|r| (Instant(3), 100_000 + r))
+                .collect::<Vec<_>>()
+        );
     }
 }

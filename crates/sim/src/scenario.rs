@@ -51,7 +51,9 @@ pub fn random_run(seed: u64, fault_rate: f64) -> Result<RandomRun, SimError> {
         send_err: rng.gen_bool(0.8),
         seed,
         nodes,
-        topology: Topology::Uniform { hops: rng.gen_range(1..=3) },
+        topology: Topology::Uniform {
+            hops: rng.gen_range(1..=3),
+        },
         faults: FaultConfig::uniform(fault_rate * rng.gen::<f64>()),
         check_invariants: true,
         trace: true,
@@ -86,7 +88,11 @@ pub fn random_run(seed: u64, fault_rate: f64) -> Result<RandomRun, SimError> {
         let peer = (n + rng.gen_range(1..nodes)) % nodes;
         let len = rng.gen_range(0..=slice.min(200_000));
         let off = i * slice + rng.gen_range(0..=(slice - len));
-        let op = if rng.gen_bool(0.5) { Op::Write } else { Op::Read };
+        let op = if rng.gen_bool(0.5) {
+            Op::Write
+        } else {
+            Op::Read
+        };
         // Reads land in the reader's source region and read the peer's destination region.
         let (local_addr, remote_addr) = match op {
             Op::Write => (SRC_BASE + i * slice, DST_BASE + off),
@@ -100,12 +106,32 @@ pub fn random_run(seed: u64, fault_rate: f64) -> Result<RandomRun, SimError> {
         if rng.gen_bool(0.05) {
             remote_addr = DST_BASE + REGION - len / 2; // runs past the exposure
         }
-        let wr = WorkRequest { wr_id: i, op, peer, local_pdid: 1, local_addr, remote_pdid: 1, remote_addr, rkey, len };
+        let wr = WorkRequest {
+            wr_id: i,
+            op,
+            peer,
+            local_pdid: 1,
+            local_addr,
+            remote_pdid: 1,
+            remote_addr,
+            rkey,
+            len,
+        };
         // Reads write into the reader's source region: allow it there for the checker.
         sim.post(t, n, wr);
         t += Duration(rng.gen_range(0..20_000));
     }
     sim.run_until_idle(Duration::from_ms(2_000))?;
-    let ok = sim.posts().iter().filter(|p| p.completion.is_some_and(|c| c.status.is_ok())).count();
-    Ok(RandomRun { posted: count as usize, ok, failed: count as usize - ok, events: sim.events(), trace_hash: sim.trace_hash() })
+    let ok = sim
+        .posts()
+        .iter()
+        .filter(|p| p.completion.is_some_and(|c| c.status.is_ok()))
+        .count();
+    Ok(RandomRun {
+        posted: count as usize,
+        ok,
+        failed: count as usize - ok,
+        events: sim.events(),
+        trace_hash: sim.trace_hash(),
+    })
 }

@@ -24,7 +24,11 @@ impl<T> Default for Slab<T> {
 impl<T> Slab<T> {
     /// An empty slab.
     pub fn new() -> Slab<T> {
-        Slab { slots: Vec::new(), free: Vec::new(), len: 0 }
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
     }
 
     /// Values stored.

@@ -1,7 +1,6 @@
 //! The event loop: a heap of events ordered by (time, insertion sequence) over per-node
 //! components (PART engine, IOMMU, memory, fault handler) and the links between them.
 
-
 use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
 use unpinned_core::iommu::Iommu;
@@ -257,7 +256,11 @@ impl Sim {
                     engine,
                     iommu: Iommu::new(&p.iommu, derive_seed(cfg.seed, &format!("iommu/{n}"))),
                     mem: SimMemory::new(),
-                    handler: FaultHandlerModel::new(HandlerConfig { os: p.os.clone(), policy: cfg.policy, send_err: cfg.send_err }),
+                    handler: FaultHandlerModel::new(HandlerConfig {
+                        os: p.os.clone(),
+                        policy: cfg.policy,
+                        send_err: cfg.send_err,
+                    }),
                     tx_free_at: Instant::ZERO,
                     tx_prep_at: Instant::ZERO,
                     ni_ready_at: Instant::ZERO,
@@ -278,7 +281,9 @@ impl Sim {
             free_compact: Vec::new(),
             rx_zeroed: Vec::new(),
             rx_free_at: vec![Instant::ZERO; cfg.nodes as usize],
-            compact_ok: !cfg.faults.any() && !cfg.trace && buf_len >= linkbuf::COMPACT_MIN_BUF_BYTES,
+            compact_ok: !cfg.faults.any()
+                && !cfg.trace
+                && buf_len >= linkbuf::COMPACT_MIN_BUF_BYTES,
             buf_len,
             fault_rng: rng_for(cfg.seed, "faults"),
             setup_rng: rng_for(cfg.seed, "setup"),
@@ -367,7 +372,12 @@ impl Sim {
     /// Counters of a node.
     pub fn stats(&self, n: NodeId) -> NodeStats {
         let node = &self.nodes[n as usize];
-        NodeStats { engine: node.engine.stats(), handler: node.handler.stats(), breakdown: node.handler.breakdown(), iommu: node.iommu.stats() }
+        NodeStats {
+            engine: node.engine.stats(),
+            handler: node.handler.stats(),
+            breakdown: node.handler.breakdown(),
+            iommu: node.iommu.stats(),
+        }
     }
 
     /// Evict every page of a range (reclaim): the next access faults again.
@@ -383,7 +393,8 @@ impl Sim {
     /// Map memory at a node with the given residency.
     pub fn map(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64, residence: Residence) {
         let node = &mut self.nodes[n as usize];
-        node.mem.map(pdid, base, len, residence, &mut self.setup_rng);
+        node.mem
+            .map(pdid, base, len, residence, &mut self.setup_rng);
     }
 
     /// Fill `[base, base+len)` at a node with seeded random bytes (host writes; residency kept).
@@ -394,9 +405,19 @@ impl Sim {
     }
 
     /// Expose a range of a node to its peers.
-    pub fn expose(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64, perms: Perms) -> RemoteKey {
+    pub fn expose(
+        &mut self,
+        n: NodeId,
+        pdid: Pdid,
+        base: u64,
+        len: u64,
+        perms: Perms,
+    ) -> RemoteKey {
         let node = &mut self.nodes[n as usize];
-        let key = node.engine.expose(pdid, base, len, perms).expect("range does not wrap");
+        let key = node
+            .engine
+            .expose(pdid, base, len, perms)
+            .expect("range does not wrap");
         if perms.write {
             node.mem.allow_writes(pdid, base, base + len);
         }
@@ -409,7 +430,12 @@ impl Sim {
     pub fn post(&mut self, at: Instant, n: NodeId, wr: WorkRequest) -> usize {
         let index = self.next_post as usize;
         self.next_post += 1;
-        let slot = self.pending.insert(PostRecord { node: n, wr, posted_at: at, completion: None });
+        let slot = self.pending.insert(PostRecord {
+            node: n,
+            wr,
+            posted_at: at,
+            completion: None,
+        });
         self.schedule(at.max(self.now) + self.initiation, Ev::Post { slot });
         index
     }
@@ -443,7 +469,11 @@ impl Sim {
         let deadline = self.now + limit;
         while let Some(at) = self.queue.peek_at() {
             if at > deadline {
-                let what = format!("not idle after {:.0} us of simulated time\n{}", limit.as_us_f64(), self.debug_summary());
+                let what = format!(
+                    "not idle after {:.0} us of simulated time\n{}",
+                    limit.as_us_f64(),
+                    self.debug_summary()
+                );
                 return Err(self.error(what));
             }
             self.step()?;
@@ -465,7 +495,9 @@ impl Sim {
 
     /// Process one event. Invariants are checked after it.
     pub fn step(&mut self) -> Result<bool, SimError> {
-        let Some((at, ev)) = self.queue.pop() else { return Ok(false) };
+        let Some((at, ev)) = self.queue.pop() else {
+            return Ok(false);
+        };
         debug_assert!(at >= self.now, "time never goes back");
         self.now = at;
         self.events += 1;
@@ -485,16 +517,28 @@ impl Sim {
 
     /// What every node still has in flight (for stuck-run diagnostics).
     pub fn debug_summary(&self) -> String {
-        let mut s = format!("t = {:.3} us, {} events queued\n", self.now.as_us_f64(), self.queue.len());
+        let mut s = format!(
+            "t = {:.3} us, {} events queued\n",
+            self.now.as_us_f64(),
+            self.queue.len()
+        );
         for n in &self.nodes {
             s += &n.engine.debug_summary();
-            s += &format!("  handler {:?} idle {}\n", n.handler.stats(), n.handler.is_idle());
+            s += &format!(
+                "  handler {:?} idle {}\n",
+                n.handler.stats(),
+                n.handler.is_idle()
+            );
         }
         s
     }
 
     fn error(&self, what: String) -> SimError {
-        SimError { what, seed: self.cfg.seed, at_us: self.now.as_us_f64() }
+        SimError {
+            what,
+            seed: self.cfg.seed,
+            at_us: self.now.as_us_f64(),
+        }
     }
 
     fn check_all_complete(&mut self) -> Result<(), SimError> {
@@ -502,7 +546,10 @@ impl Sim {
             return Ok(());
         }
         if let Some(p) = self.pending.values().min_by_key(|p| (p.node, p.wr.wr_id)) {
-            let what = format!("work request {} of node {} never completed and nothing is left to happen", p.wr.wr_id, p.node);
+            let what = format!(
+                "work request {} of node {} never completed and nothing is left to happen",
+                p.wr.wr_id, p.node
+            );
             return Err(self.error(what));
         }
         Ok(())
@@ -523,11 +570,18 @@ impl Sim {
         let (n, wr) = (rec.node, rec.wr);
         self.trace_event(1, n, &wr.wr_id.to_le_bytes());
         if self.by_wr.insert((n, wr.wr_id), slot).is_some() {
-            self.checker.violation(format!("wr_id {} posted twice at node {n} while outstanding", wr.wr_id));
+            self.checker.violation(format!(
+                "wr_id {} posted twice at node {n} while outstanding",
+                wr.wr_id
+            ));
         }
         if wr.op == Op::Read {
             // The NI may write the read's local buffer while it is pending.
-            self.nodes[n as usize].mem.allow_writes(wr.local_pdid, wr.local_addr, wr.local_addr + wr.len);
+            self.nodes[n as usize].mem.allow_writes(
+                wr.local_pdid,
+                wr.local_addr,
+                wr.local_addr + wr.len,
+            );
         }
         self.checker.on_post(&self.nodes, n, &wr);
         let now = self.now;
@@ -553,21 +607,36 @@ impl Sim {
         let b = match self.free_bufs.pop() {
             Some(b) => b,
             None => {
-                self.bufs.push(LinkBuf { bytes: vec![0; self.buf_len], small: [0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: false, zero_payload: false });
+                self.bufs.push(LinkBuf {
+                    bytes: vec![0; self.buf_len],
+                    small: [0; linkbuf::COMPACT_CAP],
+                    len: 0,
+                    src: 0,
+                    dst: 0,
+                    intact: true,
+                    compact: false,
+                    zero_payload: false,
+                });
                 (self.bufs.len() - 1) as u32
             }
         };
         let node = &mut self.nodes[n as usize];
         node.mem.take_zero_read();
         let mut view = node.mem.ni_view(&mut node.iommu);
-        let out = node.engine.poll_transmit(now, &mut self.bufs[b as usize].bytes, &mut view);
+        let out = node
+            .engine
+            .poll_transmit(now, &mut self.bufs[b as usize].bytes, &mut view);
         match out {
             None => self.free_bufs.push(b),
             Some(tx) => {
                 // A data packet's payload is what the engine's last read filled.
                 let zero_payload = node.mem.take_zero_read() && tx.is_data;
                 let lat = node.mem.take_latency();
-                let link_bytes = if tx.is_data { tx.len - DATA_HEADER_LEN + self.header_bytes } else { self.header_bytes };
+                let link_bytes = if tx.is_data {
+                    tx.len - DATA_HEADER_LEN + self.header_bytes
+                } else {
+                    self.header_bytes
+                };
                 // Packets mostly have one of two sizes: reuse the last serialization time
                 // rather than redo the floating-point division and rounding for each.
                 let ser = if link_bytes == self.last_ser.0 {
@@ -582,7 +651,11 @@ impl Sim {
                 node.tx_prep_at = start;
                 let hops = self.cfg.topology.hops(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
-                let f = if self.faults_any { fate(&self.cfg.faults, &mut self.fault_rng) } else { Fate::INTACT };
+                let f = if self.faults_any {
+                    fate(&self.cfg.faults, &mut self.fault_rng)
+                } else {
+                    Fate::INTACT
+                };
                 // The engine emitted the packet without its checksum (`Checksum::None`). Its checksum is computed here only
                 // when someone can see it: the trace hash (which covers every byte) or the
                 // fault injector's corruption (the receiver then verifies it). A packet that
@@ -594,17 +667,34 @@ impl Sim {
                     unpinned_wire::part::seal(&mut self.bufs[b as usize].bytes[..tx.len]);
                 }
                 if self.cfg.trace {
-                    trace_into(&mut self.trace, now, 2, n, &self.bufs[b as usize].bytes[..tx.len]);
+                    trace_into(
+                        &mut self.trace,
+                        now,
+                        2,
+                        n,
+                        &self.bufs[b as usize].bytes[..tx.len],
+                    );
                 }
                 if f.copies == 0 {
                     self.free_bufs.push(b);
-                } else if self.compact_ok && linkbuf::compactable(&self.bufs[b as usize].bytes[..tx.len], tx.is_data) {
+                } else if self.compact_ok
+                    && linkbuf::compactable(&self.bufs[b as usize].bytes[..tx.len], tx.is_data)
+                {
                     // A small packet, or one without payload bytes, need not hold a payload-
                     // sized buffer while it waits at a port: keep it compactly (see linkbuf).
                     let c = match self.free_compact.pop() {
                         Some(c) => c,
                         None => {
-                            self.bufs.push(LinkBuf { bytes: Vec::new(), small: [0; linkbuf::COMPACT_CAP], len: 0, src: 0, dst: 0, intact: true, compact: true, zero_payload: false });
+                            self.bufs.push(LinkBuf {
+                                bytes: Vec::new(),
+                                small: [0; linkbuf::COMPACT_CAP],
+                                len: 0,
+                                src: 0,
+                                dst: 0,
+                                intact: true,
+                                compact: true,
+                                zero_payload: false,
+                            });
                             (self.bufs.len() - 1) as u32
                         }
                     };
@@ -612,12 +702,14 @@ impl Sim {
                     linkbuf::compact(&self.bufs[b as usize].bytes[..tx.len], &mut kept);
                     let small = &mut self.bufs[c as usize];
                     small.small = kept;
-                    (small.len, small.src, small.dst, small.intact) = (tx.len as u32, n, tx.dst, true);
+                    (small.len, small.src, small.dst, small.intact) =
+                        (tx.len as u32, n, tx.dst, true);
                     self.free_bufs.push(b);
                     self.deliver(tx.dst, c, arrival + f.extra, ser);
                 } else {
                     let lb = &mut self.bufs[b as usize];
-                    (lb.len, lb.src, lb.dst, lb.intact, lb.zero_payload) = (tx.len as u32, n, tx.dst, true, zero_payload);
+                    (lb.len, lb.src, lb.dst, lb.intact, lb.zero_payload) =
+                        (tx.len as u32, n, tx.dst, true, zero_payload);
                     if let Some(i) = f.corrupt_at {
                         let i = i as usize % tx.len;
                         lb.bytes[i] ^= 0x5a;
@@ -625,7 +717,10 @@ impl Sim {
                     }
                     if f.copies == 2 {
                         let lb = &self.bufs[b as usize];
-                        let copy = LinkBuf { bytes: lb.bytes.clone(), ..*lb };
+                        let copy = LinkBuf {
+                            bytes: lb.bytes.clone(),
+                            ..*lb
+                        };
                         self.bufs.push(copy);
                         let b2 = (self.bufs.len() - 1) as u32;
                         self.deliver(tx.dst, b2, arrival + ser, ser);
@@ -656,7 +751,8 @@ impl Sim {
     fn on_arrive(&mut self, b: u32) {
         let now = self.now;
         let lb = &self.bufs[b as usize];
-        let (src, dst, len, intact, zero_payload) = (lb.src, lb.dst, lb.len as usize, lb.intact, lb.zero_payload);
+        let (src, dst, len, intact, zero_payload) =
+            (lb.src, lb.dst, lb.len as usize, lb.intact, lb.zero_payload);
         if lb.compact {
             self.arrive_compact(b, src, dst, len);
             return;
@@ -675,9 +771,12 @@ impl Sim {
         // injector corrupted can fail it, so only those are verified again.
         let _ = if intact {
             if zero_payload && len >= DATA_HEADER_LEN {
-                view.vouch_zero(&buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + (len - DATA_HEADER_LEN)]);
+                view.vouch_zero(
+                    &buf[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + (len - DATA_HEADER_LEN)],
+                );
             }
-            node.engine.handle_packet_intact(now, src, &buf[..len], &mut view)
+            node.engine
+                .handle_packet_intact(now, src, &buf[..len], &mut view)
         } else {
             node.engine.handle_packet(now, src, &buf[..len], &mut view)
         };
@@ -700,7 +799,9 @@ impl Sim {
         let mut view = node.mem.ni_view(&mut node.iommu);
         let packet = linkbuf::expand(&self.bufs[b as usize].small, len, &mut self.rx_zeroed);
         self.arrived_write = write_target(packet);
-        let _ = node.engine.handle_packet_intact(now, src, packet, &mut view);
+        let _ = node
+            .engine
+            .handle_packet_intact(now, src, packet, &mut view);
         linkbuf::clear(len, &mut self.rx_zeroed);
         let lat = node.mem.take_latency();
         node.ni_ready_at = node.ni_ready_at.max(now + self.ni_packet + lat);
@@ -742,7 +843,11 @@ impl Sim {
     #[inline]
     fn service(&mut self, n: NodeId) {
         let node = &mut self.nodes[n as usize];
-        if node.handler_touched || node.mem.has_interrupts() || node.engine.has_events() || node.mem.has_violations() {
+        if node.handler_touched
+            || node.mem.has_interrupts()
+            || node.engine.has_events()
+            || node.mem.has_violations()
+        {
             self.service_all(n);
             return;
         }
@@ -797,9 +902,21 @@ impl Sim {
             while let Some(a) = node.handler.poll_action() {
                 progressed = true;
                 match a {
-                    HandlerAction::PageIn { pdid, page_addr } => node.mem.make_present(pdid, page_addr),
-                    HandlerAction::SendErr { transfer, block, block_seq } => node.engine.post_err(transfer, block, block_seq),
-                    HandlerAction::ResumeSource { transfer, block, block_seq } => node.engine.handle_source_resolved(now, transfer, block, block_seq),
+                    HandlerAction::PageIn { pdid, page_addr } => {
+                        node.mem.make_present(pdid, page_addr)
+                    }
+                    HandlerAction::SendErr {
+                        transfer,
+                        block,
+                        block_seq,
+                    } => node.engine.post_err(transfer, block, block_seq),
+                    HandlerAction::ResumeSource {
+                        transfer,
+                        block,
+                        block_seq,
+                    } => node
+                        .engine
+                        .handle_source_resolved(now, transfer, block, block_seq),
                 }
             }
             if !progressed {
@@ -840,7 +957,10 @@ impl Sim {
 
     fn on_completion(&mut self, n: NodeId, c: Completion) {
         let Some(slot) = self.by_wr.remove(&(n, c.wr_id)) else {
-            self.checker.violation(format!("completion of wr_id {} at node {n} without an outstanding post (duplicate?)", c.wr_id));
+            self.checker.violation(format!(
+                "completion of wr_id {} at node {n} without an outstanding post (duplicate?)",
+                c.wr_id
+            ));
             return;
         };
         let mut rec = self.pending.remove(slot).expect("pending post");
@@ -848,7 +968,11 @@ impl Sim {
         let wr = rec.wr;
         self.completed.push(rec);
         if wr.op == Op::Read {
-            self.nodes[n as usize].mem.disallow_writes(wr.local_pdid, wr.local_addr, wr.local_addr + wr.len);
+            self.nodes[n as usize].mem.disallow_writes(
+                wr.local_pdid,
+                wr.local_addr,
+                wr.local_addr + wr.len,
+            );
         }
         self.checker.on_completion(&self.nodes, n, &wr, &c);
     }

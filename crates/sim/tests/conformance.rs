@@ -10,7 +10,12 @@ fn simulator_matches_the_reference_outcome() {
     for s in scenarios() {
         for seed in [1, 2, 3] {
             let cfg = SimConfig::two_nodes(Profile::forth_arm(), seed);
-            assert_eq!(run_sim(&s, seed, &cfg), expected(&s, seed), "scenario {} seed {seed}", s.name);
+            assert_eq!(
+                run_sim(&s, seed, &cfg),
+                expected(&s, seed),
+                "scenario {} seed {seed}",
+                s.name
+            );
         }
     }
 }
@@ -21,6 +26,11 @@ fn outcomes_do_not_depend_on_packet_faults() {
         let mut cfg = SimConfig::two_nodes(Profile::forth_arm(), 5);
         cfg.faults = FaultConfig::uniform(0.01);
         cfg.profile.engine.max_timeouts = 30;
-        assert_eq!(run_sim(&s, 5, &cfg), expected(&s, 5), "scenario {} under packet faults", s.name);
+        assert_eq!(
+            run_sim(&s, 5, &cfg),
+            expected(&s, 5),
+            "scenario {} under packet faults",
+            s.name
+        );
     }
 }

@@ -33,18 +33,41 @@ fn many_to_one(trace: bool, keep_bytes: bool) -> (Vec<u64>, u64, (usize, usize))
             sim.node_mut(n).mem.keep_bytes_only(Some(Vec::new()));
         }
     }
-    sim.node_mut(0).mem.keep_bytes_only(if keep_bytes { None } else { Some(Vec::new()) });
+    sim.node_mut(0)
+        .mem
+        .keep_bytes_only(if keep_bytes { None } else { Some(Vec::new()) });
     for n in 1..=SENDERS {
         let remote_addr = DST + (n as u64 - 1) * LEN;
-        let wr = WorkRequest { wr_id: n as u64, op: Op::Write, peer: 0, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr, rkey: key, len: LEN };
+        let wr = WorkRequest {
+            wr_id: n as u64,
+            op: Op::Write,
+            peer: 0,
+            local_pdid: 1,
+            local_addr: SRC,
+            remote_pdid: 1,
+            remote_addr,
+            rkey: key,
+            len: LEN,
+        };
         sim.post(sim.now(), n, wr);
     }
     sim.run_until_idle(Duration::from_ms(1000)).unwrap();
-    let mut lat: Vec<(u64, u64)> = sim.posts().iter().map(|p| (p.wr.wr_id, p.latency().unwrap().0)).collect();
+    let mut lat: Vec<(u64, u64)> = sim
+        .posts()
+        .iter()
+        .map(|p| (p.wr.wr_id, p.latency().unwrap().0))
+        .collect();
     assert_eq!(lat.len(), SENDERS as usize);
-    assert!(sim.posts().iter().all(|p| p.completion.unwrap().status.is_ok()));
+    assert!(sim
+        .posts()
+        .iter()
+        .all(|p| p.completion.unwrap().status.is_ok()));
     lat.sort_unstable();
-    (lat.into_iter().map(|l| l.1).collect(), sim.events(), sim.link_buffers())
+    (
+        lat.into_iter().map(|l| l.1).collect(),
+        sim.events(),
+        sim.link_buffers(),
+    )
 }
 
 #[test]
@@ -55,7 +78,10 @@ fn zero_payload_packets_are_stored_compactly_without_changing_the_run() {
     assert_eq!(lat, whole_lat, "same completion times");
     assert_eq!(events, whole_events, "same events");
     assert_eq!(whole_bufs.1, 0, "traced run: no compact buffer");
-    assert!(whole_bufs.0 > SENDERS as usize, "packets queued at node 0's port: {whole_bufs:?}");
+    assert!(
+        whole_bufs.0 > SENDERS as usize,
+        "packets queued at node 0's port: {whole_bufs:?}"
+    );
     // Only the one the NI emits into is full-size: everything queued is compact.
     assert_eq!(bufs.0, 1, "{bufs:?}");
     assert!(bufs.1 >= whole_bufs.0 - 1, "{bufs:?} vs {whole_bufs:?}");
@@ -82,11 +108,35 @@ fn packets_to_a_node_that_does_not_exist_return_their_buffer_to_its_pool() {
     let key = sim.expose(1, 1, DST, LEN, Perms::RW);
     // Node 7 does not exist: its packets (compact ones too) are dropped at the sender's port;
     // the full-size packets of the write to node 1 must still find full-size buffers.
-    let lost = WorkRequest { wr_id: 1, op: Op::Write, peer: 7, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey: key, len: 64 };
+    let lost = WorkRequest {
+        wr_id: 1,
+        op: Op::Write,
+        peer: 7,
+        local_pdid: 1,
+        local_addr: SRC,
+        remote_pdid: 1,
+        remote_addr: DST,
+        rkey: key,
+        len: 64,
+    };
     sim.post(sim.now(), 0, lost);
-    let wr = WorkRequest { wr_id: 2, op: Op::Write, peer: 1, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey: key, len: LEN };
+    let wr = WorkRequest {
+        wr_id: 2,
+        op: Op::Write,
+        peer: 1,
+        local_pdid: 1,
+        local_addr: SRC,
+        remote_pdid: 1,
+        remote_addr: DST,
+        rkey: key,
+        len: LEN,
+    };
     sim.post(sim.now(), 0, wr);
     let _ = sim.run_until_idle(Duration::from_ms(10_000));
-    let ok = sim.posts().iter().find(|p| p.wr.wr_id == 2).expect("the write to node 1 completed");
+    let ok = sim
+        .posts()
+        .iter()
+        .find(|p| p.wr.wr_id == 2)
+        .expect("the write to node 1 completed");
     assert!(ok.completion.unwrap().status.is_ok());
 }

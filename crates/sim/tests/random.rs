@@ -9,7 +9,10 @@ fn seeds() -> Vec<u64> {
     if let Ok(s) = std::env::var("UNPINNED_SEED") {
         return vec![s.parse().expect("UNPINNED_SEED is a number")];
     }
-    let n = std::env::var("UNPINNED_SOAK").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let n = std::env::var("UNPINNED_SOAK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     (0..n).collect()
 }
 
@@ -37,5 +40,8 @@ fn same_seed_same_trace() {
         let b = random_run(seed, 0.01).unwrap();
         assert_eq!(a, b, "seed {seed} is not deterministic");
     }
-    assert_ne!(random_run(3, 0.01).unwrap().trace_hash, random_run(4, 0.01).unwrap().trace_hash);
+    assert_ne!(
+        random_run(3, 0.01).unwrap().trace_hash,
+        random_run(4, 0.01).unwrap().trace_hash
+    );
 }

@@ -5,7 +5,9 @@ use unpinned_core::api::Perms;
 use unpinned_core::time::{Duration, Instant};
 use unpinned_ib::ack_timer::t_tr;
 use unpinned_ib::{FixConfig, IbOp, MrAttrs, Psn, QpAttrs, Region, SendWr, VendorProfile};
-use unpinned_sim::rc::bench::{read_wr, run_reads, setup_reads, OdpSide, ReadBench, ReadResult, CLIENT_BUF, SERVER_BUF};
+use unpinned_sim::rc::bench::{
+    read_wr, run_reads, setup_reads, OdpSide, ReadBench, ReadResult, CLIENT_BUF, SERVER_BUF,
+};
 
 fn cx4() -> VendorProfile {
     VendorProfile::builtin("connectx4")
@@ -15,7 +17,10 @@ fn reads(odp: OdpSide, n: u32, interval_us: u64, loss: bool, seed: u64) -> ReadR
     let mut b = ReadBench::new(cx4(), odp, n, Duration::from_us(interval_us), seed);
     b.loss_model = Some(loss);
     let r = run_reads(&b);
-    assert!(r.all_ok, "{odp:?} n={n} iv={interval_us}: every READ completes with the right bytes");
+    assert!(
+        r.all_ok,
+        "{odp:?} n={n} iv={interval_us}: every READ completes with the right bytes"
+    );
     r
 }
 
@@ -29,14 +34,21 @@ fn two_reads_stall_for_an_ack_timeout_with_remote_local_and_both() {
     let (lo, hi) = stall_bounds();
     // READ 2 posted inside the fault wait: remote (RNR wait 3.84 ms), local (~0.5 ms fault),
     // both (RNR wait then local fault).
-    for (odp, iv) in [(OdpSide::Remote, 3000), (OdpSide::Local, 300), (OdpSide::Both, 3000)] {
+    for (odp, iv) in [
+        (OdpSide::Remote, 3000),
+        (OdpSide::Local, 300),
+        (OdpSide::Both, 3000),
+    ] {
         for seed in 0..5 {
             let r = reads(odp, 2, iv, true, seed);
             assert!(r.timed_out, "{odp:?} seed {seed}");
             assert_eq!(r.client.timeouts, 1);
             assert!(r.server.loss_model_discards >= 1);
             let t = r.exec_time.as_us_f64();
-            assert!(t > lo && t < hi + 10_000.0, "{odp:?}: stall {t} us within (T_tr, 2 T_tr] plus the fault wait");
+            assert!(
+                t > lo && t < hi + 10_000.0,
+                "{odp:?}: stall {t} us within (T_tr, 2 T_tr] plus the fault wait"
+            );
         }
     }
 }
@@ -45,7 +57,11 @@ fn two_reads_stall_for_an_ack_timeout_with_remote_local_and_both() {
 fn one_read_or_a_second_read_after_the_wait_does_not_stall() {
     for odp in [OdpSide::Remote, OdpSide::Local, OdpSide::Both] {
         let r = reads(odp, 1, 0, true, 1);
-        assert!(!r.timed_out && r.exec_time < Duration::from_ms(10), "{odp:?} one READ: {:?}", r.exec_time);
+        assert!(
+            !r.timed_out && r.exec_time < Duration::from_ms(10),
+            "{odp:?} one READ: {:?}",
+            r.exec_time
+        );
         let r = reads(odp, 2, 9000, true, 1);
         assert!(!r.timed_out, "{odp:?}: READ 2 after the wait");
     }
@@ -71,13 +87,18 @@ fn the_pure_protocol_never_waits_for_a_hardware_timeout() {
         for n in [1, 2, 3, 4] {
             for iv in [0, 50, 300, 500, 1000, 3000, 5000] {
                 for rnr in [10, 640, 1280] {
-                    let mut b = ReadBench::new(cx4(), odp, n, Duration::from_us(iv), iv + u64::from(n));
+                    let mut b =
+                        ReadBench::new(cx4(), odp, n, Duration::from_us(iv), iv + u64::from(n));
                     b.loss_model = Some(false);
                     b.min_rnr_delay = Duration::from_us(rnr);
                     let r = run_reads(&b);
                     assert!(r.all_ok);
                     assert_eq!(r.client.timeouts, 0, "{odp:?} n={n} iv={iv} rnr={rnr}");
-                    assert!(r.exec_time < Duration::from_ms(30), "{odp:?} n={n} iv={iv}: {:?}", r.exec_time);
+                    assert!(
+                        r.exec_time < Duration::from_ms(30),
+                        "{odp:?} n={n} iv={iv}: {:?}",
+                        r.exec_time
+                    );
                 }
             }
         }
@@ -111,7 +132,10 @@ fn the_stall_is_per_qp_and_other_qps_do_not_help() {
         1,
         MrAttrs {
             pdid: 1,
-            region: Region::Explicit { base: 0x30_0000_0000, len: span },
+            region: Region::Explicit {
+                base: 0x30_0000_0000,
+                len: span,
+            },
             access: Perms::R,
             odp: false,
         },
@@ -120,7 +144,10 @@ fn the_stall_is_per_qp_and_other_qps_do_not_help() {
         1,
         MrAttrs {
             pdid: 1,
-            region: Region::Explicit { base: 0x30_0000_0000, len: span },
+            region: Region::Explicit {
+                base: 0x30_0000_0000,
+                len: span,
+            },
             access: Perms::R,
             odp: false,
         },
@@ -129,14 +156,28 @@ fn the_stall_is_per_qp_and_other_qps_do_not_help() {
         0,
         MrAttrs {
             pdid: 1,
-            region: Region::Explicit { base: 0x40_0000_0000, len: span },
+            region: Region::Explicit {
+                base: 0x40_0000_0000,
+                len: span,
+            },
             access: Perms::RW,
             odp: false,
         },
     );
-    let (q2, _) = sim.connect_pair(0, QpAttrs::odp_default(1), 1, QpAttrs::odp_default(1), Psn::new(7));
+    let (q2, _) = sim.connect_pair(
+        0,
+        QpAttrs::odp_default(1),
+        1,
+        QpAttrs::odp_default(1),
+        Psn::new(7),
+    );
     sim.post(Instant::ZERO, 0, qc, read_wr(0, rkey));
-    sim.post(Instant::ZERO + Duration::from_ms(3), 0, qc, read_wr(1, rkey));
+    sim.post(
+        Instant::ZERO + Duration::from_ms(3),
+        0,
+        qc,
+        read_wr(1, rkey),
+    );
     for i in 0..2000u64 {
         let wr = SendWr {
             wr_id: 1000 + i,
@@ -149,17 +190,33 @@ fn the_stall_is_per_qp_and_other_qps_do_not_help() {
         sim.post(Instant::ZERO + Duration::from_us(100 * i), 0, q2, wr);
     }
     sim.run_until_idle(Duration::from_ms(10_000)).unwrap();
-    let done_qc: Vec<_> = sim.completions().iter().filter(|c| c.wc.qpn == qc).map(|c| c.wc.at).collect();
-    let other: Vec<_> = sim.completions().iter().filter(|c| c.wc.qpn == q2).collect();
+    let done_qc: Vec<_> = sim
+        .completions()
+        .iter()
+        .filter(|c| c.wc.qpn == qc)
+        .map(|c| c.wc.at)
+        .collect();
+    let other: Vec<_> = sim
+        .completions()
+        .iter()
+        .filter(|c| c.wc.qpn == q2)
+        .collect();
     assert_eq!(other.len(), 2000);
     assert!(other.iter().all(|c| c.wc.status.is_ok()));
-    assert!(done_qc[1] > Instant::ZERO + t_tr(16).unwrap(), "READ 2 still waits for the ACK timeout");
+    assert!(
+        done_qc[1] > Instant::ZERO + t_tr(16).unwrap(),
+        "READ 2 still waits for the ACK timeout"
+    );
     assert_eq!(sim.stats(0).timeouts, 1, "only the stalled QP timed out");
 }
 
 #[test]
 fn the_fix_turns_the_stall_into_a_short_wait() {
-    for (odp, iv) in [(OdpSide::Remote, 3000), (OdpSide::Local, 300), (OdpSide::Both, 3000)] {
+    for (odp, iv) in [
+        (OdpSide::Remote, 3000),
+        (OdpSide::Local, 300),
+        (OdpSide::Both, 3000),
+    ] {
         for period in [100, 1000] {
             let mut b = ReadBench::new(cx4(), odp, 2, Duration::from_us(iv), 3);
             b.fix = Some(FixConfig {
@@ -171,7 +228,11 @@ fn the_fix_turns_the_stall_into_a_short_wait() {
             assert!(!r.timed_out, "{odp:?} period {period}");
             assert!(r.dummies >= 1);
             assert!(r.client.seq_naks_received >= 1, "recovery by sequence NAK");
-            assert!(r.exec_time < Duration::from_ms(12), "{odp:?} period {period}: {:?}", r.exec_time);
+            assert!(
+                r.exec_time < Duration::from_ms(12),
+                "{odp:?} period {period}: {:?}",
+                r.exec_time
+            );
         }
     }
 }
@@ -187,6 +248,10 @@ fn invalidation_makes_the_next_access_fault_again() {
     sim.invalidate_at(t, 1, 1, SERVER_BUF);
     sim.post(t + Duration::from_us(1), 0, qc, read_wr(0, rkey));
     sim.run_until_idle(Duration::from_ms(2000)).unwrap();
-    assert_eq!(sim.stats(1).rnr_naks_sent, 2, "the OS moved the page: the NIC faults again");
+    assert_eq!(
+        sim.stats(1).rnr_naks_sent,
+        2,
+        "the OS moved the page: the NIC faults again"
+    );
     assert!(sim.completions().iter().all(|c| c.wc.status.is_ok()));
 }

@@ -13,9 +13,20 @@ fn one_run(seed: u64, loss_model: bool, fix: bool) -> (usize, usize) {
     let mut rng = rng_for(seed, "rc-random-test");
     // ConnectX-5 (floor 12, T_o ~32 ms) keeps simulated time short.
     let profile = VendorProfile::builtin("connectx5");
-    let odp = [OdpSide::Remote, OdpSide::Local, OdpSide::Both, OdpSide::None][rng.gen_range(0..4)];
+    let odp = [
+        OdpSide::Remote,
+        OdpSide::Local,
+        OdpSide::Both,
+        OdpSide::None,
+    ][rng.gen_range(0..4)];
     let n: u32 = rng.gen_range(1..12);
-    let mut b = ReadBench::new(profile, odp, n, Duration::from_us(rng.gen_range(0..2000)), seed);
+    let mut b = ReadBench::new(
+        profile,
+        odp,
+        n,
+        Duration::from_us(rng.gen_range(0..2000)),
+        seed,
+    );
     b.loss_model = Some(loss_model);
     b.min_rnr_delay = Duration::from_us([10, 640, 1280][rng.gen_range(0..3)]);
     if fix {
@@ -34,10 +45,19 @@ fn one_run(seed: u64, loss_model: bool, fix: bool) -> (usize, usize) {
         at += Duration::from_us(rng.gen_range(0..3000));
     }
     sim.run_until_idle(Duration::from_ms(3_600_000)).unwrap();
-    let comps: Vec<_> = sim.completions().iter().filter(|c| c.node == 0).map(|c| c.wc).collect();
+    let comps: Vec<_> = sim
+        .completions()
+        .iter()
+        .filter(|c| c.node == 0)
+        .map(|c| c.wc)
+        .collect();
     // Exactly once, in order.
     let ids: Vec<u64> = comps.iter().map(|c| c.wr_id).collect();
-    assert_eq!(ids, (1..=u64::from(n)).collect::<Vec<_>>(), "seed {seed}: every READ completes exactly once, in order");
+    assert_eq!(
+        ids,
+        (1..=u64::from(n)).collect::<Vec<_>>(),
+        "seed {seed}: every READ completes exactly once, in order"
+    );
     let mut ok = 0;
     let mut failed = 0;
     let mut seen_error = false;
@@ -46,9 +66,18 @@ fn one_run(seed: u64, loss_model: bool, fix: bool) -> (usize, usize) {
             Ok(()) => {
                 assert!(!seen_error, "seed {seed}: success after the QP failed");
                 let off = (c.wr_id - 1) * u64::from(READ_BYTES);
-                let (mut got, mut want) = (vec![0u8; READ_BYTES as usize], vec![0u8; READ_BYTES as usize]);
-                sim.node_mut(0).mem.read(1, CLIENT_BUF + off, &mut got).unwrap();
-                sim.node_mut(1).mem.read(1, SERVER_BUF + off, &mut want).unwrap();
+                let (mut got, mut want) = (
+                    vec![0u8; READ_BYTES as usize],
+                    vec![0u8; READ_BYTES as usize],
+                );
+                sim.node_mut(0)
+                    .mem
+                    .read(1, CLIENT_BUF + off, &mut got)
+                    .unwrap();
+                sim.node_mut(1)
+                    .mem
+                    .read(1, SERVER_BUF + off, &mut want)
+                    .unwrap();
                 assert_eq!(got, want, "seed {seed}: READ {} bytes", c.wr_id);
                 ok += 1;
             }
@@ -80,12 +109,21 @@ fn reads_complete_exactly_once_with_the_right_bytes_or_fail_with_retry_exceeded(
         ok += o;
         failed += f;
     }
-    assert!(ok > 300 && failed > 0, "most READs succeed ({ok} ok, {failed} failed)");
+    assert!(
+        ok > 300 && failed > 0,
+        "most READs succeed ({ok} ok, {failed} failed)"
+    );
 }
 
 #[test]
 fn heavy_loss_exhausts_retries() {
-    let b = ReadBench::new(VendorProfile::builtin("connectx5"), OdpSide::None, 3, Duration::ZERO, 9);
+    let b = ReadBench::new(
+        VendorProfile::builtin("connectx5"),
+        OdpSide::None,
+        3,
+        Duration::ZERO,
+        9,
+    );
     let mut faults = FaultConfig::NONE;
     faults.loss = 1.0;
     let (mut sim, qc, rkey) = setup_with_faults(&b, faults);
@@ -94,5 +132,12 @@ fn heavy_loss_exhausts_retries() {
     }
     sim.run_until_idle(Duration::from_ms(100_000)).unwrap();
     let st: Vec<_> = sim.completions().iter().map(|c| c.wc.status).collect();
-    assert_eq!(st, vec![Err(WcError::RetryExceeded), Err(WcError::Flushed), Err(WcError::Flushed)]);
+    assert_eq!(
+        st,
+        vec![
+            Err(WcError::RetryExceeded),
+            Err(WcError::Flushed),
+            Err(WcError::Flushed)
+        ]
+    );
 }

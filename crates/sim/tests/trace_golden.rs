@@ -29,5 +29,8 @@ fn randomized_runs_keep_their_trace_hashes() {
             wrong.push(seed);
         }
     }
-    assert!(wrong.is_empty(), "seeds {wrong:?} changed their event count or trace hash (see this file's header)");
+    assert!(
+        wrong.is_empty(),
+        "seeds {wrong:?} changed their event count or trace hash (see this file's header)"
+    );
 }

@@ -10,7 +10,17 @@ const SRC: u64 = 0x10_0000_0000;
 const DST: u64 = 0x20_0000_0000;
 
 fn write(wr_id: u64, len: u64, rkey: u32) -> WorkRequest {
-    WorkRequest { wr_id, op: Op::Write, peer: 1, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey, len }
+    WorkRequest {
+        wr_id,
+        op: Op::Write,
+        peer: 1,
+        local_pdid: 1,
+        local_addr: SRC,
+        remote_pdid: 1,
+        remote_addr: DST,
+        rkey,
+        len,
+    }
 }
 
 fn setup(cfg: SimConfig, len: u64, dst: Residence) -> (Sim, u32) {
@@ -33,7 +43,11 @@ fn latency_us(cfg: SimConfig, len: u64, dst: Residence) -> f64 {
 
 #[test]
 fn small_write_without_faults_takes_about_the_base_latency() {
-    let lat = latency_us(SimConfig::two_nodes(Profile::forth_arm(), 1), 64, Residence::Present);
+    let lat = latency_us(
+        SimConfig::two_nodes(Profile::forth_arm(), 1),
+        64,
+        Residence::Present,
+    );
     // Initiation 3 us + sub-microsecond hardware path (part.md calibration).
     assert!((3.0..5.0).contains(&lat), "64 B write latency {lat} us");
 }
@@ -41,7 +55,11 @@ fn small_write_without_faults_takes_about_the_base_latency() {
 #[test]
 fn writes_of_every_shape_deliver_their_bytes() {
     for len in [1, 255, 256, 257, 4096, 16384, 16385, 100_000, 1 << 20] {
-        for dst in [Residence::Present, Residence::Absent, Residence::MissingWithProbability(0.3)] {
+        for dst in [
+            Residence::Present,
+            Residence::Absent,
+            Residence::MissingWithProbability(0.3),
+        ] {
             for policy in [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia] {
                 let mut cfg = SimConfig::two_nodes(Profile::forth_arm(), len);
                 cfg.policy = policy;
@@ -53,12 +71,19 @@ fn writes_of_every_shape_deliver_their_bytes() {
 
 #[test]
 fn faulting_4k_write_follows_the_fault_path() {
-    let base = latency_us(SimConfig::two_nodes(Profile::forth_arm(), 1), 4096, Residence::Present);
+    let base = latency_us(
+        SimConfig::two_nodes(Profile::forth_arm(), 1),
+        4096,
+        Residence::Present,
+    );
     let mut cfg = SimConfig::two_nodes(Profile::forth_arm(), 1);
     cfg.policy = PageInPolicy::Pio;
     let fault = latency_us(cfg, 4096, Residence::Absent);
     // Interrupt 1 + page-in task ~19 + ERR 1 + retransmission: tens of microseconds more.
-    assert!(fault > base + 20.0 && fault < base + 60.0, "base {base} us, with fault {fault} us");
+    assert!(
+        fault > base + 20.0 && fault < base + 60.0,
+        "base {base} us, with fault {fault} us"
+    );
 }
 
 #[test]
@@ -69,7 +94,17 @@ fn reads_deliver_their_bytes_even_with_faults_on_both_sides() {
         sim.fill_random(1, 1, DST, len);
         let key = sim.expose(1, 1, DST, len, Perms::R);
         sim.map(0, 1, SRC, len, Residence::Absent);
-        let wr = WorkRequest { wr_id: 7, op: Op::Read, peer: 1, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey: key, len };
+        let wr = WorkRequest {
+            wr_id: 7,
+            op: Op::Read,
+            peer: 1,
+            local_pdid: 1,
+            local_addr: SRC,
+            remote_pdid: 1,
+            remote_addr: DST,
+            rkey: key,
+            len,
+        };
         sim.post(sim.now(), 0, wr);
         sim.run_until_idle(Duration::from_ms(1000)).unwrap();
         assert_eq!(sim.posts()[0].completion.unwrap().status, Ok(()));
@@ -78,7 +113,11 @@ fn reads_deliver_their_bytes_even_with_faults_on_both_sides() {
 
 #[test]
 fn out_of_range_and_wrong_key_fail_and_write_nothing() {
-    let (mut sim, key) = setup(SimConfig::two_nodes(Profile::forth_arm(), 3), 8192, Residence::Present);
+    let (mut sim, key) = setup(
+        SimConfig::two_nodes(Profile::forth_arm(), 3),
+        8192,
+        Residence::Present,
+    );
     // One byte past the exposed range, and a wrong key.
     let mut past = write(1, 8192, key);
     past.remote_addr += 1;
@@ -90,7 +129,12 @@ fn out_of_range_and_wrong_key_fail_and_write_nothing() {
     sim.post(sim.now(), 0, read);
     sim.run_until_idle(Duration::from_ms(1000)).unwrap();
     for p in sim.posts() {
-        assert_eq!(p.completion.unwrap().status, Err(CompletionError::RemoteAccess), "wr {}", p.wr.wr_id);
+        assert_eq!(
+            p.completion.unwrap().status,
+            Err(CompletionError::RemoteAccess),
+            "wr {}",
+            p.wr.wr_id
+        );
     }
     let mut got = vec![0u8; 8192];
     sim.node(1).mem.host_read(1, DST, &mut got);

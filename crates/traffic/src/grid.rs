@@ -40,7 +40,10 @@ pub fn coords(rank: u32, dims: &[u32]) -> Vec<u32> {
 
 /// Rank at coordinates (x fastest).
 pub fn rank_of(c: &[u32], dims: &[u32]) -> u32 {
-    c.iter().zip(dims).rev().fold(0, |acc, (&c, &d)| acc * d + c)
+    c.iter()
+        .zip(dims)
+        .rev()
+        .fold(0, |acc, (&c, &d)| acc * d + c)
 }
 
 #[cfg(test)]

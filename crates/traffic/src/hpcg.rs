@@ -46,7 +46,13 @@ impl Hpcg {
     /// The calibrated model at `ranks` ranks (weak scaling: the local grid is fixed).
     pub fn calibrated(ranks: u32, rates: NodeRates) -> Hpcg {
         let d = dims_create(ranks, 3);
-        Hpcg { ranks, grid: [d[0], d[1], d[2]], n: CALIBRATED_N, iterations: CALIBRATED_ITERATIONS, rates }
+        Hpcg {
+            ranks,
+            grid: [d[0], d[1], d[2]],
+            n: CALIBRATED_N,
+            iterations: CALIBRATED_ITERATIONS,
+            rates,
+        }
     }
 
     /// Neighbour directions that exist for `rank`, with their rank.
@@ -82,14 +88,29 @@ impl Hpcg {
     fn halo(&self, rank: u32, level: u32, out: &mut Vec<Op>) {
         let n = self.level_n(level);
         let nb = self.neighbours(rank);
-        let size = |d: [i32; 3]| d.iter().map(|&x| if x == 0 { n } else { 1 }).product::<u64>() * 8;
+        let size = |d: [i32; 3]| {
+            d.iter()
+                .map(|&x| if x == 0 { n } else { 1 })
+                .product::<u64>()
+                * 8
+        };
         for (i, &(d, peer)) in nb.iter().enumerate() {
             // The receive lands in the level's external part, one region per neighbour.
             let _ = i;
-            out.push(Op::Recv { peer, bytes: size(d), buf: self.recv_buf(level, d), tag: 10 + level });
+            out.push(Op::Recv {
+                peer,
+                bytes: size(d),
+                buf: self.recv_buf(level, d),
+                tag: 10 + level,
+            });
         }
         for &(d, peer) in &nb {
-            out.push(Op::Send { peer, bytes: size(d), buf: level, tag: 10 + level });
+            out.push(Op::Send {
+                peer,
+                bytes: size(d),
+                buf: level,
+                tag: 10 + level,
+            });
         }
         out.push(Op::Wait);
     }
@@ -102,19 +123,26 @@ impl Hpcg {
     }
 
     fn spmv_ns(&self, level: u32) -> u64 {
-        self.rates.stream_ns(self.level_n(level).pow(3) as f64 * SPMV_BYTES_PER_ROW)
+        self.rates
+            .stream_ns(self.level_n(level).pow(3) as f64 * SPMV_BYTES_PER_ROW)
     }
 
     fn mg(&self, rank: u32, level: u32, out: &mut Vec<Op>) {
         // SYMGS is a forward and a backward sweep: twice an SpMV's traffic.
         self.halo(rank, level, out);
-        out.push(Op::Compute { ns: 2 * self.spmv_ns(level) });
+        out.push(Op::Compute {
+            ns: 2 * self.spmv_ns(level),
+        });
         if level + 1 < LEVELS {
             self.halo(rank, level, out);
-            out.push(Op::Compute { ns: self.spmv_ns(level) });
+            out.push(Op::Compute {
+                ns: self.spmv_ns(level),
+            });
             self.mg(rank, level + 1, out);
             self.halo(rank, level, out);
-            out.push(Op::Compute { ns: 2 * self.spmv_ns(level) });
+            out.push(Op::Compute {
+                ns: 2 * self.spmv_ns(level),
+            });
         }
     }
 }
@@ -130,16 +158,23 @@ impl AppModel for Hpcg {
         self.iterations
     }
     fn buffers(&self, _rank: u32) -> Vec<u64> {
-        let mut b: Vec<u64> = (0..LEVELS).map(|l| {
-            let n = self.level_n(l);
-            26 * n * n * 8
-        }).collect();
+        let mut b: Vec<u64> = (0..LEVELS)
+            .map(|l| {
+                let n = self.level_n(l);
+                26 * n * n * 8
+            })
+            .collect();
         b.extend([8, 8]);
         for l in 0..LEVELS {
             let n = self.level_n(l);
             for di in 0..27 {
                 let d = [di % 3 - 1, (di / 3) % 3 - 1, di / 9 - 1];
-                b.push(d.iter().map(|&x: &i32| if x == 0 { n } else { 1 }).product::<u64>() * 8);
+                b.push(
+                    d.iter()
+                        .map(|&x: &i32| if x == 0 { n } else { 1 })
+                        .product::<u64>()
+                        * 8,
+                );
             }
         }
         b
@@ -149,16 +184,28 @@ impl AppModel for Hpcg {
         let rows = self.level_n(0).pow(3) as f64;
         // SpMV of the search direction, then two dot products and the vector updates.
         self.halo(rank, 0, out);
-        out.push(Op::Compute { ns: self.spmv_ns(0) });
-        out.push(Op::Compute { ns: self.rates.stream_ns(rows * 16.0) });
+        out.push(Op::Compute {
+            ns: self.spmv_ns(0),
+        });
+        out.push(Op::Compute {
+            ns: self.rates.stream_ns(rows * 16.0),
+        });
         allreduce(&group, rank as usize, 8, LEVELS, LEVELS + 1, 50, out);
-        out.push(Op::Compute { ns: self.rates.stream_ns(rows * 48.0) });
+        out.push(Op::Compute {
+            ns: self.rates.stream_ns(rows * 48.0),
+        });
         self.mg(rank, 0, out);
-        out.push(Op::Compute { ns: self.rates.stream_ns(rows * 16.0) });
+        out.push(Op::Compute {
+            ns: self.rates.stream_ns(rows * 16.0),
+        });
         allreduce(&group, rank as usize, 8, LEVELS, LEVELS + 1, 51, out);
-        out.push(Op::Compute { ns: self.rates.stream_ns(rows * 16.0) });
+        out.push(Op::Compute {
+            ns: self.rates.stream_ns(rows * 16.0),
+        });
         allreduce(&group, rank as usize, 8, LEVELS, LEVELS + 1, 52, out);
-        out.push(Op::Compute { ns: self.rates.stream_ns(rows * 24.0) });
+        out.push(Op::Compute {
+            ns: self.rates.stream_ns(rows * 24.0),
+        });
     }
     fn peers(&self, rank: u32) -> Vec<u32> {
         let mut ops = Vec::new();

@@ -45,7 +45,13 @@ impl Hpl {
         let d = dims_create(ranks, 2);
         let n = ((CALIBRATED_N as f64) * (ranks as f64 / 16.0).sqrt()).round() as u64;
         let n = (n / CALIBRATED_NB).max(1) * CALIBRATED_NB;
-        Hpl { p: d[1], q: d[0], n, nb: CALIBRATED_NB, rates }
+        Hpl {
+            p: d[1],
+            q: d[0],
+            n,
+            nb: CALIBRATED_NB,
+            rates,
+        }
     }
 
     fn rc(&self, rank: u32) -> (u32, u32) {
@@ -93,21 +99,46 @@ impl AppModel for Hpl {
             let per_col = self.rates.dgemm_ns(2.0 * m_loc as f64 * nb as f64 / 2.0);
             for k in 0..nb {
                 out.push(Op::Compute { ns: per_col });
-                allreduce(&group, row as usize, (2 * self.nb + 4) * 8, 0, 1, 1000 + (k as u32 & 0xff), out);
+                allreduce(
+                    &group,
+                    row as usize,
+                    (2 * self.nb + 4) * 8,
+                    0,
+                    1,
+                    1000 + (k as u32 & 0xff),
+                    out,
+                );
             }
         }
-        ring_bcast(&self.row_group(row), col as usize, pc as usize, m_loc * nb * 8, 2, 2000, out);
+        ring_bcast(
+            &self.row_group(row),
+            col as usize,
+            pc as usize,
+            m_loc * nb * 8,
+            2,
+            2000,
+            out,
+        );
         if n_loc > 0 {
             let piece = nb.div_ceil(p) * n_loc * 8;
             let group = self.col_group(col);
             scatter(&group, row as usize, pr as usize, piece, 3, 4, 3000, out);
             ring_allgather(&group, row as usize, piece, 3, 4, 3001, out);
-            out.push(Op::Compute { ns: self.rates.dgemm_ns(2.0 * m_loc as f64 * n_loc as f64 * nb as f64) });
+            out.push(Op::Compute {
+                ns: self
+                    .rates
+                    .dgemm_ns(2.0 * m_loc as f64 * n_loc as f64 * nb as f64),
+            });
         }
     }
     fn peers(&self, rank: u32) -> Vec<u32> {
         let (row, col) = self.rc(rank);
-        let mut v: Vec<u32> = self.row_group(row).into_iter().chain(self.col_group(col)).filter(|&r| r != rank).collect();
+        let mut v: Vec<u32> = self
+            .row_group(row)
+            .into_iter()
+            .chain(self.col_group(col))
+            .filter(|&r| r != rank)
+            .collect();
         v.sort_unstable();
         v.dedup();
         v

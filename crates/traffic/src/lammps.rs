@@ -60,7 +60,15 @@ impl Lammps {
     /// The calibrated model at `ranks` ranks.
     pub fn calibrated(ranks: u32, rates: NodeRates) -> Lammps {
         let d = dims_create(ranks, 3);
-        Lammps { ranks, grid: [d[0], d[1], d[2]], atoms_per_rank: CALIBRATED_ATOMS_PER_RANK, steps: CALIBRATED_STEPS, reneigh_every: 20, thermo_every: 100, rates }
+        Lammps {
+            ranks,
+            grid: [d[0], d[1], d[2]],
+            atoms_per_rank: CALIBRATED_ATOMS_PER_RANK,
+            steps: CALIBRATED_STEPS,
+            reneigh_every: 20,
+            thermo_every: 100,
+            rates,
+        }
     }
 
     fn side(&self) -> f64 {
@@ -88,16 +96,38 @@ impl Lammps {
     /// 6 swaps (or fewer): in dimension order, each swap sends to one side and receives from
     /// the other.
     #[allow(clippy::too_many_arguments)]
-    fn swaps(&self, rank: u32, bytes_per_atom: f64, reverse: bool, tag: u32, recv_base: u32, sbuf: u32, out: &mut Vec<Op>) {
-        let mut list: Vec<(usize, i32)> = (0..3).flat_map(|d| [(d, -1), (d, 1)]).filter(|&(d, _)| self.grid[d] > 1).collect();
+    fn swaps(
+        &self,
+        rank: u32,
+        bytes_per_atom: f64,
+        reverse: bool,
+        tag: u32,
+        recv_base: u32,
+        sbuf: u32,
+        out: &mut Vec<Op>,
+    ) {
+        let mut list: Vec<(usize, i32)> = (0..3)
+            .flat_map(|d| [(d, -1), (d, 1)])
+            .filter(|&(d, _)| self.grid[d] > 1)
+            .collect();
         if reverse {
             list.reverse();
         }
         for (d, dir) in list {
             let bytes = (self.slab_atoms(d) * bytes_per_atom).round() as u64;
             let swap = (2 * d + (dir > 0) as usize) as u32;
-            out.push(Op::Recv { peer: self.neighbor(rank, d, -dir), bytes, buf: recv_base + swap, tag: tag + swap });
-            out.push(Op::Send { peer: self.neighbor(rank, d, dir), bytes, buf: sbuf, tag: tag + swap });
+            out.push(Op::Recv {
+                peer: self.neighbor(rank, d, -dir),
+                bytes,
+                buf: recv_base + swap,
+                tag: tag + swap,
+            });
+            out.push(Op::Send {
+                peer: self.neighbor(rank, d, dir),
+                bytes,
+                buf: sbuf,
+                tag: tag + swap,
+            });
             out.push(Op::Wait);
         }
     }
@@ -105,7 +135,8 @@ impl Lammps {
     fn force_ns(&self) -> u64 {
         // Half neighbor list (newton on): pairs per atom within the ghost cutoff.
         let pairs = 0.5 * DENSITY * 4.0 / 3.0 * std::f64::consts::PI * GHOST_CUT.powi(3);
-        self.rates.md_ns(self.atoms_per_rank * (pairs * FLOPS_PER_PAIR + 18.0))
+        self.rates
+            .md_ns(self.atoms_per_rank * (pairs * FLOPS_PER_PAIR + 18.0))
     }
 }
 
@@ -124,10 +155,22 @@ impl AppModel for Lammps {
     fn buffers(&self, _rank: u32) -> Vec<u64> {
         let big = (self.slab_atoms(2) * BORDER_BYTES_PER_ATOM).ceil() as u64;
         let mut b = vec![big];
-        b.extend((0..3).flat_map(|d| [d, d]).map(|d| (self.slab_atoms(d) * FWD_BYTES_PER_ATOM).ceil() as u64));
-        b.extend((0..3).flat_map(|d| [d, d]).map(|d| (self.slab_atoms(d) * FWD_BYTES_PER_ATOM).ceil() as u64));
+        b.extend(
+            (0..3)
+                .flat_map(|d| [d, d])
+                .map(|d| (self.slab_atoms(d) * FWD_BYTES_PER_ATOM).ceil() as u64),
+        );
+        b.extend(
+            (0..3)
+                .flat_map(|d| [d, d])
+                .map(|d| (self.slab_atoms(d) * FWD_BYTES_PER_ATOM).ceil() as u64),
+        );
         b.extend([big; 6]);
-        b.extend((0..3).flat_map(|d| [d, d]).map(|d| (self.slab_atoms(d) * BORDER_BYTES_PER_ATOM).ceil() as u64));
+        b.extend(
+            (0..3)
+                .flat_map(|d| [d, d])
+                .map(|d| (self.slab_atoms(d) * BORDER_BYTES_PER_ATOM).ceil() as u64),
+        );
         b.extend([48, 48]);
         b
     }
@@ -142,7 +185,9 @@ impl AppModel for Lammps {
         } else {
             self.swaps(rank, FWD_BYTES_PER_ATOM, false, 100, 1, 0, out);
         }
-        out.push(Op::Compute { ns: self.force_ns() });
+        out.push(Op::Compute {
+            ns: self.force_ns(),
+        });
         self.swaps(rank, FWD_BYTES_PER_ATOM, true, 200, 7, 0, out);
         if step % self.thermo_every == 0 {
             let group: Vec<u32> = (0..self.ranks).collect();

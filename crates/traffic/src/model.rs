@@ -53,7 +53,10 @@ pub fn peers_of(ops: &[Op]) -> Vec<u32> {
 
 /// The program of `rank` for iterations `iters`.
 pub fn program(model: &dyn AppModel, rank: u32, iters: Range<u64>) -> Program {
-    let mut p = Program { buffers: model.buffers(rank), ops: Vec::new() };
+    let mut p = Program {
+        buffers: model.buffers(rank),
+        ops: Vec::new(),
+    };
     for it in iters {
         model.iteration(rank, it, &mut p.ops);
     }

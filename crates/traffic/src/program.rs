@@ -104,16 +104,33 @@ pub fn check_programs(programs: &[Program]) -> Result<(), crate::TrafficError> {
         let r = r as u32;
         for op in &p.ops {
             let (peer, bytes, buf, tag, is_send) = match *op {
-                Op::Send { peer, bytes, buf, tag } => (peer, bytes, buf, tag, true),
-                Op::Recv { peer, bytes, buf, tag } => (peer, bytes, buf, tag, false),
+                Op::Send {
+                    peer,
+                    bytes,
+                    buf,
+                    tag,
+                } => (peer, bytes, buf, tag, true),
+                Op::Recv {
+                    peer,
+                    bytes,
+                    buf,
+                    tag,
+                } => (peer, bytes, buf, tag, false),
                 _ => continue,
             };
             if peer >= n || peer == r {
-                return Err(E::Invalid(format!("rank {r}: peer {peer} is not another rank of {n}")));
+                return Err(E::Invalid(format!(
+                    "rank {r}: peer {peer} is not another rank of {n}"
+                )));
             }
-            let cap = *p.buffers.get(buf as usize).ok_or_else(|| E::Invalid(format!("rank {r}: buffer {buf} does not exist")))?;
+            let cap = *p
+                .buffers
+                .get(buf as usize)
+                .ok_or_else(|| E::Invalid(format!("rank {r}: buffer {buf} does not exist")))?;
             if bytes > cap {
-                return Err(E::Invalid(format!("rank {r}: {bytes} bytes do not fit buffer {buf} of {cap}")));
+                return Err(E::Invalid(format!(
+                    "rank {r}: {bytes} bytes do not fit buffer {buf} of {cap}"
+                )));
             }
             if is_send {
                 sends.entry((r, peer)).or_default().push((bytes, tag));
@@ -125,12 +142,22 @@ pub fn check_programs(programs: &[Program]) -> Result<(), crate::TrafficError> {
     for (pair, s) in &sends {
         let got = recvs.get(pair).map(|v| v.as_slice()).unwrap_or(&[]);
         if got.len() != s.len() || got.iter().zip(s).any(|(r, s)| r.1 != s.1 || r.0 < s.0) {
-            return Err(E::Invalid(format!("rank {} -> {}: {} sends but the receives do not match them", pair.0, pair.1, s.len())));
+            return Err(E::Invalid(format!(
+                "rank {} -> {}: {} sends but the receives do not match them",
+                pair.0,
+                pair.1,
+                s.len()
+            )));
         }
     }
     for (pair, r) in &recvs {
         if !sends.contains_key(pair) && !r.is_empty() {
-            return Err(E::Invalid(format!("rank {} <- {}: {} receives without sends", pair.1, pair.0, r.len())));
+            return Err(E::Invalid(format!(
+                "rank {} <- {}: {} receives without sends",
+                pair.1,
+                pair.0,
+                r.len()
+            )));
         }
     }
     Ok(())

@@ -26,14 +26,21 @@ pub struct NodeRates {
 
 impl Default for NodeRates {
     fn default() -> Self {
-        NodeRates { threads: 4, core_peak_gflops: 2.4, dgemm_efficiency: 0.8, md_efficiency: 0.1, mem_gbps: 3.2 }
+        NodeRates {
+            threads: 4,
+            core_peak_gflops: 2.4,
+            dgemm_efficiency: 0.8,
+            md_efficiency: 0.1,
+            mem_gbps: 3.2,
+        }
     }
 }
 
 impl NodeRates {
     /// Nanoseconds for `flops` of dense linear algebra.
     pub fn dgemm_ns(&self, flops: f64) -> u64 {
-        (flops / (self.threads as f64 * self.core_peak_gflops * self.dgemm_efficiency)).round() as u64
+        (flops / (self.threads as f64 * self.core_peak_gflops * self.dgemm_efficiency)).round()
+            as u64
     }
 
     /// Nanoseconds for `flops` of pair-force computation.

@@ -40,10 +40,27 @@ struct Header {
 #[derive(Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 enum Line {
-    Compute { rank: u32, ns: u64 },
-    Send { rank: u32, peer: u32, bytes: u64, tag: u32, buf: Option<u32> },
-    Recv { rank: u32, peer: u32, bytes: u64, tag: u32, buf: Option<u32> },
-    Wait { rank: u32 },
+    Compute {
+        rank: u32,
+        ns: u64,
+    },
+    Send {
+        rank: u32,
+        peer: u32,
+        bytes: u64,
+        tag: u32,
+        buf: Option<u32>,
+    },
+    Recv {
+        rank: u32,
+        peer: u32,
+        bytes: u64,
+        tag: u32,
+        buf: Option<u32>,
+    },
+    Wait {
+        rank: u32,
+    },
 }
 
 #[derive(Deserialize)]
@@ -58,14 +75,32 @@ pub const MAX_RANKS: u32 = 1 << 20;
 
 /// Write programs as a JSON-lines trace (with their buffers).
 pub fn write_jsonl(programs: &[Program], out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "{}", json!({ "format": "unpinned-trace", "version": 1, "ranks": programs.len() }))?;
+    writeln!(
+        out,
+        "{}",
+        json!({ "format": "unpinned-trace", "version": 1, "ranks": programs.len() })
+    )?;
     for (r, p) in programs.iter().enumerate() {
         writeln!(out, "{}", json!({ "rank": r, "buffers": p.buffers }))?;
         for op in &p.ops {
             let line = match *op {
                 Op::Compute { ns } => json!({ "rank": r, "op": "compute", "ns": ns }),
-                Op::Send { peer, bytes, buf, tag } => json!({ "rank": r, "op": "send", "peer": peer, "bytes": bytes, "tag": tag, "buf": buf }),
-                Op::Recv { peer, bytes, buf, tag } => json!({ "rank": r, "op": "recv", "peer": peer, "bytes": bytes, "tag": tag, "buf": buf }),
+                Op::Send {
+                    peer,
+                    bytes,
+                    buf,
+                    tag,
+                } => {
+                    json!({ "rank": r, "op": "send", "peer": peer, "bytes": bytes, "tag": tag, "buf": buf })
+                }
+                Op::Recv {
+                    peer,
+                    bytes,
+                    buf,
+                    tag,
+                } => {
+                    json!({ "rank": r, "op": "recv", "peer": peer, "bytes": bytes, "tag": tag, "buf": buf })
+                }
                 Op::Wait => json!({ "rank": r, "op": "wait" }),
             };
             writeln!(out, "{line}")?;
@@ -82,7 +117,13 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Program>, TrafficError> {
     let first = first.map_err(|e| perr(1, e.to_string()))?;
     let h: Header = serde_json::from_str(&first).map_err(|e| perr(1, format!("header: {e}")))?;
     if h.format != "unpinned-trace" || h.version != 1 {
-        return Err(perr(1, format!("format {:?} version {} (want unpinned-trace 1)", h.format, h.version)));
+        return Err(perr(
+            1,
+            format!(
+                "format {:?} version {} (want unpinned-trace 1)",
+                h.format, h.version
+            ),
+        ));
     }
     if h.ranks == 0 || h.ranks > MAX_RANKS {
         return Err(perr(1, format!("ranks {} not in 1..={MAX_RANKS}", h.ranks)));
@@ -96,7 +137,13 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Program>, TrafficError> {
         if text.trim().is_empty() {
             continue;
         }
-        let check_rank = |r: u32| if r < n { Ok(r as usize) } else { Err(perr(ln, format!("rank {r} >= ranks {n}"))) };
+        let check_rank = |r: u32| {
+            if r < n {
+                Ok(r as usize)
+            } else {
+                Err(perr(ln, format!("rank {r} >= ranks {n}")))
+            }
+        };
         if text.contains("\"buffers\"") {
             let b: Buffers = serde_json::from_str(&text).map_err(|e| perr(ln, e.to_string()))?;
             declared[check_rank(b.rank)?] = Some(b.buffers);
@@ -106,8 +153,38 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Program>, TrafficError> {
         let (rank, op, named) = match l {
             Line::Compute { rank, ns } => (rank, Op::Compute { ns }, true),
             Line::Wait { rank } => (rank, Op::Wait, true),
-            Line::Send { rank, peer, bytes, tag, buf } => (rank, Op::Send { peer, bytes, tag, buf: buf.unwrap_or(u32::MAX) }, buf.is_some()),
-            Line::Recv { rank, peer, bytes, tag, buf } => (rank, Op::Recv { peer, bytes, tag, buf: buf.unwrap_or(u32::MAX) }, buf.is_some()),
+            Line::Send {
+                rank,
+                peer,
+                bytes,
+                tag,
+                buf,
+            } => (
+                rank,
+                Op::Send {
+                    peer,
+                    bytes,
+                    tag,
+                    buf: buf.unwrap_or(u32::MAX),
+                },
+                buf.is_some(),
+            ),
+            Line::Recv {
+                rank,
+                peer,
+                bytes,
+                tag,
+                buf,
+            } => (
+                rank,
+                Op::Recv {
+                    peer,
+                    bytes,
+                    tag,
+                    buf: buf.unwrap_or(u32::MAX),
+                },
+                buf.is_some(),
+            ),
         };
         let r = check_rank(rank)?;
         if let Op::Send { peer, .. } | Op::Recv { peer, .. } = op {
@@ -120,7 +197,10 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Program>, TrafficError> {
     let mut programs = Vec::with_capacity(n as usize);
     for (r, list) in ops.into_iter().enumerate() {
         let named: Vec<bool> = list.iter().map(|x| x.1).collect();
-        let mut p = Program { buffers: declared[r].take().unwrap_or_default(), ops: list.into_iter().map(|x| x.0).collect() };
+        let mut p = Program {
+            buffers: declared[r].take().unwrap_or_default(),
+            ops: list.into_iter().map(|x| x.0).collect(),
+        };
         assign_buffers(&mut p, &named);
         programs.push(p);
     }
@@ -134,7 +214,9 @@ pub(crate) fn assign_buffers(p: &mut Program, named: &[bool]) {
     let mut by_key: BTreeMap<(u32, bool), (u32, u64)> = BTreeMap::new();
     for (op, &nm) in p.ops.iter().zip(named) {
         if let (Op::Send { peer, bytes, .. } | Op::Recv { peer, bytes, .. }, false) = (op, nm) {
-            let e = by_key.entry((*peer, matches!(op, Op::Send { .. }))).or_insert((0, 0));
+            let e = by_key
+                .entry((*peer, matches!(op, Op::Send { .. })))
+                .or_insert((0, 0));
             e.1 = e.1.max(*bytes);
         }
     }
@@ -179,10 +261,13 @@ impl AppModel for Replay {
         out.extend_from_slice(&self.programs[rank as usize].ops);
     }
     fn params(&self) -> serde_json::Value {
-        let t = self.programs.iter().fold(crate::Totals::default(), |mut t, p| {
-            p.ops.iter().for_each(|o| t.add(o));
-            t
-        });
+        let t = self
+            .programs
+            .iter()
+            .fold(crate::Totals::default(), |mut t, p| {
+                p.ops.iter().for_each(|o| t.add(o));
+                t
+            });
         json!({ "ranks": self.programs.len(), "sends": t.sends, "bytes": t.bytes })
     }
 }
@@ -193,4 +278,3 @@ pub fn to_jsonl_string(programs: &[Program]) -> String {
     write_jsonl(programs, &mut v).expect("writing to memory");
     String::from_utf8(v).expect("JSON is UTF-8")
 }
-

@@ -79,14 +79,45 @@ l2 requires l1
 #[test]
 fn goal_schedule_is_linearized() {
     let p = read_goal(PINGPONG).unwrap();
-    assert_eq!(p[0].ops, vec![
-        Op::Compute { ns: 1000 },
-        Op::Send { peer: 1, bytes: 1024, buf: 1, tag: 42 },
-        Op::Recv { peer: 1, bytes: 1024, buf: 0, tag: 43 },
-        Op::Wait,
-        Op::Compute { ns: 500 },
-    ]);
-    assert_eq!(p[1].ops, vec![Op::Recv { peer: 0, bytes: 1024, buf: 0, tag: 42 }, Op::Wait, Op::Send { peer: 0, bytes: 1024, buf: 1, tag: 43 }, Op::Wait]);
+    assert_eq!(
+        p[0].ops,
+        vec![
+            Op::Compute { ns: 1000 },
+            Op::Send {
+                peer: 1,
+                bytes: 1024,
+                buf: 1,
+                tag: 42
+            },
+            Op::Recv {
+                peer: 1,
+                bytes: 1024,
+                buf: 0,
+                tag: 43
+            },
+            Op::Wait,
+            Op::Compute { ns: 500 },
+        ]
+    );
+    assert_eq!(
+        p[1].ops,
+        vec![
+            Op::Recv {
+                peer: 0,
+                bytes: 1024,
+                buf: 0,
+                tag: 42
+            },
+            Op::Wait,
+            Op::Send {
+                peer: 0,
+                bytes: 1024,
+                buf: 1,
+                tag: 43
+            },
+            Op::Wait
+        ]
+    );
     assert_eq!(totals(&p).sends, 2);
 }
 

@@ -11,6 +11,6 @@ pub mod part;
 pub mod rc;
 
 pub use part::{
-    emit_data_in_place, AtomicKind, AtomicStatus, Checksum, DataFlags, DataHeader, NackReason, PartRepr,
-    WireError, DATA_PAYLOAD_OFFSET,
+    emit_data_in_place, AtomicKind, AtomicStatus, Checksum, DataFlags, DataHeader, NackReason,
+    PartRepr, WireError, DATA_PAYLOAD_OFFSET,
 };

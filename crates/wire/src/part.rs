@@ -621,7 +621,12 @@ impl<'a> PartRepr<'a> {
                 use field::data as f;
                 // A fixed-size view of the header (the length was checked above): the field
                 // reads below then need no bounds checks.
-                let b = b.first_chunk::<{ f::PAYLOAD }>().ok_or(WireError::Truncated { need: DATA_HEADER_LEN, have })?;
+                let b = b
+                    .first_chunk::<{ f::PAYLOAD }>()
+                    .ok_or(WireError::Truncated {
+                        need: DATA_HEADER_LEN,
+                        have,
+                    })?;
                 let read_response = read_response_flag(b[f::FLAGS])?;
                 PartRepr::Data {
                     pdid: get_u16(b, f::PDID),
@@ -770,10 +775,22 @@ impl<'a> PartRepr<'a> {
                 payload,
             } => {
                 out[field::TYPE] = kind::DATA;
-                let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
+                let h = DataHeader {
+                    pdid,
+                    rkey,
+                    transfer_id,
+                    block_id,
+                    block_seq,
+                    flags,
+                    offset,
+                    block_len,
+                    xfer_base,
+                    xfer_len,
+                };
                 // Checked above: the payload length fits in 16 bits.
                 put_data_header(out, &h, payload.len());
-                out[field::data::PAYLOAD..field::data::PAYLOAD + payload.len()].copy_from_slice(payload);
+                out[field::data::PAYLOAD..field::data::PAYLOAD + payload.len()]
+                    .copy_from_slice(payload);
             }
             PartRepr::Ack {
                 transfer_id,
@@ -960,7 +977,9 @@ fn put_data_header(out: &mut [u8], h: &DataHeader, payload_len: usize) {
     use field::data as f;
     // A fixed-size view (callers checked the length): no bounds check per field, which the
     // simulator's profile showed on its hottest path.
-    let out = out.first_chunk_mut::<{ f::PAYLOAD }>().expect("callers checked the length");
+    let out = out
+        .first_chunk_mut::<{ f::PAYLOAD }>()
+        .expect("callers checked the length");
     put_u16(out, f::PDID, h.pdid);
     put_u32(out, f::RKEY, h.rkey);
     put_u32(out, f::TRANSFER_ID, h.transfer_id);
@@ -1021,13 +1040,40 @@ mod tests {
             assert_eq!(none[..crc_at], want[..crc_at]);
             assert_eq!(none[crc_at..], [0; 4]);
             assert_eq!(PartRepr::parse_ignoring_checksum(&none), Ok(repr));
-            let PartRepr::Data { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len, payload: p } = repr else {
+            let PartRepr::Data {
+                pdid,
+                rkey,
+                transfer_id,
+                block_id,
+                block_seq,
+                flags,
+                offset,
+                block_len,
+                xfer_base,
+                xfer_len,
+                payload: p,
+            } = repr
+            else {
                 continue;
             };
-            let h = DataHeader { pdid, rkey, transfer_id, block_id, block_seq, flags, offset, block_len, xfer_base, xfer_len };
+            let h = DataHeader {
+                pdid,
+                rkey,
+                transfer_id,
+                block_id,
+                block_seq,
+                flags,
+                offset,
+                block_len,
+                xfer_base,
+                xfer_len,
+            };
             let mut out = vec![0u8; want.len() + 9];
             out[DATA_PAYLOAD_OFFSET..DATA_PAYLOAD_OFFSET + p.len()].copy_from_slice(p);
-            assert_eq!(emit_data_in_place(&h, p.len(), &mut out, Checksum::Crc32), Ok(want.len()));
+            assert_eq!(
+                emit_data_in_place(&h, p.len(), &mut out, Checksum::Crc32),
+                Ok(want.len())
+            );
             assert_eq!(out[..want.len()], want[..]);
             assert_eq!(out[want.len()..], [0; 9]);
             assert_eq!(
@@ -1262,7 +1308,18 @@ mod tests {
         assert_eq!(PartRepr::parse(&buf), Err(WireError::BadChecksum));
         let lenient = PartRepr::parse_ignoring_checksum(&buf).unwrap();
         match (lenient, repr) {
-            (PartRepr::Data { transfer_id: a, block_id: b, .. }, PartRepr::Data { transfer_id: c, block_id: d, .. }) => assert_eq!((a, b), (c, d)),
+            (
+                PartRepr::Data {
+                    transfer_id: a,
+                    block_id: b,
+                    ..
+                },
+                PartRepr::Data {
+                    transfer_id: c,
+                    block_id: d,
+                    ..
+                },
+            ) => assert_eq!((a, b), (c, d)),
             _ => panic!("expected a data packet"),
         }
     }

@@ -428,7 +428,9 @@ impl<'a> RcRepr<'a> {
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, RcWireError> {
         let len = self.buffer_len();
         let payload_len = match self {
-            RcRepr::Write { payload, .. } | RcRepr::Send { payload, .. } | RcRepr::ReadResp { payload, .. } => payload.len(),
+            RcRepr::Write { payload, .. }
+            | RcRepr::Send { payload, .. }
+            | RcRepr::ReadResp { payload, .. } => payload.len(),
             _ => 0,
         };
         if payload_len > usize::from(u16::MAX) {
@@ -439,9 +441,12 @@ impl<'a> RcRepr<'a> {
             return Err(RcWireError::Malformed("24-bit field"));
         }
         match self {
-            RcRepr::ReadResp { msn, .. } | RcRepr::Ack { msn, .. } if *msn > MASK_24 => return Err(RcWireError::Malformed("msn")),
+            RcRepr::ReadResp { msn, .. } | RcRepr::Ack { msn, .. } if *msn > MASK_24 => {
+                return Err(RcWireError::Malformed("msn"))
+            }
             RcRepr::Ack {
-                syndrome: Syndrome::RnrNak { timer }, ..
+                syndrome: Syndrome::RnrNak { timer },
+                ..
             } if *timer > 0x1f => return Err(RcWireError::Malformed("rnr timer")),
             _ => {}
         }
@@ -454,30 +459,40 @@ impl<'a> RcRepr<'a> {
         put_u32(out, field::DEST_QPN, qpn);
         put_u32(out, field::PSN, psn);
         match *self {
-            RcRepr::ReadReq { va, rkey, len: dlen, .. } => {
+            RcRepr::ReadReq {
+                va,
+                rkey,
+                len: dlen,
+                ..
+            } => {
                 out[field::OPCODE] = opcode::READ_REQ;
                 put_u64(out, field::reth::VA, va);
                 put_u32(out, field::reth::RKEY, rkey);
                 put_u32(out, field::reth::DMA_LEN, dlen);
             }
-            RcRepr::Write { va, rkey, payload, .. } => {
+            RcRepr::Write {
+                va, rkey, payload, ..
+            } => {
                 out[field::OPCODE] = opcode::WRITE;
                 put_u64(out, field::reth::VA, va);
                 put_u32(out, field::reth::RKEY, rkey);
                 put_u16(out, field::reth::PAYLOAD_LEN, payload.len() as u16);
-                out[field::reth::PAYLOAD..field::reth::PAYLOAD + payload.len()].copy_from_slice(payload);
+                out[field::reth::PAYLOAD..field::reth::PAYLOAD + payload.len()]
+                    .copy_from_slice(payload);
             }
             RcRepr::Send { payload, .. } => {
                 out[field::OPCODE] = opcode::SEND;
                 put_u16(out, field::send::PAYLOAD_LEN, payload.len() as u16);
-                out[field::send::PAYLOAD..field::send::PAYLOAD + payload.len()].copy_from_slice(payload);
+                out[field::send::PAYLOAD..field::send::PAYLOAD + payload.len()]
+                    .copy_from_slice(payload);
             }
             RcRepr::ReadResp { msn, payload, .. } => {
                 out[field::OPCODE] = opcode::READ_RESP;
                 out[field::aeth::SYNDROME] = Syndrome::Ack.encode();
                 put_u24(out, field::aeth::MSN, msn);
                 put_u16(out, field::aeth::PAYLOAD_LEN, payload.len() as u16);
-                out[field::aeth::PAYLOAD..field::aeth::PAYLOAD + payload.len()].copy_from_slice(payload);
+                out[field::aeth::PAYLOAD..field::aeth::PAYLOAD + payload.len()]
+                    .copy_from_slice(payload);
             }
             RcRepr::Ack { msn, syndrome, .. } => {
                 out[field::OPCODE] = opcode::ACK;
@@ -521,8 +536,16 @@ mod tests {
                 rkey: 7,
                 payload: p,
             },
-            RcRepr::Send { dest_qpn: 2, psn: 5, payload: p },
-            RcRepr::Send { dest_qpn: 2, psn: 6, payload: &[] },
+            RcRepr::Send {
+                dest_qpn: 2,
+                psn: 5,
+                payload: p,
+            },
+            RcRepr::Send {
+                dest_qpn: 2,
+                psn: 6,
+                payload: &[],
+            },
             RcRepr::ReadResp {
                 dest_qpn: 3,
                 psn: 9,
@@ -584,7 +607,10 @@ mod tests {
             msn: 0x070809,
             syndrome: Syndrome::RnrNak { timer: 14 },
         });
-        assert_eq!(&b[..16], &[0x49, 0x42, 1, 5, 0, 1, 2, 3, 0, 4, 5, 6, 0x2e, 7, 8, 9]);
+        assert_eq!(
+            &b[..16],
+            &[0x49, 0x42, 1, 5, 0, 1, 2, 3, 0, 4, 5, 6, 0x2e, 7, 8, 9]
+        );
     }
 
     #[test]
@@ -593,7 +619,10 @@ mod tests {
         for r in samples(&p) {
             let b = emit_vec(&r);
             for cut in 0..b.len() {
-                assert!(matches!(RcRepr::parse(&b[..cut]), Err(RcWireError::Truncated { .. })), "{r:?} cut {cut}");
+                assert!(
+                    matches!(RcRepr::parse(&b[..cut]), Err(RcWireError::Truncated { .. })),
+                    "{r:?} cut {cut}"
+                );
             }
             let mut long = b.clone();
             long.push(0);
@@ -645,7 +674,10 @@ mod tests {
             rkey: 0,
             len: 1,
         };
-        assert_eq!(r.emit(&mut [0u8; 31]), Err(RcWireError::BufferTooSmall { need: 32 }));
+        assert_eq!(
+            r.emit(&mut [0u8; 31]),
+            Err(RcWireError::BufferTooSmall { need: 32 })
+        );
         let r = RcRepr::ReadReq {
             dest_qpn: 1 << 24,
             psn: 1,
@@ -655,7 +687,11 @@ mod tests {
         };
         assert!(r.emit(&mut [0u8; 64]).is_err());
         let big = vec![0u8; 70_000];
-        let r = RcRepr::Send { dest_qpn: 1, psn: 1, payload: &big };
+        let r = RcRepr::Send {
+            dest_qpn: 1,
+            psn: 1,
+            payload: &big,
+        };
         assert!(r.emit(&mut vec![0u8; 80_000]).is_err());
     }
 

@@ -28,12 +28,20 @@ impl SlotIndex {
     /// An index for up to `entries` keys.
     pub(crate) fn new(entries: usize) -> SlotIndex {
         let n = (entries * 4).next_power_of_two().max(8);
-        SlotIndex { cells: vec![NIL; n], mask: n - 1 }
+        SlotIndex {
+            cells: vec![NIL; n],
+            mask: n - 1,
+        }
     }
 
     /// The slot holding `(pdid, vpn)`; `key_of(slot)` reads a slot's key.
     #[inline]
-    pub(crate) fn get(&self, pdid: Pdid, vpn: u64, key_of: impl Fn(u32) -> (Pdid, u64)) -> Option<u32> {
+    pub(crate) fn get(
+        &self,
+        pdid: Pdid,
+        vpn: u64,
+        key_of: impl Fn(u32) -> (Pdid, u64),
+    ) -> Option<u32> {
         let mut i = hash(pdid, vpn) & self.mask;
         loop {
             let c = self.cells[i];
@@ -81,7 +89,11 @@ impl SlotIndex {
             }
             let (p, v) = key_of(c);
             let home = hash(p, v) & self.mask;
-            let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
             if !stays {
                 self.cells[hole] = c;
                 hole = j;
@@ -125,7 +137,11 @@ mod tests {
             }
             let probe = ((x >> 40) as Pdid % 3, (x >> 8) % 500);
             let key_of = |s: u32| keys[s as usize].expect("indexed slots hold keys");
-            assert_eq!(ix.get(probe.0, probe.1, key_of), reference.get(&probe).copied(), "step {step}");
+            assert_eq!(
+                ix.get(probe.0, probe.1, key_of),
+                reference.get(&probe).copied(),
+                "step {step}"
+            );
         }
     }
 }

@@ -68,7 +68,10 @@ impl Iommu {
     /// by the other. The profile is assumed validated (entries a multiple of ways, policy
     /// `lru` or `random`); an unknown policy panics.
     pub fn new(cfg: &IommuProfile, seed: u64) -> Iommu {
-        let policy: Replacement = cfg.policy.parse().unwrap_or_else(|e| panic!("iommu.policy: {e}"));
+        let policy: Replacement = cfg
+            .policy
+            .parse()
+            .unwrap_or_else(|e| panic!("iommu.policy: {e}"));
         Iommu {
             l1: Tlb::new(
                 cfg.l1_entries as usize,

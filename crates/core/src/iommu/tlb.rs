@@ -36,7 +36,9 @@ impl std::str::FromStr for Replacement {
         match s.trim().to_ascii_lowercase().as_str() {
             "lru" => Ok(Replacement::Lru),
             "random" => Ok(Replacement::Random),
-            other => Err(format!("unknown TLB replacement policy {other:?} (valid: lru, random)")),
+            other => Err(format!(
+                "unknown TLB replacement policy {other:?} (valid: lru, random)"
+            )),
         }
     }
 }
@@ -68,7 +70,11 @@ struct Recency {
 
 impl Recency {
     fn new(sets: usize) -> Recency {
-        Recency { head: vec![NIL; sets], tail: vec![NIL; sets], valid: vec![0; sets] }
+        Recency {
+            head: vec![NIL; sets],
+            tail: vec![NIL; sets],
+            valid: vec![0; sets],
+        }
     }
 
     fn unlink(&mut self, slots: &mut [Slot], set: usize, slot: usize) {
@@ -181,7 +187,8 @@ impl Tlb {
             "TLB entries ({entries}) must be a positive multiple of ways ({ways})"
         );
         let index = (ways > INDEX_MIN_WAYS).then(|| SlotIndex::new(entries));
-        let recency = (index.is_some() && replacement == Replacement::Lru).then(|| Recency::new(entries / ways));
+        let recency = (index.is_some() && replacement == Replacement::Lru)
+            .then(|| Recency::new(entries / ways));
         Tlb {
             sets: entries / ways,
             ways,
@@ -331,7 +338,10 @@ impl Tlb {
     /// [`Tlb::insert`] of a key the caller just failed to look up (a fill after a miss): the
     /// same effect without searching for the key again.
     pub fn insert_absent(&mut self, pdid: Pdid, vpn: u64) -> Option<(Pdid, u64)> {
-        debug_assert!(self.find(pdid, vpn).is_none(), "insert_absent of a cached key");
+        debug_assert!(
+            self.find(pdid, vpn).is_none(),
+            "insert_absent of a cached key"
+        );
         let t = self.tick();
         let set_no = self.set_of(pdid, vpn);
         let base = set_no * self.ways;
@@ -449,7 +459,8 @@ impl Tlb {
 /// equally sized buffers differ only in high page-number bits, which a mask would drop.
 #[inline(always)]
 fn memo_of(pdid: Pdid, vpn: u64) -> usize {
-    ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO.trailing_zeros())) as usize
+    ((vpn ^ ((pdid as u64) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        >> (64 - MEMO.trailing_zeros())) as usize
 }
 
 /// The key a slot holds (valid or not: the index only names valid slots).
@@ -512,11 +523,14 @@ mod tests {
                 x = crate::rng::splitmix64(x);
                 let (pdid, vpn) = ((x % 3) as Pdid, (x >> 8) % 200);
                 if (x >> 40) % 997 == 0 {
-                    let n: usize = sets.iter_mut().map(|r| {
-                        let before = r.len();
-                        r.retain(|e| e.0 != pdid);
-                        before - r.len()
-                    }).sum();
+                    let n: usize = sets
+                        .iter_mut()
+                        .map(|r| {
+                            let before = r.len();
+                            r.retain(|e| e.0 != pdid);
+                            before - r.len()
+                        })
+                        .sum();
                     assert_eq!(t.invalidate_context(pdid), n);
                     continue;
                 }
@@ -659,6 +673,9 @@ mod tests {
     fn replacement_parses() {
         assert_eq!("lru".parse::<Replacement>(), Ok(Replacement::Lru));
         assert_eq!("random".parse::<Replacement>(), Ok(Replacement::Random));
-        assert!("fifo".parse::<Replacement>().unwrap_err().contains("lru, random"));
+        assert!("fifo"
+            .parse::<Replacement>()
+            .unwrap_err()
+            .contains("lru, random"));
     }
 }

@@ -35,9 +35,11 @@ pub fn mlock(cpu: &CpuProfile, pages: u64, present: bool) -> Duration {
     if pages == 0 {
         return Duration::ZERO;
     }
-    let mut d = Duration::from_us_f64(cpu.mlock_call_us) + Duration::from_ns(cpu.mlock_page_ns).times(pages - 1);
+    let mut d = Duration::from_us_f64(cpu.mlock_call_us)
+        + Duration::from_ns(cpu.mlock_page_ns).times(pages - 1);
     if !present {
-        d += Duration::from_us_f64(cpu.mlock_nopres_call_us) + Duration::from_us_f64(cpu.minor_fault_us).times(pages);
+        d += Duration::from_us_f64(cpu.mlock_nopres_call_us)
+            + Duration::from_us_f64(cpu.minor_fault_us).times(pages);
     }
     d
 }
@@ -84,7 +86,10 @@ mod tests {
         assert_eq!(mlock(&c, 4, true), Duration::from_ns(6000 + 3 * 150));
         // Not present: + 3 us start-up + 3 us minor fault per page.
         assert_eq!(mlock(&c, 1, false), Duration::from_us(12));
-        assert_eq!(mlock(&c, 4, false), Duration::from_ns(6000 + 3 * 150 + 3000 + 4 * 3000));
+        assert_eq!(
+            mlock(&c, 4, false),
+            Duration::from_ns(6000 + 3 * 150 + 3000 + 4 * 3000)
+        );
         assert_eq!(mlock(&c, 0, false), Duration::ZERO);
     }
 

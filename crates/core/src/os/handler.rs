@@ -493,16 +493,21 @@ impl FaultHandlerModel {
         self.seen.clear();
         for i in 0..self.batch.len() {
             let rec = self.batch[i];
-            if !self.seen.insert((rec.side, rec.transfer, rec.block, rec.block_seq)) {
+            if !self
+                .seen
+                .insert((rec.side, rec.transfer, rec.block, rec.block_seq))
+            {
                 continue;
             }
             let (transfer, block, block_seq) = (rec.transfer, rec.block, rec.block_seq);
             match rec.side {
-                FaultSide::Destination if self.cfg.send_err => self.errs.push_back(HandlerAction::SendErr {
-                    transfer,
-                    block,
-                    block_seq,
-                }),
+                FaultSide::Destination if self.cfg.send_err => {
+                    self.errs.push_back(HandlerAction::SendErr {
+                        transfer,
+                        block,
+                        block_seq,
+                    })
+                }
                 // Without ERRs the source recovers by its block timeout: nothing to send.
                 FaultSide::Destination => {}
                 FaultSide::Source => self.errs.push_back(HandlerAction::ResumeSource {
@@ -529,7 +534,13 @@ impl FaultHandlerModel {
             let new = !mem.is_present(pdid, p) && !self.unpolled.contains(&(pdid, p));
             match (&mut run, new) {
                 (Some(r), true) => r.left += 1,
-                (None, true) => run = Some(GupRun { pdid, next: p, left: 1 }),
+                (None, true) => {
+                    run = Some(GupRun {
+                        pdid,
+                        next: p,
+                        left: 1,
+                    })
+                }
                 (Some(_), false) => self.runs.push_back(run.take().expect("run")),
                 (None, false) => {}
             }
@@ -623,7 +634,11 @@ mod tests {
             let mut os = Profile::forth_arm().os;
             tweak(&mut os);
             World {
-                h: FaultHandlerModel::new(HandlerConfig { os, policy, send_err }),
+                h: FaultHandlerModel::new(HandlerConfig {
+                    os,
+                    policy,
+                    send_err,
+                }),
                 mem: Pages::default(),
                 log: Vec::new(),
             }
@@ -719,7 +734,11 @@ mod tests {
         let mut w = World::new(PageInPolicy::Pio, true, |_| {});
         assert!(w.push(us(0), dst(0, 1)));
         w.interrupt(us(0));
-        assert_eq!(w.h.poll_timeout(), Some(us(1)), "interrupt handler ends at 1 us");
+        assert_eq!(
+            w.h.poll_timeout(),
+            Some(us(1)),
+            "interrupt handler ends at 1 us"
+        );
         w.finish();
         // 1 (irq) + 0 (sched) + 2 x 50 ns (FIFO) + 6 + 3 (gup) = 10.1 us.
         assert_eq!(w.page_ins(), vec![(ns(10_100), BASE)]);
@@ -745,7 +764,13 @@ mod tests {
         assert_eq!(b.err, Duration::from_us(1));
         let s = w.h.stats();
         assert_eq!(
-            (s.interrupts, s.task_runs, s.fifo_records, s.pages_in, s.errs),
+            (
+                s.interrupts,
+                s.task_runs,
+                s.fifo_records,
+                s.pages_in,
+                s.errs
+            ),
             (1, 1, 1, 1, 1)
         );
     }
@@ -762,7 +787,10 @@ mod tests {
             .map(|k| (ns(1_100 + 6_000 + 3_000 * (k + 1)), BASE + k * P))
             .collect();
         assert_eq!(got, want);
-        assert_eq!(w.errs()[0].0, ns(1_100 + 6_000 + 48_000 + 4_000 + 7_000 + 1_000));
+        assert_eq!(
+            w.errs()[0].0,
+            ns(1_100 + 6_000 + 48_000 + 4_000 + 7_000 + 1_000)
+        );
         assert_eq!(w.h.breakdown().gup, Duration::from_us(6 + 48));
     }
 
@@ -866,7 +894,11 @@ mod tests {
         assert_eq!(w.errs()[0].0, ns(23_100));
         let b = w.h.breakdown();
         assert_eq!(b.irq, Duration::from_us(2));
-        assert_eq!(b.gup, Duration::from_us(9), "interrupt time is not charged to the step");
+        assert_eq!(
+            b.gup,
+            Duration::from_us(9),
+            "interrupt time is not charged to the step"
+        );
         assert_eq!(w.h.stats().task_runs, 1);
     }
 
@@ -900,7 +932,10 @@ mod tests {
         }
         w.finish();
         assert_eq!(w.page_ins(), vec![(ns(10_100 + 13_000), BASE)]);
-        assert_eq!((w.h.stats().interrupts, w.h.stats().faults_merged), (14, 51));
+        assert_eq!(
+            (w.h.stats().interrupts, w.h.stats().faults_merged),
+            (14, 51)
+        );
     }
 
     #[test]
@@ -1004,7 +1039,10 @@ mod tests {
             "one schedule for both loops"
         );
         // Loop 1: 1 + 2 + 0.1 + 9 + 4 + 7 + 1 = 24.1. Loop 2: + 0.1 + 9 (PageIn at 33.2) + 12.
-        assert_eq!(w.page_ins(), vec![(ns(12_100), BASE), (ns(33_200), BASE + 4 * P)]);
+        assert_eq!(
+            w.page_ins(),
+            vec![(ns(12_100), BASE), (ns(33_200), BASE + 4 * P)]
+        );
         assert_eq!(
             w.errs().iter().map(|e| e.0).collect::<Vec<_>>(),
             vec![ns(24_100), ns(45_200)]
@@ -1032,7 +1070,9 @@ mod tests {
         h.handle_timeout(us(1000), &mem);
         assert_eq!(h.stats().pages_in, 1);
         assert_eq!(h.stats().errs, 2);
-        let times: Vec<_> = std::iter::from_fn(|| h.poll_timed_action()).map(|(t, _)| t).collect();
+        let times: Vec<_> = std::iter::from_fn(|| h.poll_timed_action())
+            .map(|(t, _)| t)
+            .collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]));
         assert!(h.is_idle());
     }

@@ -11,5 +11,7 @@ pub mod cpu;
 pub mod handler;
 pub mod policy;
 
-pub use handler::{Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency};
+pub use handler::{
+    Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,
+};
 pub use policy::PageInPolicy;

@@ -49,9 +49,23 @@ fn build(pos: &[f64], m: f64) -> Vec<Cell> {
         }
     }
     let half = (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max) / 2.0 * 1.0001 + 1e-9;
-    let centre = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0, (lo[2] + hi[2]) / 2.0];
-    let mut cells = vec![Cell { centre, half, mass: 0.0, com: [0.0; 3], child: [EMPTY; 8] }];
-    let octant = |c: &Cell, x: [f64; 3]| (0..3).map(|d| usize::from(x[d] >= c.centre[d]) << d).sum::<usize>();
+    let centre = [
+        (lo[0] + hi[0]) / 2.0,
+        (lo[1] + hi[1]) / 2.0,
+        (lo[2] + hi[2]) / 2.0,
+    ];
+    let mut cells = vec![Cell {
+        centre,
+        half,
+        mass: 0.0,
+        com: [0.0; 3],
+        child: [EMPTY; 8],
+    }];
+    let octant = |c: &Cell, x: [f64; 3]| {
+        (0..3)
+            .map(|d| usize::from(x[d] >= c.centre[d]) << d)
+            .sum::<usize>()
+    };
     for b in 0..n {
         let (mut at, mut depth) = (0, 0);
         loop {
@@ -66,11 +80,23 @@ fn build(pos: &[f64], m: f64) -> Vec<Cell> {
             } else {
                 // A body is there: split the slot into a cell and push that body down.
                 depth += 1;
-                assert!(depth < DEPTH_MAX, "barnes: bodies {b} and {} coincide", -v as usize - 2);
+                assert!(
+                    depth < DEPTH_MAX,
+                    "barnes: bodies {b} and {} coincide",
+                    -v as usize - 2
+                );
                 let parent = &cells[at];
                 let h = parent.half / 2.0;
-                let c: [f64; 3] = std::array::from_fn(|d| parent.centre[d] + if k >> d & 1 == 1 { h } else { -h });
-                let mut cell = Cell { centre: c, half: h, mass: 0.0, com: [0.0; 3], child: [EMPTY; 8] };
+                let c: [f64; 3] = std::array::from_fn(|d| {
+                    parent.centre[d] + if k >> d & 1 == 1 { h } else { -h }
+                });
+                let mut cell = Cell {
+                    centre: c,
+                    half: h,
+                    mass: 0.0,
+                    com: [0.0; 3],
+                    child: [EMPTY; 8],
+                };
                 let other = -v as usize - 2;
                 cell.child[octant(&cell, p(other))] = v;
                 cells.push(cell);
@@ -112,7 +138,13 @@ fn pull(a: [f64; 3], b: [f64; 3], m: f64) -> [f64; 3] {
 }
 
 /// Acceleration of body `b` at `x`: a walk of the tree read through `cell(i, k)`.
-fn accel(b: usize, x: [f64; 3], m: f64, body: &dyn Fn(usize) -> [f64; 3], cell: &dyn Fn(usize, usize) -> f64) -> [f64; 3] {
+fn accel(
+    b: usize,
+    x: [f64; 3],
+    m: f64,
+    body: &dyn Fn(usize) -> [f64; 3],
+    cell: &dyn Fn(usize, usize) -> f64,
+) -> [f64; 3] {
     let mut acc = [0.0; 3];
     let mut stack = vec![0usize];
     while let Some(at) = stack.pop() {
@@ -160,7 +192,14 @@ pub struct Barnes {
 impl Barnes {
     /// `n` bodies, `steps` steps.
     pub fn new(n: usize, steps: usize) -> Barnes {
-        Barnes { n, steps, pos: Vec::new(), vel: Vec::new(), tree: Shared::empty(), at: Vec::new() }
+        Barnes {
+            n,
+            steps,
+            pos: Vec::new(),
+            vel: Vec::new(),
+            tree: Shared::empty(),
+            at: Vec::new(),
+        }
     }
 
     fn mass(&self) -> f64 {
@@ -171,7 +210,9 @@ impl Barnes {
         let mut x: u64 = 173_205_080;
         (0..3 * self.n)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 (x >> 11) as f64 / (1u64 << 53) as f64
             })
             .collect()
@@ -224,7 +265,10 @@ impl App for Barnes {
     fn setup(&mut self, space: &dyn SharedSpace) -> Result<(), AppError> {
         let w = workers(space);
         if self.n < 2 || w > self.n {
-            return Err(AppError::BadInput { app: "barnes", why: format!("{} bodies for {w} workers", self.n) });
+            return Err(AppError::BadInput {
+                app: "barnes",
+                why: format!("{} bodies for {w} workers", self.n),
+            });
         }
         self.at = vec![(0, 0); self.n];
         for k in 0..w {
@@ -259,7 +303,11 @@ impl App for Barnes {
                 let pos: Vec<f64> = (0..self.n).flat_map(|b| self.body(b)).collect();
                 let cells = build(&pos, m);
                 let used = cells.len() * CELL;
-                assert!(used <= self.tree.len(), "barnes: tree of {} cells exceeds its object", cells.len());
+                assert!(
+                    used <= self.tree.len(),
+                    "barnes: tree of {} cells exceeds its object",
+                    cells.len()
+                );
                 self.tree.touch(space, worker, 0..used, true);
                 for (i, c) in cells.iter().enumerate() {
                     for k in 0..CELL {
@@ -276,7 +324,10 @@ impl App for Barnes {
             let tree = self.tree;
             let cell = |i: usize, k: usize| tree.get(i * CELL + k);
             let body = |b: usize| self.body(b);
-            let acc: Vec<[f64; 3]> = mine.clone().map(|b| accel(b, self.body(b), m, &body, &cell)).collect();
+            let acc: Vec<[f64; 3]> = mine
+                .clone()
+                .map(|b| accel(b, self.body(b), m, &body, &cell))
+                .collect();
             space.barrier(worker);
             let (pos, vel) = (self.pos[worker.id], self.vel[worker.id]);
             pos.touch_all(space, worker, true);
@@ -298,8 +349,14 @@ impl App for Barnes {
             let (w, o) = self.at[b];
             for d in 0..3 {
                 let (p, v) = (self.pos[w].get(3 * o + d), self.vel[w].get(3 * o + d));
-                if p.to_bits() != pos[3 * b + d].to_bits() || v.to_bits() != vel[3 * b + d].to_bits() {
-                    return Err(format!("barnes: body {b} axis {d}: ({p}, {v}), sequential ({}, {})", pos[3 * b + d], vel[3 * b + d]));
+                if p.to_bits() != pos[3 * b + d].to_bits()
+                    || v.to_bits() != vel[3 * b + d].to_bits()
+                {
+                    return Err(format!(
+                        "barnes: body {b} axis {d}: ({p}, {v}), sequential ({}, {})",
+                        pos[3 * b + d],
+                        vel[3 * b + d]
+                    ));
                 }
             }
         }

@@ -25,14 +25,23 @@ pub struct Is {
 impl Is {
     /// `n` keys below `bmax`, `iters` iterations.
     pub fn new(n: usize, bmax: usize, iters: usize) -> Is {
-        Is { n, bmax, iters, keys: Vec::new(), ranks: Vec::new(), buckets: [Shared::empty(); 2] }
+        Is {
+            n,
+            bmax,
+            iters,
+            keys: Vec::new(),
+            ranks: Vec::new(),
+            buckets: [Shared::empty(); 2],
+        }
     }
 
     /// NAS-like keys: the mean of four uniform numbers (a bell-shaped distribution).
     fn initial_keys(&self) -> Vec<u32> {
         let mut x: u64 = 314_159_265;
         let mut next = move || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 33) as f64 / (1u64 << 31) as f64
         };
         (0..self.n)
@@ -45,7 +54,10 @@ impl Is {
 
     /// The two keys iteration `it` modifies: (index, new value).
     fn modified(&self, it: usize) -> [(usize, u32); 2] {
-        [(it, it as u32), (it + self.iters, (self.bmax - 1 - it) as u32)]
+        [
+            (it, it as u32),
+            (it + self.iters, (self.bmax - 1 - it) as u32),
+        ]
     }
 
     fn sequential(&self) -> Vec<u32> {
@@ -87,8 +99,18 @@ impl App for Is {
 
     fn setup(&mut self, space: &dyn SharedSpace) -> Result<(), AppError> {
         let w = workers(space);
-        if self.bmax < 2 * self.iters + 1 || self.n < 2 * self.iters || w > self.n || self.n > u32::MAX as usize {
-            return Err(AppError::BadInput { app: "is", why: format!("{} keys below {} for {} iterations on {w} workers", self.n, self.bmax, self.iters) });
+        if self.bmax < 2 * self.iters + 1
+            || self.n < 2 * self.iters
+            || w > self.n
+            || self.n > u32::MAX as usize
+        {
+            return Err(AppError::BadInput {
+                app: "is",
+                why: format!(
+                    "{} keys below {} for {} iterations on {w} workers",
+                    self.n, self.bmax, self.iters
+                ),
+            });
         }
         self.keys.clear();
         self.ranks.clear();
@@ -97,7 +119,10 @@ impl App for Is {
             self.keys.push(Shared::alloc(space, len)?);
             self.ranks.push(Shared::alloc(space, len)?);
         }
-        self.buckets = [Shared::alloc(space, self.bmax)?, Shared::alloc(space, self.bmax)?];
+        self.buckets = [
+            Shared::alloc(space, self.bmax)?,
+            Shared::alloc(space, self.bmax)?,
+        ];
         if space.rank() == 0 {
             let keys = self.initial_keys();
             for k in 0..w {
@@ -187,7 +212,10 @@ mod tests {
             }
         }
         for i in (0..1000).step_by(37) {
-            assert_eq!(seq[i] as usize, keys.iter().filter(|&&k| k < keys[i]).count());
+            assert_eq!(
+                seq[i] as usize,
+                keys.iter().filter(|&&k| k < keys[i]).count()
+            );
         }
         app.ranks[1].set(3, app.ranks[1].get(3) + 1);
         assert!(app.check(&space).is_err());

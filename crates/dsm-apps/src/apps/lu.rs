@@ -76,7 +76,12 @@ fn update(c: &mut Block, a: &Block, bb: &Block, b: usize) {
 impl Lu {
     /// An `n x n` matrix in `b x b` blocks (`b` divides `n`).
     pub fn new(n: usize, b: usize) -> Lu {
-        Lu { n, b, blocks: Vec::new(), grid: (1, 1) }
+        Lu {
+            n,
+            b,
+            blocks: Vec::new(),
+            grid: (1, 1),
+        }
     }
 
     fn nb(&self) -> usize {
@@ -84,13 +89,18 @@ impl Lu {
     }
 
     fn initial(&self, i: usize, j: usize) -> f64 {
-        let h = (i as u64).wrapping_mul(2654435761).wrapping_add((j as u64).wrapping_mul(40503)) % 1000;
+        let h = (i as u64)
+            .wrapping_mul(2654435761)
+            .wrapping_add((j as u64).wrapping_mul(40503))
+            % 1000;
         h as f64 / 1000.0 + if i == j { self.n as f64 } else { 0.0 }
     }
 
     fn initial_block(&self, bi: usize, bj: usize) -> Block {
         let b = self.b;
-        (0..b * b).map(|k| self.initial(bi * b + k / b, bj * b + k % b)).collect()
+        (0..b * b)
+            .map(|k| self.initial(bi * b + k / b, bj * b + k % b))
+            .collect()
     }
 
     fn owner(&self, bi: usize, bj: usize) -> usize {
@@ -111,7 +121,9 @@ impl Lu {
     fn sequential(&self) -> Vec<Block> {
         let nb = self.nb();
         let b = self.b;
-        let mut m: Vec<Block> = (0..nb * nb).map(|k| self.initial_block(k / nb, k % nb)).collect();
+        let mut m: Vec<Block> = (0..nb * nb)
+            .map(|k| self.initial_block(k / nb, k % nb))
+            .collect();
         for k in 0..nb {
             factor(&mut m[k * nb + k], b);
             let d = m[k * nb + k].clone();
@@ -139,13 +151,21 @@ impl App for Lu {
 
     fn setup(&mut self, space: &dyn SharedSpace) -> Result<(), AppError> {
         if self.b == 0 || self.n == 0 || self.n % self.b != 0 {
-            return Err(AppError::BadInput { app: "lu", why: format!("block {} does not divide n = {}", self.b, self.n) });
+            return Err(AppError::BadInput {
+                app: "lu",
+                why: format!("block {} does not divide n = {}", self.b, self.n),
+            });
         }
         let w = workers(space);
-        let pr = (1..=w).filter(|d| w % d == 0 && d * d <= w).max().unwrap_or(1);
+        let pr = (1..=w)
+            .filter(|d| w % d == 0 && d * d <= w)
+            .max()
+            .unwrap_or(1);
         self.grid = (pr, w / pr);
         let nb = self.nb();
-        self.blocks = (0..nb * nb).map(|_| Shared::alloc(space, self.b * self.b)).collect::<Result<_, _>>()?;
+        self.blocks = (0..nb * nb)
+            .map(|_| Shared::alloc(space, self.b * self.b))
+            .collect::<Result<_, _>>()?;
         if space.rank() == 0 {
             for k in 0..nb * nb {
                 self.store(k / nb, k % nb, &self.initial_block(k / nb, k % nb));
@@ -212,7 +232,13 @@ impl App for Lu {
         for (k, s) in seq.iter().enumerate() {
             let p = self.load(k / nb, k % nb);
             if let Some(e) = (0..s.len()).find(|&e| p[e].to_bits() != s[e].to_bits()) {
-                return Err(format!("lu: block ({},{}) element {e} = {}, sequential {}", k / nb, k % nb, p[e], s[e]));
+                return Err(format!(
+                    "lu: block ({},{}) element {e} = {}, sequential {}",
+                    k / nb,
+                    k % nb,
+                    p[e],
+                    s[e]
+                ));
             }
         }
         Ok(())
@@ -234,7 +260,9 @@ mod tests {
         let at = |i: usize, j: usize| app.blocks[(i / 8) * 4 + j / 8].get((i % 8) * 8 + j % 8);
         for i in 0..n {
             for j in 0..n {
-                let s: f64 = (0..=i.min(j)).map(|k| if k == i { 1.0 } else { at(i, k) } * at(k, j)).sum();
+                let s: f64 = (0..=i.min(j))
+                    .map(|k| if k == i { 1.0 } else { at(i, k) } * at(k, j))
+                    .sum();
                 assert!((s - app.initial(i, j)).abs() < 1e-9, "({i},{j})");
             }
         }

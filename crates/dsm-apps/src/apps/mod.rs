@@ -40,29 +40,62 @@ impl std::str::FromStr for Input {
 
 /// Registry names, in report order.
 pub fn names() -> &'static [&'static str] {
-    &["sor", "lu", "is", "tsp", "water", "nbody", "nbody-write", "barnes"]
+    &[
+        "sor",
+        "lu",
+        "is",
+        "tsp",
+        "water",
+        "nbody",
+        "nbody-write",
+        "barnes",
+    ]
 }
 
 /// A fresh app by name with the given input.
 pub fn create(name: &str, input: Input) -> Result<Box<dyn App>, AppError> {
     use Input::*;
     Ok(match name {
-        "sor" => Box::new(match input { Small => sor::Sor::new(64, 4), Medium => sor::Sor::new(512, 10), Spec => sor::Sor::new(4096, 10) }),
-        "lu" => Box::new(match input { Small => lu::Lu::new(64, 8), Medium => lu::Lu::new(256, 16), Spec => lu::Lu::new(1024, 16) }),
+        "sor" => Box::new(match input {
+            Small => sor::Sor::new(64, 4),
+            Medium => sor::Sor::new(512, 10),
+            Spec => sor::Sor::new(4096, 10),
+        }),
+        "lu" => Box::new(match input {
+            Small => lu::Lu::new(64, 8),
+            Medium => lu::Lu::new(256, 16),
+            Spec => lu::Lu::new(1024, 16),
+        }),
         "is" => Box::new(match input {
             Small => is::Is::new(1 << 12, 1 << 8, 10),
             Medium => is::Is::new(1 << 18, 1 << 11, 10),
             Spec => is::Is::new(1 << 24, 1 << 15, 10),
         }),
-        "tsp" => Box::new(match input { Small => tsp::Tsp::new(9), Medium => tsp::Tsp::new(12), Spec => tsp::Tsp::new(19) }),
-        "water" => Box::new(match input { Small => water::Water::new(48, 3), Medium => water::Water::new(512, 3), Spec => water::Water::new(512, 5) }),
-        "nbody" => Box::new(match input { Small => nbody::NBody::new(96, 3, false), Medium => nbody::NBody::new(1024, 3, false), Spec => nbody::NBody::new(8192, 3, false) }),
+        "tsp" => Box::new(match input {
+            Small => tsp::Tsp::new(9),
+            Medium => tsp::Tsp::new(12),
+            Spec => tsp::Tsp::new(19),
+        }),
+        "water" => Box::new(match input {
+            Small => water::Water::new(48, 3),
+            Medium => water::Water::new(512, 3),
+            Spec => water::Water::new(512, 5),
+        }),
+        "nbody" => Box::new(match input {
+            Small => nbody::NBody::new(96, 3, false),
+            Medium => nbody::NBody::new(1024, 3, false),
+            Spec => nbody::NBody::new(8192, 3, false),
+        }),
         "nbody-write" => Box::new(match input {
             Small => nbody::NBody::new(96, 3, true),
             Medium => nbody::NBody::new(1024, 3, true),
             Spec => nbody::NBody::new(8192, 3, true),
         }),
-        "barnes" => Box::new(match input { Small => barnes::Barnes::new(128, 2), Medium => barnes::Barnes::new(2048, 2), Spec => barnes::Barnes::new(16384, 3) }),
+        "barnes" => Box::new(match input {
+            Small => barnes::Barnes::new(128, 2),
+            Medium => barnes::Barnes::new(2048, 2),
+            Spec => barnes::Barnes::new(16384, 3),
+        }),
         _ => return Err(AppError::Unknown(name.to_string(), names().join(", "))),
     })
 }

@@ -41,7 +41,9 @@ fn initial(n: usize) -> Vec<f64> {
     let mut x: u64 = 161_803_398;
     (0..3 * n)
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 11) as f64 / (1u64 << 53) as f64
         })
         .collect()
@@ -59,7 +61,15 @@ fn pull(a: [f64; 3], b: [f64; 3], m: f64) -> [f64; 3] {
 impl NBody {
     /// `n` bodies, `steps` steps; `write` selects N-Body-Write.
     pub fn new(n: usize, steps: usize, write: bool) -> NBody {
-        NBody { n, steps, write, pos: Vec::new(), vel: Vec::new(), acc: Vec::new(), at: Vec::new() }
+        NBody {
+            n,
+            steps,
+            write,
+            pos: Vec::new(),
+            vel: Vec::new(),
+            acc: Vec::new(),
+            at: Vec::new(),
+        }
     }
 
     fn mass(&self) -> f64 {
@@ -113,7 +123,10 @@ impl App for NBody {
     fn setup(&mut self, space: &dyn SharedSpace) -> Result<(), AppError> {
         let w = workers(space);
         if w > self.n {
-            return Err(AppError::BadInput { app: self.name(), why: format!("{} bodies for {w} workers", self.n) });
+            return Err(AppError::BadInput {
+                app: self.name(),
+                why: format!("{} bodies for {w} workers", self.n),
+            });
         }
         self.at = vec![(0, 0); self.n];
         for k in 0..w {
@@ -215,10 +228,20 @@ impl App for NBody {
         for i in 0..self.n {
             let (b, o) = self.at[i];
             for d in 0..3 {
-                for (what, got, want) in [("position", self.pos[b].get(3 * o + d), pos[3 * i + d]), ("velocity", self.vel[b].get(3 * o + d), vel[3 * i + d])] {
-                    let ok = if self.write { (got - want).abs() <= WRITE_TOLERANCE } else { got.to_bits() == want.to_bits() };
+                for (what, got, want) in [
+                    ("position", self.pos[b].get(3 * o + d), pos[3 * i + d]),
+                    ("velocity", self.vel[b].get(3 * o + d), vel[3 * i + d]),
+                ] {
+                    let ok = if self.write {
+                        (got - want).abs() <= WRITE_TOLERANCE
+                    } else {
+                        got.to_bits() == want.to_bits()
+                    };
                     if !ok {
-                        return Err(format!("{}: {what} {d} of body {i} = {got}, sequential {want}", self.name()));
+                        return Err(format!(
+                            "{}: {what} {d} of body {i} = {got}, sequential {want}",
+                            self.name()
+                        ));
                     }
                 }
             }

@@ -29,7 +29,12 @@ pub struct Sor {
 impl Sor {
     /// An `n x n` grid (boundary included), `iters` iterations.
     pub fn new(n: usize, iters: usize) -> Sor {
-        Sor { n, iters, bands: [Vec::new(), Vec::new()], row_at: Vec::new() }
+        Sor {
+            n,
+            iters,
+            bands: [Vec::new(), Vec::new()],
+            row_at: Vec::new(),
+        }
     }
 
     fn initial(n: usize, i: usize, j: usize) -> f64 {
@@ -81,7 +86,11 @@ impl Sor {
                 for i in 1..n - 1 {
                     for j in 1..n - 1 {
                         if (i + j) % 2 == c {
-                            let avg = (g[(i - 1) * n + j] + g[(i + 1) * n + j] + g[i * n + j - 1] + g[i * n + j + 1]) / 4.0;
+                            let avg = (g[(i - 1) * n + j]
+                                + g[(i + 1) * n + j]
+                                + g[i * n + j - 1]
+                                + g[i * n + j + 1])
+                                / 4.0;
                             g[i * n + j] = (1.0 - OMEGA) * g[i * n + j] + OMEGA * avg;
                         }
                     }
@@ -101,13 +110,19 @@ impl App for Sor {
         let n = self.n;
         let w = workers(space);
         if n < 3 || w > n - 2 {
-            return Err(AppError::BadInput { app: "sor", why: format!("{n}x{n} grid cannot be split into {w} bands of rows") });
+            return Err(AppError::BadInput {
+                app: "sor",
+                why: format!("{n}x{n} grid cannot be split into {w} bands of rows"),
+            });
         }
         let bands = (0..w).map(|k| {
             let r = block(n - 2, w, k);
             r.start + 1..r.end + 1
         });
-        let ranges: Vec<_> = std::iter::once(0..1).chain(bands).chain(std::iter::once(n - 1..n)).collect();
+        let ranges: Vec<_> = std::iter::once(0..1)
+            .chain(bands)
+            .chain(std::iter::once(n - 1..n))
+            .collect();
         self.bands = [Vec::new(), Vec::new()];
         self.row_at = vec![(0, 0); n];
         for (b, r) in ranges.iter().enumerate() {
@@ -144,7 +159,11 @@ impl App for Sor {
                 for i in lo..hi {
                     for j in 1..n - 1 {
                         if (i + j) % 2 == c {
-                            let avg = (self.at(i - 1, j) + self.at(i + 1, j) + self.at(i, j - 1) + self.at(i, j + 1)) / 4.0;
+                            let avg = (self.at(i - 1, j)
+                                + self.at(i + 1, j)
+                                + self.at(i, j - 1)
+                                + self.at(i, j + 1))
+                                / 4.0;
                             self.set(i, j, (1.0 - OMEGA) * self.at(i, j) + OMEGA * avg);
                         }
                     }

@@ -40,7 +40,9 @@ impl Tsp {
     pub fn new(n: usize) -> Tsp {
         let mut x: u64 = 271_828_183;
         let mut next = move || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((x >> 33) % 1000) as f64
         };
         let pts: Vec<(f64, f64)> = (0..n).map(|_| (next(), next())).collect();
@@ -50,8 +52,24 @@ impl Tsp {
                 ((a.0 - b.0).hypot(a.1 - b.1)).round() as u32
             })
             .collect();
-        let min_edge = (0..n).map(|i| (0..n).filter(|&j| j != i).map(|j| dist[i * n + j]).min().unwrap_or(0)).collect();
-        Tsp { n, dist, min_edge, queue: Shared::empty(), queue_len: 0, head: Shared::empty(), best: Shared::empty() }
+        let min_edge = (0..n)
+            .map(|i| {
+                (0..n)
+                    .filter(|&j| j != i)
+                    .map(|j| dist[i * n + j])
+                    .min()
+                    .unwrap_or(0)
+            })
+            .collect();
+        Tsp {
+            n,
+            dist,
+            min_edge,
+            queue: Shared::empty(),
+            queue_len: 0,
+            head: Shared::empty(),
+            best: Shared::empty(),
+        }
     }
 
     fn rec(&self) -> usize {
@@ -75,12 +93,20 @@ impl Tsp {
     }
 
     fn cost(&self, path: &[usize]) -> u32 {
-        path.windows(2).map(|w| self.dist[w[0] * self.n + w[1]]).sum()
+        path.windows(2)
+            .map(|w| self.dist[w[0] * self.n + w[1]])
+            .sum()
     }
 
     /// Depth-first search below `path` (cost `cost`); improves `best` in place. Returns
     /// whether it did.
-    fn search(&self, path: &mut Vec<usize>, visited: &mut [bool], cost: u32, best: &mut (u32, Vec<usize>)) -> bool {
+    fn search(
+        &self,
+        path: &mut Vec<usize>,
+        visited: &mut [bool],
+        cost: u32,
+        best: &mut (u32, Vec<usize>),
+    ) -> bool {
         let n = self.n;
         let cur = *path.last().expect("paths start at city 0");
         if path.len() == n {
@@ -91,7 +117,12 @@ impl Tsp {
             }
             return false;
         }
-        let lb = cost + self.min_edge[cur] + (0..n).filter(|&c| !visited[c]).map(|c| self.min_edge[c]).sum::<u32>();
+        let lb = cost
+            + self.min_edge[cur]
+            + (0..n)
+                .filter(|&c| !visited[c])
+                .map(|c| self.min_edge[c])
+                .sum::<u32>();
         if lb >= best.0 {
             return false;
         }
@@ -124,7 +155,10 @@ impl App for Tsp {
 
     fn setup(&mut self, space: &dyn SharedSpace) -> Result<(), AppError> {
         if !(3..=24).contains(&self.n) {
-            return Err(AppError::BadInput { app: "tsp", why: format!("{} cities (3..=24)", self.n) });
+            return Err(AppError::BadInput {
+                app: "tsp",
+                why: format!("{} cities (3..=24)", self.n),
+            });
         }
         let prefixes = self.prefixes();
         self.queue_len = prefixes.len();
@@ -159,10 +193,13 @@ impl App for Tsp {
                 break;
             }
             let base = h * self.rec();
-            self.queue.touch(space, worker, base..base + self.rec(), false);
+            self.queue
+                .touch(space, worker, base..base + self.rec(), false);
             let len = self.queue.get(base) as usize;
             let cost = self.queue.get(base + 1);
-            let mut path: Vec<usize> = (0..len).map(|k| self.queue.get(base + 2 + k) as usize).collect();
+            let mut path: Vec<usize> = (0..len)
+                .map(|k| self.queue.get(base + 2 + k) as usize)
+                .collect();
             let mut visited = vec![false; n];
             for &c in &path {
                 visited[c] = true;
@@ -202,7 +239,9 @@ impl App for Tsp {
         }
         let len = self.cost(&tour) + self.dist[tour[self.n - 1] * self.n + tour[0]];
         if len != got {
-            return Err(format!("tsp: published tour has length {len}, best says {got}"));
+            return Err(format!(
+                "tsp: published tour has length {len}, best says {got}"
+            ));
         }
         Ok(())
     }
@@ -231,7 +270,9 @@ mod tests {
             }
         }
         let mut best = u32::MAX;
-        perms((1..7).collect(), &mut vec![0], &mut |p| best = best.min(app.cost(p) + app.dist[p[6] * 7]));
+        perms((1..7).collect(), &mut vec![0], &mut |p| {
+            best = best.min(app.cost(p) + app.dist[p[6] * 7])
+        });
         assert_eq!(app.best.get(0), best);
         app.best.set(0, best + 1);
         assert!(app.check(&space).is_err());

@@ -41,7 +41,14 @@ pub struct Water {
 impl Water {
     /// `n` molecules, `steps` time steps.
     pub fn new(n: usize, steps: usize) -> Water {
-        Water { n, steps, pos: Vec::new(), vel: Vec::new(), force: Vec::new(), at: Vec::new() }
+        Water {
+            n,
+            steps,
+            pos: Vec::new(),
+            vel: Vec::new(),
+            force: Vec::new(),
+            at: Vec::new(),
+        }
     }
 
     fn side(&self) -> f64 {
@@ -60,7 +67,9 @@ impl Water {
         (0..self.n)
             .flat_map(|i| [i % m, (i / m) % m, i / (m * m)])
             .map(|c| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let jitter = ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.1;
                 (c as f64 + 0.5 + jitter) * a
             })
@@ -88,7 +97,9 @@ impl Water {
     /// The half-shell partners of molecule i: each pair of molecules exactly once overall.
     fn partners(n: usize, i: usize) -> impl Iterator<Item = usize> {
         let half = n / 2;
-        (1..=half).filter(move |&k| !(n % 2 == 0 && k == half && i >= half)).map(move |k| (i + k) % n)
+        (1..=half)
+            .filter(move |&k| !(n % 2 == 0 && k == half && i >= half))
+            .map(move |k| (i + k) % n)
     }
 
     fn p(&self, i: usize) -> [f64; 3] {
@@ -135,7 +146,10 @@ impl App for Water {
     fn setup(&mut self, space: &dyn SharedSpace) -> Result<(), AppError> {
         let w = workers(space);
         if self.n < 2 || w > self.n {
-            return Err(AppError::BadInput { app: "water", why: format!("{} molecules for {w} workers", self.n) });
+            return Err(AppError::BadInput {
+                app: "water",
+                why: format!("{} molecules for {w} workers", self.n),
+            });
         }
         self.at = vec![(0, 0); self.n];
         for k in 0..w {
@@ -194,7 +208,11 @@ impl App for Water {
                 space.unlock(worker, k as u32);
             }
             space.barrier(worker);
-            let (pos, vel, force) = (self.pos[worker.id], self.vel[worker.id], self.force[worker.id]);
+            let (pos, vel, force) = (
+                self.pos[worker.id],
+                self.vel[worker.id],
+                self.force[worker.id],
+            );
             pos.touch_all(space, worker, true);
             vel.touch_all(space, worker, true);
             force.touch_all(space, worker, true);

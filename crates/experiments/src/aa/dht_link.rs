@@ -36,7 +36,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         run_link(&prof, cfg, ops, c as f64 / 100.0, ctx.seed)
     });
     // `driver` lets this table be stacked with `unpinned live aa-dht-link` (driver `live`).
-    let mut table = Table::new(&["driver", "scheme", "collision_pct", "inserts_per_s", "link_bytes"]);
+    let mut table = Table::new(&[
+        "driver",
+        "scheme",
+        "collision_pct",
+        "inserts_per_s",
+        "link_bytes",
+    ]);
     let mut events = 0;
     for (&(c, s), r) in points.iter().zip(results) {
         let (rate, ev, bytes) = r?;

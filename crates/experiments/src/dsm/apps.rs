@@ -49,15 +49,18 @@ fn profile(ctx: &RunContext) -> Result<(DsmProfile, &'static str), ExperimentErr
     let mut p = if path.is_empty() {
         DsmProfile::dsm_ib1()
     } else {
-        let text = std::fs::read_to_string(&path).map_err(|e| ExperimentError::BadParam("dsm_profile".into(), format!("{path}: {e}")))?;
-        DsmProfile::from_toml(&text).map_err(|e| ExperimentError::BadParam("dsm_profile".into(), e.to_string()))?
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ExperimentError::BadParam("dsm_profile".into(), format!("{path}: {e}")))?;
+        DsmProfile::from_toml(&text)
+            .map_err(|e| ExperimentError::BadParam("dsm_profile".into(), e.to_string()))?
     };
     let mut source = "profile file (clock ratio of the tracing machine to 733 MHz, a lower bound)";
     if ctx.params.contains_key("cpu_scale") {
         p.cpu.cpu_scale = ctx.param("cpu_scale", p.cpu.cpu_scale)?;
         source = "--set exp.cpu_scale";
     }
-    p.validate().map_err(|e| ExperimentError::BadParam("cpu_scale".into(), e.to_string()))?;
+    p.validate()
+        .map_err(|e| ExperimentError::BadParam("cpu_scale".into(), e.to_string()))?;
     Ok((p, source))
 }
 
@@ -91,17 +94,37 @@ fn trace_and_replay(
     };
     let mut replays = Vec::new();
     for &c in contexts {
-        let s = replay(prof, &trace, &ReplayConfig { context: c, load_procs_per_node: load })
-            .map_err(|e| ExperimentError::Sim(format!("{app} on {nodes}x{threads}, {}: {e}", c.name())))?;
+        let s = replay(
+            prof,
+            &trace,
+            &ReplayConfig {
+                context: c,
+                load_procs_per_node: load,
+            },
+        )
+        .map_err(|e| {
+            ExperimentError::Sim(format!("{app} on {nodes}x{threads}, {}: {e}", c.name()))
+        })?;
         replays.push((c, s));
     }
-    Ok(Some(Point { app: app.to_string(), nodes, threads, correct, replays }))
+    Ok(Some(Point {
+        app: app.to_string(),
+        nodes,
+        threads,
+        correct,
+        replays,
+    }))
 }
 
 /// The trace a live run recorded (`unpinned live dsm-apps --set exp.traces=DIR` writes
 /// `DIR/APP-NxT.jsonl` and the run's result `DIR/APP-NxT.json`, see
 /// `unpinned_dsm_run::trace_file`), with the live check's verdict; `None` if there is none.
-fn live_trace(dir: &std::path::Path, app: &str, nodes: u32, threads: u32) -> Result<Option<(Trace, bool)>, ExperimentError> {
+fn live_trace(
+    dir: &std::path::Path,
+    app: &str,
+    nodes: u32,
+    threads: u32,
+) -> Result<Option<(Trace, bool)>, ExperimentError> {
     let path = dir.join(format!("{app}-{nodes}x{threads}.jsonl"));
     let bad = |what: String| ExperimentError::BadParam("traces".into(), what);
     let text = match std::fs::read_to_string(&path) {
@@ -110,7 +133,9 @@ fn live_trace(dir: &std::path::Path, app: &str, nodes: u32, threads: u32) -> Res
         Err(e) => return Err(bad(format!("{}: {e}", path.display()))),
     };
     let trace = Trace::parse(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-    if (trace.header.ranks, trace.header.threads_per_rank) != (nodes, threads) || trace.header.app != app {
+    if (trace.header.ranks, trace.header.threads_per_rank) != (nodes, threads)
+        || trace.header.app != app
+    {
         return Err(bad(format!(
             "{}: header says {} on {}x{}",
             path.display(),
@@ -122,7 +147,9 @@ fn live_trace(dir: &std::path::Path, app: &str, nodes: u32, threads: u32) -> Res
     let rpath = dir.join(format!("{app}-{nodes}x{threads}.json"));
     let result: serde_json::Value = std::fs::read_to_string(&rpath)
         .map_err(|e| bad(format!("{} (the live run's result): {e}", rpath.display())))
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| bad(format!("{}: {e}", rpath.display()))))?;
+        .and_then(|t| {
+            serde_json::from_str(&t).map_err(|e| bad(format!("{}: {e}", rpath.display())))
+        })?;
     let correct = result
         .get("correct")
         .and_then(serde_json::Value::as_bool)
@@ -132,17 +159,27 @@ fn live_trace(dir: &std::path::Path, app: &str, nodes: u32, threads: u32) -> Res
 
 /// Traced runs on the tracing space: the least computing trace and whether every run was
 /// right.
-fn traced(app: &str, input: Input, repeats: u32, nodes: u32, threads: u32) -> Result<(Trace, bool), ExperimentError> {
+fn traced(
+    app: &str,
+    input: Input,
+    repeats: u32,
+    nodes: u32,
+    threads: u32,
+) -> Result<(Trace, bool), ExperimentError> {
     // Measured computation is noisy on a shared machine: of `repeats` traced runs keep the
     // one that computed least (the least disturbed); every run's answer must be right.
     let mut best: Option<Trace> = None;
     let mut correct = true;
     for _ in 0..repeats.max(1) {
-        let mut a = create(app, input).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
+        let mut a = create(app, input)
+            .map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
         let (trace, verdict) = run_traced(a.as_mut(), nodes as usize, threads as usize)
             .map_err(|e| ExperimentError::Sim(format!("{app} on {nodes}x{threads}: {e}")))?;
         correct &= verdict.is_ok();
-        if best.as_ref().is_none_or(|b| trace.totals().compute_ns < b.totals().compute_ns) {
+        if best
+            .as_ref()
+            .is_none_or(|b| trace.totals().compute_ns < b.totals().compute_ns)
+        {
             best = Some(trace);
         }
     }
@@ -161,12 +198,18 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     let trace_dir = (!traces.is_empty()).then(|| std::path::PathBuf::from(&traces));
     if let Some(d) = &trace_dir {
         if !d.is_dir() {
-            return Err(ExperimentError::BadParam("traces".into(), format!("{traces}: not a directory")));
+            return Err(ExperimentError::BadParam(
+                "traces".into(),
+                format!("{traces}: not a directory"),
+            ));
         }
     }
     let mut missing = Vec::new();
     if nodes.iter().any(|&n| n == 0 || n > 64) || threads.iter().any(|&t| t == 0 || t > 8) {
-        return Err(ExperimentError::BadParam("nodes/threads".into(), format!("{nodes:?} x {threads:?} (nodes 1..=64, threads 1..=8)")));
+        return Err(ExperimentError::BadParam(
+            "nodes/threads".into(),
+            format!("{nodes:?} x {threads:?} (nodes 1..=64, threads 1..=8)"),
+        ));
     }
     // The traced runs run one at a time: each already uses a thread per worker.
     let mut points = Vec::new();
@@ -176,11 +219,27 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     for app in &apps {
         // The speedup baseline: the same app on one node with one thread, same context.
         // Every speedup of the app divides by it: trace it a few more times than the others.
-        let base = trace_and_replay(app, input, repeats.max(BASE_REPEATS), 1, 1, &prof, &contexts, load, trace_dir.as_deref())?
-            .ok_or_else(|| ExperimentError::BadParam("traces".into(), format!("{traces}: no {app}-1x1.jsonl (the speedup baseline)")))?;
+        let base = trace_and_replay(
+            app,
+            input,
+            repeats.max(BASE_REPEATS),
+            1,
+            1,
+            &prof,
+            &contexts,
+            load,
+            trace_dir.as_deref(),
+        )?
+        .ok_or_else(|| {
+            ExperimentError::BadParam(
+                "traces".into(),
+                format!("{traces}: no {app}-1x1.jsonl (the speedup baseline)"),
+            )
+        })?;
         done += 1;
         (ctx.progress)(done, total);
-        let base_ns: HashMap<Context, u64> = base.replays.iter().map(|(c, s)| (*c, s.time_ns)).collect();
+        let base_ns: HashMap<Context, u64> =
+            base.replays.iter().map(|(c, s)| (*c, s.time_ns)).collect();
         let mut base = Some(base);
         for &n in &nodes {
             for &t in &threads {
@@ -189,7 +248,17 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
                     (1, 1, Some(b)) => b,
                     (_, _, b) => {
                         base = b;
-                        match trace_and_replay(app, input, repeats, n, t, &prof, &contexts, load, trace_dir.as_deref())? {
+                        match trace_and_replay(
+                            app,
+                            input,
+                            repeats,
+                            n,
+                            t,
+                            &prof,
+                            &contexts,
+                            load,
+                            trace_dir.as_deref(),
+                        )? {
                             Some(p) => p,
                             None => {
                                 done += 1;
@@ -263,12 +332,21 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
         }
     }
     let max_nodes = nodes.iter().max().copied().unwrap_or(1).to_string();
-    let what = if load > 0 { " with one CPU-bound process per node" } else { "" };
+    let what = if load > 0 {
+        " with one CPU-bound process per node"
+    } else {
+        ""
+    };
     let mut plots = Vec::new();
     for &t in &threads {
-        let mut p = PlotSpec::line(&format!("Speedup, interrupt context, {t} thread(s) per node{what}"), "nodes", "speedup", Some("app"))
-            .only("context", "interrupt")
-            .only("threads_per_node", &t.to_string());
+        let mut p = PlotSpec::line(
+            &format!("Speedup, interrupt context, {t} thread(s) per node{what}"),
+            "nodes",
+            "speedup",
+            Some("app"),
+        )
+        .only("context", "interrupt")
+        .only("threads_per_node", &t.to_string());
         if !plots.is_empty() {
             p = p.suffix(&format!("speedup-{t}t"));
         }
@@ -276,13 +354,24 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     }
     let t_max = threads.iter().max().copied().unwrap_or(1).to_string();
     plots.push(
-        PlotSpec::line(&format!("Speedup on {max_nodes} nodes x {t_max} threads per handler context{what}"), "app", "speedup", Some("context"))
-            .bars()
-            .only("nodes", &max_nodes)
-            .only("threads_per_node", &t_max)
-            .suffix("contexts"),
+        PlotSpec::line(
+            &format!("Speedup on {max_nodes} nodes x {t_max} threads per handler context{what}"),
+            "app",
+            "speedup",
+            Some("context"),
+        )
+        .bars()
+        .only("nodes", &max_nodes)
+        .only("threads_per_node", &t_max)
+        .suffix("contexts"),
     );
-    for (col, name) in [("compute_share", "computing"), ("fault_share", "faults (entry + wait)"), ("barrier_share", "barrier wait"), ("lock_share", "lock wait"), ("stolen_share", "handlers' CPU stolen")] {
+    for (col, name) in [
+        ("compute_share", "computing"),
+        ("fault_share", "faults (entry + wait)"),
+        ("barrier_share", "barrier wait"),
+        ("lock_share", "lock wait"),
+        ("stolen_share", "handlers' CPU stolen"),
+    ] {
         plots.push(
             PlotSpec::line(&format!("Time breakdown: share of worker time {name}, {max_nodes} nodes x {t_max} threads{what}"), "app", col, Some("context"))
                 .bars()

@@ -18,17 +18,28 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let periods_text: String = ctx.param("fix_periods_us", "100,1000,10000".to_string())?;
     let periods: Vec<Option<u64>> = periods_text
         .split(',')
-        .map(|s| s.trim().parse::<u64>().map(Some).map_err(|_| ExperimentError::BadParam("fix_periods_us".into(), periods_text.clone())))
+        .map(|s| {
+            s.trim().parse::<u64>().map(Some).map_err(|_| {
+                ExperimentError::BadParam("fix_periods_us".into(), periods_text.clone())
+            })
+        })
         .collect::<Result<_, _>>()?;
     let factor: f64 = ctx.param("threshold_factor", 1.0)?;
     let (table, events) = super::pitfall::grid(ctx, &profile, &periods, factor, true)?;
     let mut plots = Vec::new();
     for (i, p) in periods.iter().flatten().enumerate() {
-        let all = super::pitfall::plots(&format!("fix period {p} us: "), Some(("fix_period_us", &p.to_string())));
+        let all = super::pitfall::plots(
+            &format!("fix period {p} us: "),
+            Some(("fix_period_us", &p.to_string())),
+        );
         // Per period: execution time and timeout probability at 1.28 ms and 0.01 ms.
         let mut ps: Vec<_> = [0usize, 5, 4, 1].iter().map(|&k| all[k].clone()).collect();
         for (j, x) in ps.iter_mut().enumerate() {
-            let s = if x.suffix.is_empty() { format!("p{p}") } else { format!("p{p}-{}", x.suffix) };
+            let s = if x.suffix.is_empty() {
+                format!("p{p}")
+            } else {
+                format!("p{p}-{}", x.suffix)
+            };
             if !(i == 0 && j == 0) {
                 x.suffix = s;
             }

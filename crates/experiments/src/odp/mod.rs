@@ -22,7 +22,13 @@ use crate::{ExperimentError, ExperimentSpec, RunContext};
 
 /// The ODP experiments, in report order.
 pub fn specs() -> Vec<&'static ExperimentSpec> {
-    vec![&timeout_floor::SPEC, &trace::SPEC, &pitfall::SPEC, &fix::SPEC, &vs_part::SPEC]
+    vec![
+        &timeout_floor::SPEC,
+        &trace::SPEC,
+        &pitfall::SPEC,
+        &fix::SPEC,
+        &vs_part::SPEC,
+    ]
 }
 
 /// ODP placements of the pitfall experiments.
@@ -32,13 +38,25 @@ pub(crate) const ODP_SIDES: [OdpSide; 3] = [OdpSide::Remote, OdpSide::Local, Odp
 pub(crate) const RNR_DELAYS_US: [u64; 3] = [10, 640, 1280];
 
 /// Post intervals, us: 0 .. 10 ms, denser below 1 ms where the fault waits end.
-pub(crate) const INTERVALS_US: [u64; 22] = [0, 50, 100, 200, 300, 400, 500, 600, 700, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000, 6000, 8000, 10000];
+pub(crate) const INTERVALS_US: [u64; 22] = [
+    0, 50, 100, 200, 300, 400, 500, 600, 700, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500,
+    5000, 6000, 8000, 10000,
+];
 
 /// The vendor profile chosen by `exp.vendor` (default connectx4), with `exp.loss_model`.
 pub(crate) fn vendor(ctx: &RunContext) -> Result<VendorProfile, ExperimentError> {
     let name: String = ctx.param("vendor", "connectx4".to_string())?;
-    let mut p = VendorProfile::load(&name).map_err(|e| ExperimentError::BadParam("vendor".into(), e.to_string()))?;
-    let lm: String = ctx.param("loss_model", if p.odp.loss_model.enabled { "on" } else { "off" }.to_string())?;
+    let mut p = VendorProfile::load(&name)
+        .map_err(|e| ExperimentError::BadParam("vendor".into(), e.to_string()))?;
+    let lm: String = ctx.param(
+        "loss_model",
+        if p.odp.loss_model.enabled {
+            "on"
+        } else {
+            "off"
+        }
+        .to_string(),
+    )?;
     p.odp.loss_model.enabled = match lm.as_str() {
         "on" | "true" | "1" => true,
         "off" | "false" | "0" => false,

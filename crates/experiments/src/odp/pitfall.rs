@@ -22,14 +22,33 @@ pub(crate) const NUM_OPS: [u32; 3] = [2, 3, 4];
 
 /// The pitfall grid for each fix period (None: fix off). Returns the rows (pitfall columns,
 /// then `fix_period_us` if `with_fix_column`) and simulated events.
-pub(crate) fn grid(ctx: &RunContext, profile: &VendorProfile, fix_periods_us: &[Option<u64>], threshold_factor: f64, with_fix_column: bool) -> Result<(Table, u64), ExperimentError> {
+pub(crate) fn grid(
+    ctx: &RunContext,
+    profile: &VendorProfile,
+    fix_periods_us: &[Option<u64>],
+    threshold_factor: f64,
+    with_fix_column: bool,
+) -> Result<(Table, u64), ExperimentError> {
     let trials: u64 = ctx.param("trials", 10)?;
-    let mut cols = vec!["odp", "num_ops", "rnr_delay_ms", "interval_us", "trial", "exec_time_us", "timed_out"];
+    let mut cols = vec![
+        "odp",
+        "num_ops",
+        "rnr_delay_ms",
+        "interval_us",
+        "trial",
+        "exec_time_us",
+        "timed_out",
+    ];
     if with_fix_column {
         cols.push("fix_period_us");
     }
     let mut t = Table::new(&cols);
-    let total = (fix_periods_us.len() * ODP_SIDES.len() * RNR_DELAYS_US.len() * NUM_OPS.len() * INTERVALS_US.len()) as u64 * trials;
+    let total = (fix_periods_us.len()
+        * ODP_SIDES.len()
+        * RNR_DELAYS_US.len()
+        * NUM_OPS.len()
+        * INTERVALS_US.len()) as u64
+        * trials;
     let (mut done, mut events) = (0u64, 0u64);
     for fp in fix_periods_us {
         for odp in ODP_SIDES {
@@ -37,16 +56,27 @@ pub(crate) fn grid(ctx: &RunContext, profile: &VendorProfile, fix_periods_us: &[
                 for n in NUM_OPS {
                     for iv in INTERVALS_US {
                         for trial in 0..trials {
-                            let label = format!("pitfall/{fp:?}/{}/{rnr}/{n}/{iv}/{trial}", odp.name());
-                            let mut b = ReadBench::new(profile.clone(), odp, n, super::us(iv), super::seed(ctx, &label));
+                            let label =
+                                format!("pitfall/{fp:?}/{}/{rnr}/{n}/{iv}/{trial}", odp.name());
+                            let mut b = ReadBench::new(
+                                profile.clone(),
+                                odp,
+                                n,
+                                super::us(iv),
+                                super::seed(ctx, &label),
+                            );
                             b.min_rnr_delay = super::us(rnr);
                             b.fix = fp.map(|p| FixConfig {
                                 period: super::us(p),
-                                threshold: unpinned_core::time::Duration((p as f64 * 1e3 * threshold_factor) as u64),
+                                threshold: unpinned_core::time::Duration(
+                                    (p as f64 * 1e3 * threshold_factor) as u64,
+                                ),
                             });
                             let r = run_reads(&b);
                             if !r.all_ok {
-                                return Err(ExperimentError::Sim(format!("{label}: a READ failed or delivered wrong bytes")));
+                                return Err(ExperimentError::Sim(format!(
+                                    "{label}: a READ failed or delivered wrong bytes"
+                                )));
                             }
                             events += r.events;
                             let mut row = vec![
@@ -100,7 +130,11 @@ pub(crate) fn plots(prefix: &str, filter: Option<(&str, &str)>) -> Vec<PlotSpec>
         .bars()
         .only("num_ops", "2")
         .only("rnr_delay_ms", rnr);
-        let exec = if i == 2 { exec } else { exec.suffix(&format!("exec-rnr{rnr}")) };
+        let exec = if i == 2 {
+            exec
+        } else {
+            exec.suffix(&format!("exec-rnr{rnr}"))
+        };
         v.push(f(exec));
         v.push(f(prob.suffix(&format!("timeout-rnr{rnr}"))));
     }

@@ -25,10 +25,19 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     for p in &profiles {
         for c in 0..=20u8 {
             for trial in 0..trials {
-                let (t_o, ev) = measure_t_o(p, c, super::seed(ctx, &format!("floor/{}/{c}/{trial}", p.name)));
+                let (t_o, ev) = measure_t_o(
+                    p,
+                    c,
+                    super::seed(ctx, &format!("floor/{}/{c}/{trial}", p.name)),
+                );
                 events += ev;
                 let t_tr_ms = t_tr(c).map_or(0.0, |d| d.as_ns() as f64 / 1e6);
-                t.push(vec![Cell::from(p.name.as_str()), Cell::from(u64::from(c)), Cell::from(t_tr_ms), Cell::from(t_o.as_ns() as f64 / 1e6)]);
+                t.push(vec![
+                    Cell::from(p.name.as_str()),
+                    Cell::from(u64::from(c)),
+                    Cell::from(t_tr_ms),
+                    Cell::from(t_o.as_ns() as f64 / 1e6),
+                ]);
                 done += 1;
                 (ctx.progress)(done, total);
             }
@@ -37,7 +46,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     Ok(ExperimentOutput {
         table: t,
         plots: vec![
-            PlotSpec::line("T_o vs C_ACK (forced loss, retry count 7)", "c_ack", "t_o_ms", Some("profile")).log(false, true),
+            PlotSpec::line(
+                "T_o vs C_ACK (forced loss, retry count 7)",
+                "c_ack",
+                "t_o_ms",
+                Some("profile"),
+            )
+            .log(false, true),
             PlotSpec::line("Nominal T_tr vs C_ACK", "c_ack", "t_tr_ms", None)
                 .log(false, true)
                 .only("profile", "connectx4")

@@ -36,15 +36,29 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let mut events = 0;
     let mut summary = serde_json::Map::new();
     for (i, (name, odp, n, iv, lm)) in SCENARIOS.iter().enumerate() {
-        let mut b = ReadBench::new(profile.clone(), *odp, *n, super::us(*iv), super::seed(ctx, &format!("trace/{name}")));
+        let mut b = ReadBench::new(
+            profile.clone(),
+            *odp,
+            *n,
+            super::us(*iv),
+            super::seed(ctx, &format!("trace/{name}")),
+        );
         b.loss_model = Some(*lm && profile.odp.loss_model.enabled);
         b.trace = true;
         let r = run_reads(&b);
         events += r.events;
         for rec in &r.trace {
             let rel = rec.psn.wrapping_sub(r.first_psn) & 0x00ff_ffff;
-            let op = if rel < *n { format!("READ {}", rel + 1) } else { "other".into() };
-            let dir = if rec.src == 0 { "client->server" } else { "server->client" };
+            let op = if rel < *n {
+                format!("READ {}", rel + 1)
+            } else {
+                "other".into()
+            };
+            let dir = if rec.src == 0 {
+                "client->server"
+            } else {
+                "server->client"
+            };
             t.push(vec![
                 Cell::from(*name),
                 Cell::from(rec.at.as_us_f64()),
@@ -59,10 +73,15 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             json!({ "exec_time_us": r.exec_time.as_us_f64(), "timed_out": r.timed_out, "loss_model_discards": r.server.loss_model_discards }),
         );
         plots.push(
-            PlotSpec::line(&format!("Packet trace: {name} (PSN relative to READ 1)"), "direction", "time_us", Some("packet"))
-                .ladder()
-                .only("scenario", name)
-                .suffix(name),
+            PlotSpec::line(
+                &format!("Packet trace: {name} (PSN relative to READ 1)"),
+                "direction",
+                "time_us",
+                Some("packet"),
+            )
+            .ladder()
+            .only("scenario", name)
+            .suffix(name),
         );
         (ctx.progress)(i as u64 + 1, SCENARIOS.len() as u64);
     }

@@ -20,23 +20,49 @@ use crate::{Cell, ExperimentError, ExperimentOutput, ExperimentSpec, PlotSpec, R
 pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     name: "odp-vs-part",
     system: "odp",
-    description: "Two READs with faults: RC/ODP (with and without the loss model, with the fix) vs PART",
+    description:
+        "Two READs with faults: RC/ODP (with and without the loss model, with the fix) vs PART",
     run,
 };
 
-const INTERVALS_US: [u64; 12] = [0, 100, 200, 400, 600, 800, 1000, 2000, 3000, 4000, 6000, 10000];
+const INTERVALS_US: [u64; 12] = [
+    0, 100, 200, 400, 600, 800, 1000, 2000, 3000, 4000, 6000, 10000,
+];
 const CLIENT: u64 = 0x10_0000_0000;
 const SERVER: u64 = 0x20_0000_0000;
 
 /// Two 100-byte READs on PART, `interval` apart; execution time from the first post.
-fn part_reads(ctx: &RunContext, odp: OdpSide, interval: Duration, seed: u64) -> Result<(f64, u64), ExperimentError> {
+fn part_reads(
+    ctx: &RunContext,
+    odp: OdpSide,
+    interval: Duration,
+    seed: u64,
+) -> Result<(f64, u64), ExperimentError> {
     let mut sim = Sim::new(SimConfig::two_nodes(ctx.profile.clone(), seed));
-    let absent = |on: bool| if on { Residence::Absent } else { Residence::Present };
+    let absent = |on: bool| {
+        if on {
+            Residence::Absent
+        } else {
+            Residence::Present
+        }
+    };
     let len = 4096;
-    sim.map(1, 1, SERVER, len, absent(matches!(odp, OdpSide::Remote | OdpSide::Both)));
+    sim.map(
+        1,
+        1,
+        SERVER,
+        len,
+        absent(matches!(odp, OdpSide::Remote | OdpSide::Both)),
+    );
     sim.fill_random(1, 1, SERVER, len);
     let key = sim.expose(1, 1, SERVER, len, Perms::R);
-    sim.map(0, 1, CLIENT, len, absent(matches!(odp, OdpSide::Local | OdpSide::Both)));
+    sim.map(
+        0,
+        1,
+        CLIENT,
+        len,
+        absent(matches!(odp, OdpSide::Local | OdpSide::Both)),
+    );
     for i in 0..2u64 {
         let wr = WorkRequest {
             wr_id: i + 1,
@@ -51,12 +77,21 @@ fn part_reads(ctx: &RunContext, odp: OdpSide, interval: Duration, seed: u64) -> 
         };
         sim.post(Instant::ZERO + interval.times(i), 0, wr);
     }
-    sim.run_until_idle(Duration::from_ms(60_000)).map_err(|e| ExperimentError::Sim(e.to_string()))?;
+    sim.run_until_idle(Duration::from_ms(60_000))
+        .map_err(|e| ExperimentError::Sim(e.to_string()))?;
     let mut end = Instant::ZERO;
     for p in sim.posts() {
-        let c = p.completion.ok_or_else(|| ExperimentError::Sim(format!("PART read {} did not complete (seed {seed})", p.wr.wr_id)))?;
+        let c = p.completion.ok_or_else(|| {
+            ExperimentError::Sim(format!(
+                "PART read {} did not complete (seed {seed})",
+                p.wr.wr_id
+            ))
+        })?;
         if c.status.is_err() {
-            return Err(ExperimentError::Sim(format!("PART read {} failed: {:?} (seed {seed})", p.wr.wr_id, c.status)));
+            return Err(ExperimentError::Sim(format!(
+                "PART read {} failed: {:?} (seed {seed})",
+                p.wr.wr_id, c.status
+            )));
         }
         end = end.max(c.at);
     }
@@ -76,7 +111,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             for iv in INTERVALS_US {
                 let mut sum = 0.0;
                 for trial in 0..trials {
-                    let seed = super::seed(ctx, &format!("vs-part/{tr}/{}/{iv}/{trial}", odp.name()));
+                    let seed =
+                        super::seed(ctx, &format!("vs-part/{tr}/{}/{iv}/{trial}", odp.name()));
                     let (us, ev) = if tr == "part" {
                         part_reads(ctx, odp, super::us(iv), seed)?
                     } else {
@@ -90,14 +126,21 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                         }
                         let r = run_reads(&b);
                         if !r.all_ok {
-                            return Err(ExperimentError::Sim(format!("RC READ failed ({tr}, seed {seed})")));
+                            return Err(ExperimentError::Sim(format!(
+                                "RC READ failed ({tr}, seed {seed})"
+                            )));
                         }
                         (r.exec_time.as_us_f64(), r.events)
                     };
                     sum += us;
                     events += ev;
                 }
-                t.push(vec![Cell::from(tr), Cell::from(odp.name()), Cell::from(iv), Cell::from(sum / trials as f64)]);
+                t.push(vec![
+                    Cell::from(tr),
+                    Cell::from(odp.name()),
+                    Cell::from(iv),
+                    Cell::from(sum / trials as f64),
+                ]);
                 done += 1;
                 (ctx.progress)(done, total);
             }
@@ -105,9 +148,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     }
     let mut plots = Vec::new();
     for (i, odp) in ["remote", "local", "both"].iter().enumerate() {
-        let p = PlotSpec::line(&format!("Two READs, {odp} faults: RC/ODP vs PART"), "interval_us", "exec_time_us", Some("transport"))
-            .log(false, true)
-            .only("odp", odp);
+        let p = PlotSpec::line(
+            &format!("Two READs, {odp} faults: RC/ODP vs PART"),
+            "interval_us",
+            "exec_time_us",
+            Some("transport"),
+        )
+        .log(false, true)
+        .only("odp", odp);
         plots.push(if i == 0 { p } else { p.suffix(odp) });
     }
     Ok(ExperimentOutput {

@@ -40,9 +40,19 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
 /// Down ports per switch of the fat tree (a common 32-port switch, 16 down and 16 up).
 pub const FAT_TREE_DOWN: u32 = 16;
 
-fn list<T: std::str::FromStr>(ctx: &RunContext, name: &str, default: &str) -> Result<Vec<T>, ExperimentError> {
+fn list<T: std::str::FromStr>(
+    ctx: &RunContext,
+    name: &str,
+    default: &str,
+) -> Result<Vec<T>, ExperimentError> {
     let text: String = ctx.param(name, default.to_string())?;
-    text.split(',').map(|v| v.trim().parse().map_err(|_| ExperimentError::BadParam(name.to_string(), text.clone()))).collect()
+    text.split(',')
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| ExperimentError::BadParam(name.to_string(), text.clone()))
+        })
+        .collect()
 }
 
 /// Node rates from the parameters (defaults: `NodeRates::default()`, documented there).
@@ -55,9 +65,20 @@ pub fn rates(ctx: &RunContext) -> Result<NodeRates, ExperimentError> {
         md_efficiency: ctx.param("md_efficiency", d.md_efficiency)?,
         mem_gbps: ctx.param("mem_gbps", d.mem_gbps)?,
     };
-    let ok = r.threads > 0 && [r.core_peak_gflops, r.dgemm_efficiency, r.md_efficiency, r.mem_gbps].iter().all(|v| v.is_finite() && *v > 0.0);
+    let ok = r.threads > 0
+        && [
+            r.core_peak_gflops,
+            r.dgemm_efficiency,
+            r.md_efficiency,
+            r.mem_gbps,
+        ]
+        .iter()
+        .all(|v| v.is_finite() && *v > 0.0);
     if !ok {
-        return Err(ExperimentError::BadParam("threads/core_peak_gflops/*_efficiency/mem_gbps".into(), "must be positive".into()));
+        return Err(ExperimentError::BadParam(
+            "threads/core_peak_gflops/*_efficiency/mem_gbps".into(),
+            "must be positive".into(),
+        ));
     }
     Ok(r)
 }
@@ -68,7 +89,16 @@ pub fn iterations_for(m: &dyn AppModel, seconds: f64) -> u64 {
     let mut ns = 0u64;
     for it in 0..m.iterations() {
         m.iteration(0, it, &mut ops);
-        ns += ops.drain(..).map(|o| if let unpinned_traffic::Op::Compute { ns } = o { ns } else { 0 }).sum::<u64>();
+        ns += ops
+            .drain(..)
+            .map(|o| {
+                if let unpinned_traffic::Op::Compute { ns } = o {
+                    ns
+                } else {
+                    0
+                }
+            })
+            .sum::<u64>();
         if ns as f64 * 1e-9 >= seconds {
             return it + 1;
         }
@@ -100,16 +130,34 @@ pub fn app_config(profile: &Profile, p: &Point, mode: BufferMode, seed: u64) -> 
 
 /// [`app_config`] with memory pressure: every buffer page reclaimed every `evict_every`
 /// iterations (0: never).
-pub fn app_config_pressure(profile: &Profile, p: &Point, mode: BufferMode, seed: u64, evict_every: u64) -> AppSimConfig {
+pub fn app_config_pressure(
+    profile: &Profile,
+    p: &Point,
+    mode: BufferMode,
+    seed: u64,
+    evict_every: u64,
+) -> AppSimConfig {
     let mut profile = profile.clone();
     profile.engine.packet_bytes = p.packet_bytes;
     profile.engine.block_bytes = profile.engine.block_bytes.max(p.packet_bytes);
     let topology = match p.topology {
-        "fattree" => Topology::FatTree { down: FAT_TREE_DOWN },
+        "fattree" => Topology::FatTree {
+            down: FAT_TREE_DOWN,
+        },
         _ => torus_for(p.nodes),
     };
     AppSimConfig {
-        sim: SimConfig { profile, policy: PageInPolicy::Pia, send_err: true, seed, nodes: p.nodes, topology, faults: FaultConfig::NONE, check_invariants: false, trace: false },
+        sim: SimConfig {
+            profile,
+            policy: PageInPolicy::Pia,
+            send_err: true,
+            seed,
+            nodes: p.nodes,
+            topology,
+            faults: FaultConfig::NONE,
+            check_invariants: false,
+            trace: false,
+        },
         mode,
         msg: MsgConfig::default(),
         copy_gbps: 2.0,
@@ -120,10 +168,19 @@ pub fn app_config_pressure(profile: &Profile, p: &Point, mode: BufferMode, seed:
 }
 
 /// Run one point in one mode.
-pub fn run_point(profile: &Profile, rates: NodeRates, p: &Point, mode: BufferMode, seed: u64, evict_every: u64) -> Result<AppResult, ExperimentError> {
-    let m = model(&p.app, p.nodes, rates).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
+pub fn run_point(
+    profile: &Profile,
+    rates: NodeRates,
+    p: &Point,
+    mode: BufferMode,
+    seed: u64,
+    evict_every: u64,
+) -> Result<AppResult, ExperimentError> {
+    let m = model(&p.app, p.nodes, rates)
+        .map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
     let cfg = app_config_pressure(profile, p, mode, seed, evict_every);
-    run_app(&cfg, m.as_ref(), 0..p.iterations.min(m.iterations())).map_err(|e| ExperimentError::Sim(e.to_string()))
+    run_app(&cfg, m.as_ref(), 0..p.iterations.min(m.iterations()))
+        .map_err(|e| ExperimentError::Sim(e.to_string()))
 }
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
@@ -137,49 +194,117 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let scale_window_s: f64 = ctx.param("scale_window_s", 1.0)?;
     // The topologies of the scale runs (a 4096-node run takes a CPU-quarter-hour: pick).
     let scale_topologies: Vec<String> = list(ctx, "scale_topologies", "torus,fattree")?;
-    if scale_topologies.is_empty() || scale_topologies.iter().any(|t| t != "torus" && t != "fattree") {
-        return Err(ExperimentError::BadParam("scale_topologies".into(), scale_topologies.join(",")));
+    if scale_topologies.is_empty()
+        || scale_topologies
+            .iter()
+            .any(|t| t != "torus" && t != "fattree")
+    {
+        return Err(ExperimentError::BadParam(
+            "scale_topologies".into(),
+            scale_topologies.join(","),
+        ));
     }
-    let window = [("lammps", ctx.param("lammps_steps", 100u64)?), ("hpl", ctx.param("hpl_panels", 24u64)?), ("hpcg", ctx.param("hpcg_iterations", 3u64)?)];
+    let window = [
+        ("lammps", ctx.param("lammps_steps", 100u64)?),
+        ("hpl", ctx.param("hpl_panels", 24u64)?),
+        ("hpcg", ctx.param("hpcg_iterations", 3u64)?),
+    ];
     let rates = rates(ctx)?;
     // Memory pressure (off by default, as the spec's runs): reclaim every buffer page every
     // this many iterations, in both modes.
     let evict_every: u64 = ctx.param("evict_every", 0)?;
     for &pb in &[packet_bytes, scale_packet_bytes] {
         if pb == 0 || pb > MAX_PACKET_BYTES {
-            return Err(ExperimentError::BadParam("packet_bytes".into(), format!("{pb}: must be in 1..=32768")));
+            return Err(ExperimentError::BadParam(
+                "packet_bytes".into(),
+                format!("{pb}: must be in 1..=32768"),
+            ));
         }
     }
-    if nodes.iter().chain(&scale_nodes).any(|&n| n == 0 || n > 65536) {
-        return Err(ExperimentError::BadParam("nodes".into(), "every count must be in 1..=65536".into()));
+    if nodes
+        .iter()
+        .chain(&scale_nodes)
+        .any(|&n| n == 0 || n > 65536)
+    {
+        return Err(ExperimentError::BadParam(
+            "nodes".into(),
+            "every count must be in 1..=65536".into(),
+        ));
     }
     if !matches!(scale.as_str(), "small" | "full") {
         return Err(ExperimentError::BadParam("scale".into(), scale));
     }
     let mut points = Vec::new();
     for app in &apps {
-        let iterations = window.iter().find(|w| w.0 == app).map(|w| w.1).ok_or_else(|| ExperimentError::BadParam("apps".into(), app.clone()))?;
+        let iterations = window
+            .iter()
+            .find(|w| w.0 == app)
+            .map(|w| w.1)
+            .ok_or_else(|| ExperimentError::BadParam("apps".into(), app.clone()))?;
         for &n in &nodes {
             for s in 0..seeds {
-                points.push(Point { app: app.clone(), nodes: n, topology: "torus", seed: s, iterations, packet_bytes });
+                points.push(Point {
+                    app: app.clone(),
+                    nodes: n,
+                    topology: "torus",
+                    seed: s,
+                    iterations,
+                    packet_bytes,
+                });
             }
         }
         if scale == "full" {
             for &n in &scale_nodes {
-                let m = model(app, n, rates).map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
+                let m = model(app, n, rates)
+                    .map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
                 let iterations = iterations_for(m.as_ref(), scale_window_s);
-                for topology in ["torus", "fattree"].into_iter().filter(|t| scale_topologies.iter().any(|s| s == t)) {
-                    points.push(Point { app: app.clone(), nodes: n, topology, seed: 0, iterations, packet_bytes: scale_packet_bytes });
+                for topology in ["torus", "fattree"]
+                    .into_iter()
+                    .filter(|t| scale_topologies.iter().any(|s| s == t))
+                {
+                    points.push(Point {
+                        app: app.clone(),
+                        nodes: n,
+                        topology,
+                        seed: 0,
+                        iterations,
+                        packet_bytes: scale_packet_bytes,
+                    });
                 }
             }
         }
     }
-    let jobs: Vec<(usize, BufferMode)> = (0..points.len()).flat_map(|i| [(i, BufferMode::Part), (i, BufferMode::PreTouch)]).collect();
+    let jobs: Vec<(usize, BufferMode)> = (0..points.len())
+        .flat_map(|i| [(i, BufferMode::Part), (i, BufferMode::PreTouch)])
+        .collect();
     let results = par_map(&jobs, ctx.progress, |&(i, mode)| {
         let p = &points[i];
-        run_point(&ctx.profile, rates, p, mode, ctx.seed.wrapping_add(p.seed), evict_every)
+        run_point(
+            &ctx.profile,
+            rates,
+            p,
+            mode,
+            ctx.seed.wrapping_add(p.seed),
+            evict_every,
+        )
     });
-    let mut table = Table::new(&["app", "nodes", "mode", "seed", "time_s", "slowdown", "fault_interrupts", "errs", "topology", "iterations", "packet_bytes", "sends", "total_bytes", "minor_faults", "sim_events"]);
+    let mut table = Table::new(&[
+        "app",
+        "nodes",
+        "mode",
+        "seed",
+        "time_s",
+        "slowdown",
+        "fault_interrupts",
+        "errs",
+        "topology",
+        "iterations",
+        "packet_bytes",
+        "sends",
+        "total_bytes",
+        "minor_faults",
+        "sim_events",
+    ]);
     let mut events = 0;
     let mut it = results.into_iter();
     for p in &points {
@@ -188,7 +313,10 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         for (mode, r) in [(BufferMode::Part, part), (BufferMode::PreTouch, pre)] {
             events += r.events;
             if r.msg_errors > 0 || r.recvs != r.sends {
-                return Err(ExperimentError::Sim(format!("{} at {} nodes: {} message errors, {} of {} messages received", p.app, p.nodes, r.msg_errors, r.recvs, r.sends)));
+                return Err(ExperimentError::Sim(format!(
+                    "{} at {} nodes: {} message errors, {} of {} messages received",
+                    p.app, p.nodes, r.msg_errors, r.recvs, r.sends
+                )));
             }
             table.push(vec![
                 p.app.clone().into(),
@@ -210,13 +338,46 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         }
     }
     let mut plots = vec![
-        PlotSpec::line("Application slowdown of PART over pre-touch (torus)", "nodes", "slowdown", Some("app")).only("mode", "part").only("topology", "torus").points(),
-        PlotSpec::line("Application time (torus)", "nodes", "time_s", Some("mode")).only("topology", "torus").only("app", "lammps").suffix("lammps-time").points(),
+        PlotSpec::line(
+            "Application slowdown of PART over pre-touch (torus)",
+            "nodes",
+            "slowdown",
+            Some("app"),
+        )
+        .only("mode", "part")
+        .only("topology", "torus")
+        .points(),
+        PlotSpec::line("Application time (torus)", "nodes", "time_s", Some("mode"))
+            .only("topology", "torus")
+            .only("app", "lammps")
+            .suffix("lammps-time")
+            .points(),
     ];
     if scale == "full" && scale_topologies.iter().any(|t| t == "fattree") {
-        plots.push(PlotSpec::line("Slowdown at scale, fat tree", "nodes", "slowdown", Some("app")).only("mode", "part").only("topology", "fattree").log(true, false).points().suffix("fattree"));
+        plots.push(
+            PlotSpec::line(
+                "Slowdown at scale, fat tree",
+                "nodes",
+                "slowdown",
+                Some("app"),
+            )
+            .only("mode", "part")
+            .only("topology", "fattree")
+            .log(true, false)
+            .points()
+            .suffix("fattree"),
+        );
     }
-    let models: serde_json::Value = apps.iter().map(|a| (a.clone(), model(a, 16, rates).map(|m| m.params()).unwrap_or_default())).collect::<serde_json::Map<_, _>>().into();
+    let models: serde_json::Value = apps
+        .iter()
+        .map(|a| {
+            (
+                a.clone(),
+                model(a, 16, rates).map(|m| m.params()).unwrap_or_default(),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into();
     Ok(ExperimentOutput {
         table,
         plots,

@@ -29,7 +29,10 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let p = &ctx.profile;
     let link = |bytes: u64| {
         let packets = bytes.div_ceil(p.engine.packet_bytes as u64);
-        serialization((bytes + packets * p.net.header_bytes as u64) as usize, p.net.link_gbps)
+        serialization(
+            (bytes + packets * p.net.header_bytes as u64) as usize,
+            p.net.link_gbps,
+        )
     };
     let mut table = Table::new(&["size_bytes", "component", "time_us"]);
     let mut events = 0;
@@ -51,10 +54,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let mut sum = Duration::ZERO;
         for (name, d) in parts {
             sum += d;
-            table.push(vec![name.into(), d.as_us_f64().into()].into_iter().fold(vec![size.into()], |mut v, c| {
-                v.push(c);
-                v
-            }));
+            table.push(vec![name.into(), d.as_us_f64().into()].into_iter().fold(
+                vec![size.into()],
+                |mut v, c| {
+                    v.push(c);
+                    v
+                },
+            ));
         }
         table.push(vec![size.into(), "sum".into(), sum.as_us_f64().into()]);
         table.push(vec![size.into(), "measured".into(), r.latency_us().into()]);
@@ -62,12 +68,22 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     Ok(ExperimentOutput {
         table,
         plots: vec![
-            PlotSpec::line("Sum of components vs measured latency", "size_bytes", "time_us", Some("component"))
-                .log(true, true)
-                .only_any("component", &["sum", "measured"]),
-            PlotSpec::line("Time per component (all pages missing, PIA, ERR)", "size_bytes", "time_us", Some("component"))
-                .log(true, true)
-                .suffix("components"),
+            PlotSpec::line(
+                "Sum of components vs measured latency",
+                "size_bytes",
+                "time_us",
+                Some("component"),
+            )
+            .log(true, true)
+            .only_any("component", &["sum", "measured"]),
+            PlotSpec::line(
+                "Time per component (all pages missing, PIA, ERR)",
+                "size_bytes",
+                "time_us",
+                Some("component"),
+            )
+            .log(true, true)
+            .suffix("components"),
         ],
         sim_events: events,
         meta: json!({

@@ -12,7 +12,8 @@ use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-fault-all",
     system: "part",
-    description: "All destination pages missing: Transfer-Only, Touch-NoPres, Pin-NoPres vs PART PIO/PI4/PIA",
+    description:
+        "All destination pages missing: Transfer-Only, Touch-NoPres, Pin-NoPres vs PART PIO/PI4/PIA",
     run,
 };
 
@@ -35,7 +36,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     });
     let results = super::collect(results)?;
     let cpu = &ctx.profile.cpu;
-    let mut table = Table::new(&["scheme", "size_bytes", "latency_us", "fault_interrupts", "errs", "retransmitted_bytes"]);
+    let mut table = Table::new(&[
+        "scheme",
+        "size_bytes",
+        "latency_us",
+        "fault_interrupts",
+        "errs",
+        "retransmitted_bytes",
+    ]);
     let mut events = 0;
     for (&(size, policy), r) in points.iter().zip(&results) {
         events += r.events;
@@ -53,15 +61,27 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             None => {
                 let n = pages(size);
                 table.push(row("transfer-only", r.latency_us()));
-                table.push(row("touch-nopres", (cpu::touch(cpu, n, false) + r.latency).as_us_f64()));
-                table.push(row("pin-nopres", (cpu::mlock(cpu, n, false) + cpu::munlock(cpu, n) + r.latency).as_us_f64()));
+                table.push(row(
+                    "touch-nopres",
+                    (cpu::touch(cpu, n, false) + r.latency).as_us_f64(),
+                ));
+                table.push(row(
+                    "pin-nopres",
+                    (cpu::mlock(cpu, n, false) + cpu::munlock(cpu, n) + r.latency).as_us_f64(),
+                ));
             }
             Some(p) => table.push(row(p.name(), r.latency_us())),
         }
     }
     Ok(ExperimentOutput {
         table,
-        plots: vec![PlotSpec::line("Every destination page missing", "size_bytes", "latency_us", Some("scheme")).log(true, true)],
+        plots: vec![PlotSpec::line(
+            "Every destination page missing",
+            "size_bytes",
+            "latency_us",
+            Some("scheme"),
+        )
+        .log(true, true)],
         sim_events: events,
         meta: json!({
             "sizes_bytes": FAULT_SIZES,

@@ -33,16 +33,31 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         }
     }
     let results = par_map(&points, ctx.progress, |&(pi, size, f, s)| {
-        let mut w = WriteSetup::new(size, derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")));
+        let mut w = WriteSetup::new(
+            size,
+            derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")),
+        );
         w.policy = POLICIES[pi];
         w.dst = Residence::MissingWithProbability(f as f64 / 100.0);
         one_write(&ctx.profile, &w)
     });
     let results = super::collect(results)?;
-    let mut table = Table::new(&["policy", "size_bytes", "fault_pct", "latency_us", "slowdown", "seeds"]);
+    let mut table = Table::new(&[
+        "policy",
+        "size_bytes",
+        "fault_pct",
+        "latency_us",
+        "slowdown",
+        "seeds",
+    ]);
     let events = results.iter().map(|r| r.events).sum();
     let mean = |pi: usize, size: u64, f: u32| {
-        let v: Vec<f64> = points.iter().zip(&results).filter(|(p, _)| (p.0, p.1, p.2) == (pi, size, f)).map(|(_, r)| r.latency_us()).collect();
+        let v: Vec<f64> = points
+            .iter()
+            .zip(&results)
+            .filter(|(p, _)| (p.0, p.1, p.2) == (pi, size, f))
+            .map(|(_, r)| r.latency_us())
+            .collect();
         v.iter().sum::<f64>() / v.len() as f64
     };
     for (pi, policy) in POLICIES.iter().enumerate() {
@@ -50,15 +65,47 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             let base = mean(pi, size, 0);
             for &f in &FAULT_PCT {
                 let m = mean(pi, size, f);
-                table.push(vec![policy.name().into(), size.into(), f.into(), m.into(), (m / base).into(), seeds.into()]);
+                table.push(vec![
+                    policy.name().into(),
+                    size.into(),
+                    f.into(),
+                    m.into(),
+                    (m / base).into(),
+                    seeds.into(),
+                ]);
             }
         }
     }
-    let mut plots = vec![PlotSpec::line("Slowdown vs fault frequency, 4 MiB", "fault_pct", "slowdown", Some("policy")).only("size_bytes", "4194304")];
+    let mut plots = vec![PlotSpec::line(
+        "Slowdown vs fault frequency, 4 MiB",
+        "fault_pct",
+        "slowdown",
+        Some("policy"),
+    )
+    .only("size_bytes", "4194304")];
     for (size, label) in [(4096u64, "4k"), (65536, "64k"), (1 << 20, "1m")] {
-        plots.push(PlotSpec::line(&format!("Slowdown vs fault frequency, {label}B"), "fault_pct", "slowdown", Some("policy")).only("size_bytes", &size.to_string()).suffix(label));
+        plots.push(
+            PlotSpec::line(
+                &format!("Slowdown vs fault frequency, {label}B"),
+                "fault_pct",
+                "slowdown",
+                Some("policy"),
+            )
+            .only("size_bytes", &size.to_string())
+            .suffix(label),
+        );
     }
-    plots.push(PlotSpec::line("Latency vs size at each fault frequency, PIA", "size_bytes", "latency_us", Some("fault_pct")).log(true, true).only("policy", "pia").suffix("pia-latency"));
+    plots.push(
+        PlotSpec::line(
+            "Latency vs size at each fault frequency, PIA",
+            "size_bytes",
+            "latency_us",
+            Some("fault_pct"),
+        )
+        .log(true, true)
+        .only("policy", "pia")
+        .suffix("pia-latency"),
+    );
     Ok(ExperimentOutput {
         table,
         plots,

@@ -11,16 +11,24 @@ use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-fault-small",
     system: "part",
-    description: "Small writes with a destination fault: retransmission by ERR vs TO=100us vs TO=1ms",
+    description:
+        "Small writes with a destination fault: retransmission by ERR vs TO=100us vs TO=1ms",
     run,
 };
 
 const SIZES: [u64; 5] = [64, 256, 1 << 10, 4 << 10, 16 << 10];
 /// (name, send ERR, block timeout us; 0 = NTO).
-const MODES: [(&str, bool, f64); 3] = [("err", true, 0.0), ("to100us", false, 100.0), ("to1ms", false, 1000.0)];
+const MODES: [(&str, bool, f64); 3] = [
+    ("err", true, 0.0),
+    ("to100us", false, 100.0),
+    ("to1ms", false, 1000.0),
+];
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let points: Vec<(u64, usize)> = SIZES.iter().flat_map(|&s| (0..MODES.len()).map(move |m| (s, m))).collect();
+    let points: Vec<(u64, usize)> = SIZES
+        .iter()
+        .flat_map(|&s| (0..MODES.len()).map(move |m| (s, m)))
+        .collect();
     let results = par_map(&points, ctx.progress, |&(size, m)| {
         let mut w = WriteSetup::new(size, ctx.seed);
         w.dst = Residence::Absent;
@@ -34,11 +42,22 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     for (&(size, m), r) in points.iter().zip(&results) {
         events += r.events;
         let e = r.src.engine;
-        table.push(vec![size.into(), MODES[m].0.into(), r.latency_us().into(), (e.retransmits_err + e.retransmits_timeout).into()]);
+        table.push(vec![
+            size.into(),
+            MODES[m].0.into(),
+            r.latency_us().into(),
+            (e.retransmits_err + e.retransmits_timeout).into(),
+        ]);
     }
     Ok(ExperimentOutput {
         table,
-        plots: vec![PlotSpec::line("Small writes with a destination fault", "size_bytes", "latency_us", Some("retransmit")).bars()],
+        plots: vec![PlotSpec::line(
+            "Small writes with a destination fault",
+            "size_bytes",
+            "latency_us",
+            Some("retransmit"),
+        )
+        .bars()],
         sim_events: events,
         meta: json!({ "sizes_bytes": SIZES, "policy": "pia", "modes": "err = ERR, no timeout (NTO); toX = no ERR, block timeout X" }),
     })

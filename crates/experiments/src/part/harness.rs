@@ -35,7 +35,15 @@ pub struct WriteSetup {
 impl WriteSetup {
     /// A write of `size` bytes into present memory, profile defaults otherwise.
     pub fn new(size: u64, seed: u64) -> WriteSetup {
-        WriteSetup { size, dst: Residence::Present, src: Residence::Present, policy: PageInPolicy::Pia, send_err: true, timeout_us: None, seed }
+        WriteSetup {
+            size,
+            dst: Residence::Present,
+            src: Residence::Present,
+            policy: PageInPolicy::Pia,
+            send_err: true,
+            timeout_us: None,
+            seed,
+        }
     }
 }
 
@@ -86,15 +94,34 @@ pub fn one_write(profile: &Profile, w: &WriteSetup) -> Result<WriteResult, Exper
     sim.fill_random(0, 1, SRC, w.size);
     sim.map(1, 1, DST, w.size, w.dst);
     let key = sim.expose(1, 1, DST, w.size, Perms::W);
-    let wr = WorkRequest { wr_id: 1, op: Op::Write, peer: 1, local_pdid: 1, local_addr: SRC, remote_pdid: 1, remote_addr: DST, rkey: key, len: w.size };
+    let wr = WorkRequest {
+        wr_id: 1,
+        op: Op::Write,
+        peer: 1,
+        local_pdid: 1,
+        local_addr: SRC,
+        remote_pdid: 1,
+        remote_addr: DST,
+        rkey: key,
+        len: w.size,
+    };
     sim.post(sim.now(), 0, wr);
-    sim.run_until_idle(Duration::from_ms(60_000)).map_err(|e| ExperimentError::Sim(e.to_string()))?;
+    sim.run_until_idle(Duration::from_ms(60_000))
+        .map_err(|e| ExperimentError::Sim(e.to_string()))?;
     let rec = &sim.posts()[0];
     let c = rec.completion.expect("idle run completed every request");
     if let Err(e) = c.status {
-        return Err(ExperimentError::Sim(format!("write of {} bytes failed: {e} (seed {})", w.size, w.seed)));
+        return Err(ExperimentError::Sim(format!(
+            "write of {} bytes failed: {e} (seed {})",
+            w.size, w.seed
+        )));
     }
-    Ok(WriteResult { latency: c.at - rec.posted_at, src: sim.stats(0), dst: sim.stats(1), events: sim.events() })
+    Ok(WriteResult {
+        latency: c.at - rec.posted_at,
+        src: sim.stats(0),
+        dst: sim.stats(1),
+        events: sim.events(),
+    })
 }
 
 /// Pages spanned by a buffer of `size` bytes starting page-aligned.
@@ -103,14 +130,21 @@ pub fn pages(size: u64) -> u64 {
 }
 
 /// Run `f` over `points` on all cores, results in input order; `progress` gets (done, total).
-pub fn par_map<P: Sync, R: Send>(points: &[P], progress: &(dyn Fn(u64, u64) + Sync), f: impl Fn(&P) -> R + Sync) -> Vec<R> {
+pub fn par_map<P: Sync, R: Send>(
+    points: &[P],
+    progress: &(dyn Fn(u64, u64) + Sync),
+    f: impl Fn(&P) -> R + Sync,
+) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let total = points.len() as u64;
     let out: Mutex<Vec<Option<R>>> = Mutex::new((0..points.len()).map(|_| None).collect());
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(points.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(points.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -125,7 +159,11 @@ pub fn par_map<P: Sync, R: Send>(points: &[P], progress: &(dyn Fn(u64, u64) + Sy
             });
         }
     });
-    out.into_inner().expect("lock not poisoned").into_iter().map(|r| r.expect("every point ran")).collect()
+    out.into_inner()
+        .expect("lock not poisoned")
+        .into_iter()
+        .map(|r| r.expect("every point ran"))
+        .collect()
 }
 
 /// The spec's size sweep for fault experiments: 4, 16, 64, 256 KiB, 1 and 4 MiB.

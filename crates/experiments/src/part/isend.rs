@@ -13,7 +13,8 @@ use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-isend",
     system: "part",
-    description: "Non-blocking send call time with and without pre-touching, sizes 100 B .. 512 MiB",
+    description:
+        "Non-blocking send call time with and without pre-touching, sizes 100 B .. 512 MiB",
     run,
 };
 
@@ -26,12 +27,25 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let size: u64 = rng.gen_range(100..=512u64 << 20);
         let post = cpu::post(cpu);
         table.push(vec![size.into(), "no".into(), post.as_us_f64().into()]);
-        table.push(vec![size.into(), "yes".into(), (post + cpu::touch(cpu, pages(size), true)).as_us_f64().into()]);
+        table.push(vec![
+            size.into(),
+            "yes".into(),
+            (post + cpu::touch(cpu, pages(size), true))
+                .as_us_f64()
+                .into(),
+        ]);
         (ctx.progress)(i + 1, samples);
     }
     Ok(ExperimentOutput {
         table,
-        plots: vec![PlotSpec::line("Non-blocking send call time", "size_bytes", "call_us", Some("pretouch")).log(true, true).points()],
+        plots: vec![PlotSpec::line(
+            "Non-blocking send call time",
+            "size_bytes",
+            "call_us",
+            Some("pretouch"),
+        )
+        .log(true, true)
+        .points()],
         sim_events: 0,
         meta: json!({ "samples": samples, "distribution": "size uniform in [100 B, 512 MiB]", "model": "cpu.post_us + (pretouch: cpu.touch_present_ns per page)" }),
     })

@@ -12,18 +12,33 @@ use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-latency",
     system: "part",
-    description: "Latency vs size without network faults: Transfer-Only, Touch-Pres/NoPres, Pin-Pres/NoPres",
+    description:
+        "Latency vs size without network faults: Transfer-Only, Touch-Pres/NoPres, Pin-Pres/NoPres",
     run,
 };
 
-const SCHEMES: [&str; 5] = ["transfer-only", "touch-pres", "touch-nopres", "pin-pres", "pin-nopres"];
+const SCHEMES: [&str; 5] = [
+    "transfer-only",
+    "touch-pres",
+    "touch-nopres",
+    "pin-pres",
+    "pin-nopres",
+];
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let sizes: Vec<u64> = (0..=8).map(|i| 64u64 << (2 * i)).collect(); // 64 B .. 4 MiB
-    let results = par_map(&sizes, ctx.progress, |&size| one_write(&ctx.profile, &WriteSetup::new(size, ctx.seed)));
+    let results = par_map(&sizes, ctx.progress, |&size| {
+        one_write(&ctx.profile, &WriteSetup::new(size, ctx.seed))
+    });
     let results = super::collect(results)?;
     let cpu = &ctx.profile.cpu;
-    let mut table = Table::new(&["scheme", "size_bytes", "latency_us", "cpu_us", "transfer_us"]);
+    let mut table = Table::new(&[
+        "scheme",
+        "size_bytes",
+        "latency_us",
+        "cpu_us",
+        "transfer_us",
+    ]);
     let mut events = 0;
     for (size, r) in sizes.iter().zip(&results) {
         events += r.events;
@@ -37,12 +52,24 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 _ => cpu::mlock(cpu, n, false) + cpu::munlock(cpu, n),
             };
             let total = cpu_cost + r.latency;
-            table.push(vec![scheme.into(), (*size).into(), total.as_us_f64().into(), cpu_cost.as_us_f64().into(), r.latency_us().into()]);
+            table.push(vec![
+                scheme.into(),
+                (*size).into(),
+                total.as_us_f64().into(),
+                cpu_cost.as_us_f64().into(),
+                r.latency_us().into(),
+            ]);
         }
     }
     Ok(ExperimentOutput {
         table,
-        plots: vec![PlotSpec::line("Latency without network faults", "size_bytes", "latency_us", Some("scheme")).log(true, true)],
+        plots: vec![PlotSpec::line(
+            "Latency without network faults",
+            "size_bytes",
+            "latency_us",
+            Some("scheme"),
+        )
+        .log(true, true)],
         sim_events: events,
         meta: json!({
             "sizes_bytes": sizes,

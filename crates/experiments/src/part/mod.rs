@@ -33,6 +33,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
 }
 
 /// Collect per-point results, failing on the first error.
-pub(crate) fn collect<R>(results: Vec<Result<R, crate::ExperimentError>>) -> Result<Vec<R>, crate::ExperimentError> {
+pub(crate) fn collect<R>(
+    results: Vec<Result<R, crate::ExperimentError>>,
+) -> Result<Vec<R>, crate::ExperimentError> {
     results.into_iter().collect()
 }

@@ -16,10 +16,18 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     run,
 };
 
-const TIMEOUTS: [(&str, f64); 4] = [("100us", 100.0), ("500us", 500.0), ("1ms", 1000.0), ("nto", 0.0)];
+const TIMEOUTS: [(&str, f64); 4] = [
+    ("100us", 100.0),
+    ("500us", 500.0),
+    ("1ms", 1000.0),
+    ("nto", 0.0),
+];
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let points: Vec<(u64, usize)> = FAULT_SIZES.iter().flat_map(|&s| (0..TIMEOUTS.len()).map(move |t| (s, t))).collect();
+    let points: Vec<(u64, usize)> = FAULT_SIZES
+        .iter()
+        .flat_map(|&s| (0..TIMEOUTS.len()).map(move |t| (s, t)))
+        .collect();
     let results = par_map(&points, ctx.progress, |&(size, t)| {
         let mut w = WriteSetup::new(size, ctx.seed);
         w.dst = Residence::Absent;
@@ -27,7 +35,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         one_write(&ctx.profile, &w)
     });
     let results = super::collect(results)?;
-    let mut table = Table::new(&["timeout", "size_bytes", "latency_us", "speedup_vs_nto", "retransmits_timeout", "retransmits_err"]);
+    let mut table = Table::new(&[
+        "timeout",
+        "size_bytes",
+        "latency_us",
+        "speedup_vs_nto",
+        "retransmits_timeout",
+        "retransmits_err",
+    ]);
     let mut events = 0;
     for (i, (&(size, t), r)) in points.iter().zip(&results).enumerate() {
         events += r.events;
@@ -45,8 +60,21 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     Ok(ExperimentOutput {
         table,
         plots: vec![
-            PlotSpec::line("Speedup of a block timeout over NTO (all pages missing, PIA)", "size_bytes", "speedup_vs_nto", Some("timeout")).log(true, false),
-            PlotSpec::line("Latency by timeout", "size_bytes", "latency_us", Some("timeout")).log(true, true).suffix("latency"),
+            PlotSpec::line(
+                "Speedup of a block timeout over NTO (all pages missing, PIA)",
+                "size_bytes",
+                "speedup_vs_nto",
+                Some("timeout"),
+            )
+            .log(true, false),
+            PlotSpec::line(
+                "Latency by timeout",
+                "size_bytes",
+                "latency_us",
+                Some("timeout"),
+            )
+            .log(true, true)
+            .suffix("latency"),
         ],
         sim_events: events,
         meta: json!({ "sizes_bytes": FAULT_SIZES, "policy": "pia", "err": true }),

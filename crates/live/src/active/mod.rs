@@ -60,9 +60,9 @@ pub mod flush;
 pub mod handler;
 pub mod loggets;
 pub mod memory;
-pub mod sort;
 mod notify;
 pub mod reply;
+pub mod sort;
 pub(crate) mod state;
 
 use std::sync::atomic::Ordering;

@@ -769,7 +769,6 @@ fn reply(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {

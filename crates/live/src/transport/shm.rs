@@ -332,7 +332,6 @@ impl ShmTransport {
     pub fn geometry(&self) -> ShmGeometry {
         self.geo
     }
-
 }
 
 fn rings_have_data(map: &Mapping, geo: &ShmGeometry, rank: u32) -> bool {

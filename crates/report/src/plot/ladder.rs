@@ -9,13 +9,23 @@ use crate::{Cell, Table};
 
 /// Draw rows of `table` (already filtered) as a ladder. `dir` holds "a->b", `time` the send
 /// time in us, `kind` the packet type (arrow colour); the other columns go into the label.
-pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, time: usize, kind: Option<usize>, skip: &[usize]) -> String {
+pub(super) fn draw(
+    title: &str,
+    table: &Table,
+    rows: &[&Vec<Cell>],
+    dir: usize,
+    time: usize,
+    kind: Option<usize>,
+    skip: &[usize],
+) -> String {
     // Lanes in order of first appearance.
     let mut lanes: Vec<String> = Vec::new();
     let mut arrows = Vec::new();
     for r in rows {
         let d = r[dir].to_text();
-        let Some((a, b)) = d.split_once("->") else { continue };
+        let Some((a, b)) = d.split_once("->") else {
+            continue;
+        };
         for l in [a.trim(), b.trim()] {
             if !lanes.iter().any(|x| x == l) {
                 lanes.push(l.to_string());
@@ -27,7 +37,13 @@ pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, 
             .filter(|i| *i != dir && *i != time && Some(*i) != kind && !skip.contains(i))
             .map(|i| format!("{} {}", table.columns[i], r[i].to_text()))
             .collect();
-        arrows.push((a.trim().to_string(), b.trim().to_string(), t, k, extra.join(", ")));
+        arrows.push((
+            a.trim().to_string(),
+            b.trim().to_string(),
+            t,
+            k,
+            extra.join(", "),
+        ));
     }
     let kinds: Vec<String> = arrows.iter().fold(Vec::new(), |mut v, a| {
         if !v.contains(&a.3) {
@@ -38,7 +54,10 @@ pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, 
     let row_h = 30.0;
     let gap_h = 26.0;
     // A gap is "long" when it exceeds 100 us and 20x the median step: drawn as a break.
-    let mut steps: Vec<f64> = arrows.windows(2).map(|w| (w[1].2 - w[0].2).max(0.0)).collect();
+    let mut steps: Vec<f64> = arrows
+        .windows(2)
+        .map(|w| (w[1].2 - w[0].2).max(0.0))
+        .collect();
     steps.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let median = steps.get(steps.len() / 2).copied().unwrap_or(0.0);
     let long = |dt: f64| dt > 100.0 && dt > 20.0 * median.max(1.0);
@@ -46,7 +65,14 @@ pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, 
     let top = 80.0;
     let height = top + arrows.len() as f64 * row_h + breaks as f64 * gap_h + 40.0;
     let mut s = Svg::new(W, height);
-    s.text(W / 2.0, 28.0, TITLE_FONT, "middle", r#" font-weight="bold""#, title);
+    s.text(
+        W / 2.0,
+        28.0,
+        TITLE_FONT,
+        "middle",
+        r#" font-weight="bold""#,
+        title,
+    );
     let lane_x = |l: &str| {
         let i = lanes.iter().position(|x| x == l).unwrap_or(0) as f64;
         let nl = lanes.len().max(2) as f64;
@@ -54,7 +80,14 @@ pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, 
     };
     for l in &lanes {
         let x = lane_x(l);
-        s.text(x, top - 22.0, TICK_FONT + 1.0, "middle", r#" font-weight="bold""#, l);
+        s.text(
+            x,
+            top - 22.0,
+            TICK_FONT + 1.0,
+            "middle",
+            r#" font-weight="bold""#,
+            l,
+        );
         s.line(x, top - 12.0, x, height - 30.0, "#555555", 1.5);
     }
     // Legend of packet types.
@@ -69,8 +102,19 @@ pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, 
         if let Some(p) = prev_t {
             if long(t - p) {
                 let gap = t - p;
-                let label = if gap >= 1000.0 { format!("... {} ms later ...", n(gap / 1000.0)) } else { format!("... {} us later ...", n(gap)) };
-                s.text(W / 2.0 - 110.0, y + 10.0, TICK_FONT, "middle", r##" fill="#aa3333" font-style="italic""##, &label);
+                let label = if gap >= 1000.0 {
+                    format!("... {} ms later ...", n(gap / 1000.0))
+                } else {
+                    format!("... {} us later ...", n(gap))
+                };
+                s.text(
+                    W / 2.0 - 110.0,
+                    y + 10.0,
+                    TICK_FONT,
+                    "middle",
+                    r##" fill="#aa3333" font-style="italic""##,
+                    &label,
+                );
                 y += gap_h;
             }
         }
@@ -90,9 +134,27 @@ pub(super) fn draw(title: &str, table: &Table, rows: &[&Vec<Cell>], dir: usize, 
             n(x1 + dir * 9.0),
             n(y1 + 2.0)
         ));
-        s.text(lane_x(&lanes[0]) - 10.0, y + 4.0, TICK_FONT, "end", "", &format!("{} us", n(*t)));
-        let label = if extra.is_empty() { k.clone() } else { format!("{k}  ({extra})") };
-        s.text((x0 + x1) / 2.0, y + row_h * 0.3 - 4.0, TICK_FONT - 1.0, "middle", "", &label);
+        s.text(
+            lane_x(&lanes[0]) - 10.0,
+            y + 4.0,
+            TICK_FONT,
+            "end",
+            "",
+            &format!("{} us", n(*t)),
+        );
+        let label = if extra.is_empty() {
+            k.clone()
+        } else {
+            format!("{k}  ({extra})")
+        };
+        s.text(
+            (x0 + x1) / 2.0,
+            y + row_h * 0.3 - 4.0,
+            TICK_FONT - 1.0,
+            "middle",
+            "",
+            &label,
+        );
         y += row_h;
     }
     s.finish()
@@ -105,13 +167,40 @@ mod tests {
     #[test]
     fn ladder_draws_lanes_arrows_and_gap_markers() {
         let mut t = Table::new(&["scenario", "time_us", "direction", "packet", "psn"]);
-        for (time, dir, p) in [(0.0, "client->server", "READ_REQ"), (1.3, "server->client", "RNR_NAK"), (3842.6, "client->server", "READ_REQ"), (316540.1, "client->server", "READ_REQ")] {
-            t.push(vec![Cell::from("s"), Cell::from(time), Cell::from(dir), Cell::from(p), Cell::from(0u64)]);
+        for (time, dir, p) in [
+            (0.0, "client->server", "READ_REQ"),
+            (1.3, "server->client", "RNR_NAK"),
+            (3842.6, "client->server", "READ_REQ"),
+            (316540.1, "client->server", "READ_REQ"),
+        ] {
+            t.push(vec![
+                Cell::from("s"),
+                Cell::from(time),
+                Cell::from(dir),
+                Cell::from(p),
+                Cell::from(0u64),
+            ]);
         }
-        t.push(vec![Cell::from("other"), Cell::from(1.0), Cell::from("a->b"), Cell::from("X"), Cell::from(0u64)]);
-        let svg = render_svg(&t, &PlotSpec::line("trace", "direction", "time_us", Some("packet")).ladder().only("scenario", "s")).unwrap();
+        t.push(vec![
+            Cell::from("other"),
+            Cell::from(1.0),
+            Cell::from("a->b"),
+            Cell::from("X"),
+            Cell::from(0u64),
+        ]);
+        let svg = render_svg(
+            &t,
+            &PlotSpec::line("trace", "direction", "time_us", Some("packet"))
+                .ladder()
+                .only("scenario", "s"),
+        )
+        .unwrap();
         assert!(svg.contains(">client<") && svg.contains(">server<"));
-        assert_eq!(svg.matches("<polygon").count(), 4, "one arrow per packet of the scenario");
+        assert_eq!(
+            svg.matches("<polygon").count(),
+            4,
+            "one arrow per packet of the scenario"
+        );
         assert!(svg.contains("ms later"), "the long gap is marked");
         assert!(!svg.contains(">a<"), "other scenarios are filtered out");
     }

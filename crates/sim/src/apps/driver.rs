@@ -128,7 +128,11 @@ fn peer_lists(model: &dyn AppModel) -> Vec<Vec<u32>> {
 }
 
 /// Run iterations `iters` of `model` (one rank per node; `cfg.sim.nodes` must equal its ranks).
-pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<u64>) -> Result<AppResult, SimError> {
+pub fn run_app(
+    cfg: &AppSimConfig,
+    model: &dyn AppModel,
+    iters: std::ops::Range<u64>,
+) -> Result<AppResult, SimError> {
     let n = model.ranks();
     let mut scfg = cfg.sim.clone();
     scfg.nodes = n;
@@ -148,7 +152,11 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
         sim.map(r, PDID, MSG_BASE, layout.region_bytes(), residence);
         if !cfg.copy_bytes {
             // Only the layer's control words are read back; payload bytes are not modelled.
-            sim.node_mut(r).mem.keep_bytes_only(Some(vec![(PDID, MSG_BASE, MSG_BASE + layout.control_bytes())]));
+            sim.node_mut(r).mem.keep_bytes_only(Some(vec![(
+                PDID,
+                MSG_BASE,
+                MSG_BASE + layout.control_bytes(),
+            )]));
         }
         msg_keys.push(sim.expose(r, PDID, MSG_BASE, layout.region_bytes(), Perms::RW));
         let sizes = model.buffers(r);
@@ -173,15 +181,44 @@ pub fn run_app(cfg: &AppSimConfig, model: &dyn AppModel, iters: std::ops::Range<
                 pdid: PDID,
                 region_base: MSG_BASE,
                 peer_peers: peers[p as usize].len() as u32,
-                index_at_peer: peers[p as usize].binary_search(&r).expect("symmetric peer lists") as u32,
+                index_at_peer: peers[p as usize]
+                    .binary_search(&r)
+                    .expect("symmetric peer lists") as u32,
                 msg_rkey: msg_keys[p as usize],
             })
             .collect();
-        let ep = Endpoint::new(r, PDID, cfg.msg, MSG_BASE, buf_key, infos).map_err(|e| SimError { what: e.to_string(), seed: cfg.sim.seed, at_us: 0.0 })?;
+        let ep =
+            Endpoint::new(r, PDID, cfg.msg, MSG_BASE, buf_key, infos).map_err(|e| SimError {
+                what: e.to_string(),
+                seed: cfg.sim.seed,
+                at_us: 0.0,
+            })?;
         eps.push(ep);
-        rs.push(Rank { ops: VecDeque::new(), next_iter: iters.start, bufs, bufs_len: len, outstanding: 0, state: State::Ready, debt: Duration::ZERO, next_id: 1 });
+        rs.push(Rank {
+            ops: VecDeque::new(),
+            next_iter: iters.start,
+            bufs,
+            bufs_len: len,
+            outstanding: 0,
+            state: State::Ready,
+            debt: Duration::ZERO,
+            next_id: 1,
+        });
     }
-    let mut d = Driver { cfg, sim, eps, control_end, ranks: rs, wake: BinaryHeap::new(), res: AppResult::default(), model, iters, finished: 0, done: Vec::new(), scratch: Vec::new() };
+    let mut d = Driver {
+        cfg,
+        sim,
+        eps,
+        control_end,
+        ranks: rs,
+        wake: BinaryHeap::new(),
+        res: AppResult::default(),
+        model,
+        iters,
+        finished: 0,
+        done: Vec::new(),
+        scratch: Vec::new(),
+    };
     for r in 0..n {
         d.wake.push(Reverse((Instant::ZERO, r)));
     }
@@ -226,7 +263,10 @@ impl Driver<'_> {
                 (None, None) => break,
                 (Some(te), tw) if tw.is_none_or(|tw| te <= tw) => {
                     if te > limit {
-                        return Err(self.stuck(format!("not finished after {:.0} us", self.cfg.time_limit.as_us_f64())));
+                        return Err(self.stuck(format!(
+                            "not finished after {:.0} us",
+                            self.cfg.time_limit.as_us_f64()
+                        )));
                     }
                     self.sim.step()?;
                     self.after_step();
@@ -246,18 +286,43 @@ impl Driver<'_> {
     }
 
     fn stuck(&self, what: String) -> SimError {
-        let waiting: Vec<_> = self.ranks.iter().enumerate().filter(|(_, r)| r.state != State::Done).map(|(i, r)| (i, r.state, r.outstanding, r.next_iter)).take(8).collect();
-        SimError { what: format!("{what}; ranks not done (rank, state, outstanding, next iteration): {waiting:?}"), seed: self.cfg.sim.seed, at_us: self.sim.now().as_us_f64() }
+        let waiting: Vec<_> = self
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.state != State::Done)
+            .map(|(i, r)| (i, r.state, r.outstanding, r.next_iter))
+            .take(8)
+            .collect();
+        SimError {
+            what: format!(
+                "{what}; ranks not done (rank, state, outstanding, next iteration): {waiting:?}"
+            ),
+            seed: self.cfg.sim.seed,
+            at_us: self.sim.now().as_us_f64(),
+        }
     }
 
     fn host(&mut self, n: NodeId) -> (Host<'_>, &mut Endpoint) {
         let node = self.sim.node_mut(n);
-        let host = Host { mem: &mut node.mem, pdid: PDID, cpu: &self.cfg.sim.profile.cpu, copy_gbps: self.cfg.copy_gbps, spent: Duration::ZERO, minor_faults: 0, copy_bytes: self.cfg.copy_bytes };
+        let host = Host {
+            mem: &mut node.mem,
+            pdid: PDID,
+            cpu: &self.cfg.sim.profile.cpu,
+            copy_gbps: self.cfg.copy_gbps,
+            spent: Duration::ZERO,
+            minor_faults: 0,
+            copy_bytes: self.cfg.copy_bytes,
+        };
         (host, &mut self.eps[n as usize])
     }
 
     fn after_step(&mut self) {
-        if let Some((src, n)) = self.sim.take_arrival().filter(|&(_, n)| self.may_write_control(n, self.sim.arrival_write())) {
+        if let Some((src, n)) = self
+            .sim
+            .take_arrival()
+            .filter(|&(_, n)| self.may_write_control(n, self.sim.arrival_write()))
+        {
             // Only `src` writes into the words of its pair: poll that pair.
             let (mut host, ep) = self.host(n);
             ep.poll_node(src, &mut host);
@@ -287,7 +352,9 @@ impl Driver<'_> {
     fn may_write_control(&self, n: NodeId, w: WriteTarget) -> bool {
         match w {
             WriteTarget::Nothing | WriteTarget::ReadResponse => false,
-            WriteTarget::Range { pdid, start, end } => pdid == PDID && start < self.control_end[n as usize] && end > MSG_BASE,
+            WriteTarget::Range { pdid, start, end } => {
+                pdid == PDID && start < self.control_end[n as usize] && end > MSG_BASE
+            }
             WriteTarget::Any => true,
         }
     }
@@ -301,7 +368,9 @@ impl Driver<'_> {
     fn drain(&mut self, n: NodeId, at: Instant) {
         loop {
             let (mut host, ep) = self.host(n);
-            let Some(wr) = ep.poll_post(&mut host) else { break };
+            let Some(wr) = ep.poll_post(&mut host) else {
+                break;
+            };
             self.sim.post(at, n, wr);
         }
         let now = self.sim.now();
@@ -350,7 +419,10 @@ impl Driver<'_> {
                 self.scratch.clear();
                 self.model.iteration(n, it, &mut self.scratch);
                 rank.ops.extend(self.scratch.drain(..));
-                if self.cfg.evict_every > 0 && it > self.iters.start && (it - self.iters.start) % self.cfg.evict_every == 0 {
+                if self.cfg.evict_every > 0
+                    && it > self.iters.start
+                    && (it - self.iters.start) % self.cfg.evict_every == 0
+                {
                     // Memory pressure: the OS reclaimed every buffer page since the last
                     // iteration; the next use faults again (NI or CPU).
                     let len = rank.bufs_len;
@@ -364,7 +436,12 @@ impl Driver<'_> {
                     self.wake.push(Reverse((t + Duration(ns), n)));
                     return;
                 }
-                Op::Send { peer, bytes, buf, tag } => {
+                Op::Send {
+                    peer,
+                    bytes,
+                    buf,
+                    tag,
+                } => {
                     let addr = rank.bufs[buf as usize];
                     let id = rank.next_id;
                     rank.next_id += 1;
@@ -384,7 +461,12 @@ impl Driver<'_> {
                     }
                     self.drain(n, t);
                 }
-                Op::Recv { peer, bytes, buf, tag } => {
+                Op::Recv {
+                    peer,
+                    bytes,
+                    buf,
+                    tag,
+                } => {
                     let addr = rank.bufs[buf as usize];
                     let id = rank.next_id;
                     rank.next_id += 1;

@@ -19,7 +19,12 @@ pub enum Context {
 
 impl Context {
     /// All contexts, in report order.
-    pub const ALL: [Context; 4] = [Context::Polling, Context::Interrupt, Context::Deferred, Context::Signal];
+    pub const ALL: [Context; 4] = [
+        Context::Polling,
+        Context::Interrupt,
+        Context::Deferred,
+        Context::Signal,
+    ];
 
     /// Name in tables.
     pub fn name(self) -> &'static str {
@@ -35,7 +40,10 @@ impl Context {
 impl std::str::FromStr for Context {
     type Err = String;
     fn from_str(s: &str) -> Result<Context, String> {
-        Context::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| format!("context {s:?} (polling|interrupt|deferred|signal)"))
+        Context::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("context {s:?} (polling|interrupt|deferred|signal)"))
     }
 }
 
@@ -60,15 +68,31 @@ pub(crate) struct Costs {
 
 impl Costs {
     pub fn new(p: &DsmProfile, ctx: Context) -> Costs {
-        let (interrupt, syscall, extra) = (ns(p.os.interrupt_us), ns(p.os.syscall_us), ns(p.user.extra_syscall_us));
+        let (interrupt, syscall, extra) = (
+            ns(p.os.interrupt_us),
+            ns(p.os.syscall_us),
+            ns(p.user.extra_syscall_us),
+        );
         let kernel_protect = ns(p.os.protect_batched_us);
         let (notify_ns, notify_cpu_ns, protect_ns, wake_ns) = match ctx {
-            Context::Polling | Context::Interrupt => (interrupt, interrupt, kernel_protect, syscall),
-            Context::Deferred => (interrupt + ns(p.os.deferred_delay_us), interrupt, kernel_protect, syscall),
+            Context::Polling | Context::Interrupt => {
+                (interrupt, interrupt, kernel_protect, syscall)
+            }
+            Context::Deferred => (
+                interrupt + ns(p.os.deferred_delay_us),
+                interrupt,
+                kernel_protect,
+                syscall,
+            ),
             // Signal delivery to the process: the table's fault-to-signal-handler figure.
             Context::Signal => {
                 let signal = interrupt + ns(p.os.fault_us);
-                (signal, signal, syscall + kernel_protect + extra, syscall + extra)
+                (
+                    signal,
+                    signal,
+                    syscall + kernel_protect + extra,
+                    syscall + extra,
+                )
             }
         };
         Costs {

@@ -104,7 +104,8 @@ impl DsmProfile {
 
     /// Parse and validate a profile.
     pub fn from_toml(text: &str) -> Result<DsmProfile, DsmProfileError> {
-        let p: DsmProfile = toml::from_str(text).map_err(|e| DsmProfileError::Parse(e.to_string()))?;
+        let p: DsmProfile =
+            toml::from_str(text).map_err(|e| DsmProfileError::Parse(e.to_string()))?;
         p.validate()?;
         Ok(p)
     }
@@ -113,10 +114,19 @@ impl DsmProfile {
     pub fn validate(&self) -> Result<(), DsmProfileError> {
         let bad = |m: String| Err(DsmProfileError::Invalid(m));
         if self.cpu.cpus_per_node == 0 || self.cpu.cpus_per_node > 64 {
-            return bad(format!("cpu.cpus_per_node = {} (1..=64)", self.cpu.cpus_per_node));
+            return bad(format!(
+                "cpu.cpus_per_node = {} (1..=64)",
+                self.cpu.cpus_per_node
+            ));
         }
-        if !(self.cpu.cpu_scale.is_finite() && self.cpu.cpu_scale > 0.0 && self.cpu.cpu_scale <= 1e3) {
-            return bad(format!("cpu.cpu_scale = {} (0 < x <= 1000)", self.cpu.cpu_scale));
+        if !(self.cpu.cpu_scale.is_finite()
+            && self.cpu.cpu_scale > 0.0
+            && self.cpu.cpu_scale <= 1e3)
+        {
+            return bad(format!(
+                "cpu.cpu_scale = {} (0 < x <= 1000)",
+                self.cpu.cpu_scale
+            ));
         }
         let costs = [
             ("os.interrupt_us", self.os.interrupt_us),
@@ -140,13 +150,19 @@ impl DsmProfile {
         if self.net.cq_poll_empty_us <= 0.0 {
             return bad("net.cq_poll_empty_us must be > 0 (the poll period)".into());
         }
-        for (name, v) in [("net.bw_small_mb_s", self.net.bw_small_mb_s), ("net.bw_large_mb_s", self.net.bw_large_mb_s)] {
+        for (name, v) in [
+            ("net.bw_small_mb_s", self.net.bw_small_mb_s),
+            ("net.bw_large_mb_s", self.net.bw_large_mb_s),
+        ] {
             if !(v.is_finite() && v > 0.0) {
                 return bad(format!("{name} = {v} (positive)"));
             }
         }
         if self.net.bw_small_bytes == 0 || self.net.bw_large_bytes <= self.net.bw_small_bytes {
-            return bad(format!("net.bw_small_bytes = {} must be > 0 and below net.bw_large_bytes = {}", self.net.bw_small_bytes, self.net.bw_large_bytes));
+            return bad(format!(
+                "net.bw_small_bytes = {} must be > 0 and below net.bw_large_bytes = {}",
+                self.net.bw_small_bytes, self.net.bw_large_bytes
+            ));
         }
         if self.net.control_bytes == 0 {
             return bad("net.control_bytes must be > 0".into());
@@ -158,7 +174,10 @@ impl DsmProfile {
     /// calibrated points, constant outside them.
     pub fn bandwidth_mb_s(&self, bytes: u64) -> f64 {
         let n = &self.net;
-        let (lo, hi) = ((n.bw_small_bytes as f64).log2(), (n.bw_large_bytes as f64).log2());
+        let (lo, hi) = (
+            (n.bw_small_bytes as f64).log2(),
+            (n.bw_large_bytes as f64).log2(),
+        );
         let x = (bytes.max(1) as f64).log2().clamp(lo, hi);
         n.bw_small_mb_s + (n.bw_large_mb_s - n.bw_small_mb_s) * (x - lo) / (hi - lo)
     }
@@ -192,7 +211,10 @@ mod tests {
         let e = DsmProfile::from_toml(&bad).unwrap_err().to_string();
         assert!(e.contains("cpu.cpu_scale"), "{e}");
         let bad = DSM_IB1.replace("post_us = 2.0", "post_us = nan");
-        assert!(DsmProfile::from_toml(&bad).unwrap_err().to_string().contains("net.post_us"));
+        assert!(DsmProfile::from_toml(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("net.post_us"));
         assert!(DsmProfile::from_toml("name = 1").is_err());
     }
 }

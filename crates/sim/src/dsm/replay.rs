@@ -148,8 +148,16 @@ enum Wire {
 }
 
 enum Ev {
-    Thread { t: usize, gen: u64 },
-    Arrive { to: u32, from: u32, wire: Wire, local: bool },
+    Thread {
+        t: usize,
+        gen: u64,
+    },
+    Arrive {
+        to: u32,
+        from: u32,
+        wire: Wire,
+        local: bool,
+    },
 }
 
 #[derive(Default)]
@@ -190,10 +198,18 @@ fn validate(trace: &Trace) -> Result<(), ReplayError> {
     let bad = |m: String| Err(ReplayError::BadTrace(m));
     let workers = h.ranks as usize * h.threads_per_rank as usize;
     if workers == 0 || trace.threads.len() != workers {
-        return bad(format!("{} ranks x {} threads but {} thread records", h.ranks, h.threads_per_rank, trace.threads.len()));
+        return bad(format!(
+            "{} ranks x {} threads but {} thread records",
+            h.ranks,
+            h.threads_per_rank,
+            trace.threads.len()
+        ));
     }
     if h.minipage_bytes == 0 || h.minipage_bytes > MINIPAGE_BYTES_MAX {
-        return bad(format!("minipage of {} bytes (1..={MINIPAGE_BYTES_MAX})", h.minipage_bytes));
+        return bad(format!(
+            "minipage of {} bytes (1..={MINIPAGE_BYTES_MAX})",
+            h.minipage_bytes
+        ));
     }
     let mut barriers = None;
     for (w, ops) in trace.threads.iter().enumerate() {
@@ -205,19 +221,29 @@ fn validate(trace: &Trace) -> Result<(), ReplayError> {
                 TraceOp::Compute { ns } => {
                     compute_ns = compute_ns.saturating_add(ns);
                     if compute_ns > COMPUTE_NS_MAX {
-                        return bad(format!("worker {w}: computation beyond {COMPUTE_NS_MAX} ns"));
+                        return bad(format!(
+                            "worker {w}: computation beyond {COMPUTE_NS_MAX} ns"
+                        ));
                     }
                 }
-                TraceOp::Fault { mp, .. } if mp >= h.minipages => return bad(format!("worker {w}: minipage {mp} >= {}", h.minipages)),
-                TraceOp::Lock { id } if held.contains(&id) => return bad(format!("worker {w}: lock {id} taken twice")),
+                TraceOp::Fault { mp, .. } if mp >= h.minipages => {
+                    return bad(format!("worker {w}: minipage {mp} >= {}", h.minipages))
+                }
+                TraceOp::Lock { id } if held.contains(&id) => {
+                    return bad(format!("worker {w}: lock {id} taken twice"))
+                }
                 TraceOp::Lock { id } => held.push(id),
                 TraceOp::Unlock { id } => match held.iter().position(|&x| x == id) {
                     Some(k) => {
                         held.remove(k);
                     }
-                    None => return bad(format!("worker {w}: unlock of lock {id} it does not hold")),
+                    None => {
+                        return bad(format!("worker {w}: unlock of lock {id} it does not hold"))
+                    }
                 },
-                TraceOp::Barrier if !held.is_empty() => return bad(format!("worker {w}: barrier while holding locks {held:?}")),
+                TraceOp::Barrier if !held.is_empty() => {
+                    return bad(format!("worker {w}: barrier while holding locks {held:?}"))
+                }
                 TraceOp::Barrier => b += 1,
                 _ => {}
             }
@@ -226,15 +252,24 @@ fn validate(trace: &Trace) -> Result<(), ReplayError> {
             return bad(format!("worker {w} ends holding locks {held:?}"));
         }
         if *barriers.get_or_insert(b) != b {
-            return bad(format!("worker {w} has {b} barriers, worker 0 has {}", barriers.unwrap_or(0)));
+            return bad(format!(
+                "worker {w} has {b} barriers, worker 0 has {}",
+                barriers.unwrap_or(0)
+            ));
         }
     }
     Ok(())
 }
 
 /// Replays `trace` on `profile`'s cluster (one node per rank of the trace).
-pub fn replay(profile: &DsmProfile, trace: &Trace, cfg: &ReplayConfig) -> Result<ReplayStats, ReplayError> {
-    profile.validate().map_err(|e| ReplayError::BadTrace(e.to_string()))?;
+pub fn replay(
+    profile: &DsmProfile,
+    trace: &Trace,
+    cfg: &ReplayConfig,
+) -> Result<ReplayStats, ReplayError> {
+    profile
+        .validate()
+        .map_err(|e| ReplayError::BadTrace(e.to_string()))?;
     validate(trace)?;
     let h = &trace.header;
     let tpn = h.threads_per_rank;
@@ -244,9 +279,23 @@ pub fn replay(profile: &DsmProfile, trace: &Trace, cfg: &ReplayConfig) -> Result
         c: Costs::new(profile, cfg.context),
         ctx: cfg.context,
         ops: &trace.threads,
-        nodes: (0..h.ranks).map(|n| NodeSt { dsm: Node::new(n, h.ranks, h.minipage_bytes as usize), handler_free: 0, nic_free: 0 }).collect(),
+        nodes: (0..h.ranks)
+            .map(|n| NodeSt {
+                dsm: Node::new(n, h.ranks, h.minipage_bytes as usize),
+                handler_free: 0,
+                nic_free: 0,
+            })
+            .collect(),
         threads: (0..trace.threads.len())
-            .map(|w| Th { node: w as u32 / tpn, local: w as u32 % tpn, pc: 0, state: St::Continue, gen: 0, busy_until: 0, wait_since: 0 })
+            .map(|w| Th {
+                node: w as u32 / tpn,
+                local: w as u32 % tpn,
+                pc: 0,
+                state: St::Continue,
+                gen: 0,
+                busy_until: 0,
+                wait_since: 0,
+            })
             .collect(),
         tpn,
         load: cfg.load_procs_per_node,
@@ -273,20 +322,31 @@ pub fn replay(profile: &DsmProfile, trace: &Trace, cfg: &ReplayConfig) -> Result
                 .take(8)
                 .map(|(i, t)| format!("worker {i}: {:?}", t.state))
                 .collect();
-            return Err(ReplayError::Stuck { time_ns: sim.s.time_ns, why: blocked.join("; ") });
+            return Err(ReplayError::Stuck {
+                time_ns: sim.s.time_ns,
+                why: blocked.join("; "),
+            });
         };
         sim.s.events += 1;
         if sim.s.events > EVENTS_MAX {
             return Err(ReplayError::Runaway(EVENTS_MAX));
         }
-        let ev = sim.slab.remove(&seq).expect("every queued event is in the slab");
+        let ev = sim
+            .slab
+            .remove(&seq)
+            .expect("every queued event is in the slab");
         match ev {
             Ev::Thread { t, gen } => {
                 if sim.threads[t].gen == gen {
                     sim.thread_event(t, now);
                 }
             }
-            Ev::Arrive { to, from, wire, local } => sim.arrive(to, from, wire, local, now),
+            Ev::Arrive {
+                to,
+                from,
+                wire,
+                local,
+            } => sim.arrive(to, from, wire, local, now),
         }
     }
     Ok(sim.s)
@@ -427,7 +487,15 @@ impl Sim<'_> {
 
     fn send(&mut self, from: u32, to: u32, wire: Wire, at: u64) {
         if from == to {
-            self.push(at, Ev::Arrive { to, from, wire, local: true });
+            self.push(
+                at,
+                Ev::Arrive {
+                    to,
+                    from,
+                    wire,
+                    local: true,
+                },
+            );
             return;
         }
         let net = &self.p.net;
@@ -452,7 +520,15 @@ impl Sim<'_> {
         self.s.messages += 1;
         self.s.data_bytes += data.unwrap_or(0);
         self.s.data_messages += u64::from(data.is_some());
-        self.push(arrival, Ev::Arrive { to, from, wire, local: false });
+        self.push(
+            arrival,
+            Ev::Arrive {
+                to,
+                from,
+                wire,
+                local: false,
+            },
+        );
     }
 
     /// When a polling thread of `node` sees a completion that arrived at `t`, if one waits.
@@ -467,7 +543,11 @@ impl Sim<'_> {
 
     fn arrive(&mut self, to: u32, from: u32, wire: Wire, local: bool, t: u64) {
         let free = self.nodes[to as usize].handler_free;
-        let polled = if !local && self.ctx == Context::Polling { self.poll_detect(to, t) } else { None };
+        let polled = if !local && self.ctx == Context::Polling {
+            self.poll_detect(to, t)
+        } else {
+            None
+        };
         let (start, notify_cpu) = if local {
             (t.max(free), 0)
         } else if let Some(seen) = polled {
@@ -512,7 +592,9 @@ impl Sim<'_> {
             }
             Wire::BarrierRelease => {
                 for t in 0..self.threads.len() {
-                    if self.threads[t].node == to && self.threads[t].state == St::Blocked(Wait::Barrier) {
+                    if self.threads[t].node == to
+                        && self.threads[t].state == St::Blocked(Wait::Barrier)
+                    {
                         h += self.c.wake_ns;
                         self.release(t, h);
                     }

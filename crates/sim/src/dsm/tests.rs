@@ -5,11 +5,20 @@ use unpinned_dsm::trace::{Trace, TraceHeader, TraceOp};
 use super::*;
 
 fn header(ranks: u32, threads: u32, minipages: u32) -> TraceHeader {
-    TraceHeader { app: "synthetic".into(), ranks, threads_per_rank: threads, minipage_bytes: 4096, minipages }
+    TraceHeader {
+        app: "synthetic".into(),
+        ranks,
+        threads_per_rank: threads,
+        minipage_bytes: 4096,
+        minipages,
+    }
 }
 
 fn cfg(context: Context) -> ReplayConfig {
-    ReplayConfig { context, load_procs_per_node: 0 }
+    ReplayConfig {
+        context,
+        load_procs_per_node: 0,
+    }
 }
 
 /// Every worker computes, faults on shared and own minipages, takes a lock, and meets the
@@ -20,11 +29,22 @@ fn mixed(ranks: u32, threads: u32) -> Trace {
     let workers = (ranks * threads) as usize;
     for (w, ops) in t.threads.iter_mut().enumerate() {
         for round in 0..3u32 {
-            ops.push(TraceOp::Compute { ns: 20_000 + 1_000 * w as u64 });
-            ops.push(TraceOp::Fault { mp: (w as u32 * 4 + round) % mps, write: true });
-            ops.push(TraceOp::Fault { mp: ((w + 1) % workers) as u32 * 4, write: false });
+            ops.push(TraceOp::Compute {
+                ns: 20_000 + 1_000 * w as u64,
+            });
+            ops.push(TraceOp::Fault {
+                mp: (w as u32 * 4 + round) % mps,
+                write: true,
+            });
+            ops.push(TraceOp::Fault {
+                mp: ((w + 1) % workers) as u32 * 4,
+                write: false,
+            });
             ops.push(TraceOp::Lock { id: round });
-            ops.push(TraceOp::Fault { mp: mps - 1, write: true });
+            ops.push(TraceOp::Fault {
+                mp: mps - 1,
+                write: true,
+            });
             ops.push(TraceOp::Compute { ns: 3_000 });
             ops.push(TraceOp::Unlock { id: round });
             ops.push(TraceOp::Barrier);
@@ -40,15 +60,23 @@ fn replay_reproduces_the_trace_totals_in_every_context() {
         let trace = mixed(ranks, threads);
         let totals = trace.totals();
         for ctx in Context::ALL {
-            let s = replay(&p, &trace, &cfg(ctx)).unwrap_or_else(|e| panic!("{ranks}x{threads} {ctx:?}: {e}"));
+            let s = replay(&p, &trace, &cfg(ctx))
+                .unwrap_or_else(|e| panic!("{ranks}x{threads} {ctx:?}: {e}"));
             assert_eq!(s.faults, totals.faults, "{ctx:?}");
             assert_eq!(s.barriers, totals.barriers);
             assert_eq!(s.locks, totals.locks);
             assert_eq!(s.unlocks, totals.unlocks);
-            assert_eq!(s.barrier_episodes, totals.barriers / (ranks * threads) as u64);
+            assert_eq!(
+                s.barrier_episodes,
+                totals.barriers / (ranks * threads) as u64
+            );
             assert!(s.requests <= s.faults);
             if ranks == 1 {
-                assert_eq!((s.requests, s.messages), (0, 0), "one node: every minipage is local");
+                assert_eq!(
+                    (s.requests, s.messages),
+                    (0, 0),
+                    "one node: every minipage is local"
+                );
             } else {
                 assert!(s.requests > 0 && s.data_bytes > 0);
             }
@@ -74,9 +102,20 @@ fn computation_is_scaled_and_shared_with_the_load() {
     t.threads[0] = vec![TraceOp::Compute { ns: 1_000_000 }];
     t.threads[1] = vec![TraceOp::Compute { ns: 1_000_000 }];
     let s = replay(&p, &t, &cfg(Context::Interrupt)).unwrap();
-    assert_eq!(s.time_ns, 3_340_000, "1 ms x cpu_scale 3.34 on two idle CPUs");
+    assert_eq!(
+        s.time_ns, 3_340_000,
+        "1 ms x cpu_scale 3.34 on two idle CPUs"
+    );
     // Two threads and one CPU-bound process on two CPUs: each thread gets 2/3 of a CPU.
-    let s = replay(&p, &t, &ReplayConfig { context: Context::Interrupt, load_procs_per_node: 1 }).unwrap();
+    let s = replay(
+        &p,
+        &t,
+        &ReplayConfig {
+            context: Context::Interrupt,
+            load_procs_per_node: 1,
+        },
+    )
+    .unwrap();
     assert_eq!(s.time_ns, 5_010_000);
 }
 
@@ -111,7 +150,12 @@ fn polling_sees_the_reply_at_the_next_poll_and_saves_the_interrupt() {
     // waits from 5 us (after the fault entry) and polls every 7 us.
     let s = replay(&p, &t, &cfg(Context::Polling)).unwrap();
     let i = replay(&p, &t, &cfg(Context::Interrupt)).unwrap();
-    assert!(s.time_ns < i.time_ns, "polling {} vs interrupt {}", s.time_ns, i.time_ns);
+    assert!(
+        s.time_ns < i.time_ns,
+        "polling {} vs interrupt {}",
+        s.time_ns,
+        i.time_ns
+    );
     let data_at = 5_000 + 2_000 + 22_500 + 10_000 + 900 + 2_000 + 8_500 + 39_767;
     let seen = 5_000 + (data_at - 5_000u64).div_ceil(7_000) * 7_000;
     assert_eq!(s.time_ns, seen + 900 + 700);
@@ -122,17 +166,41 @@ fn bad_traces_are_typed_errors() {
     let p = DsmProfile::dsm_ib1();
     let mut t = Trace::new(header(2, 1, 2));
     t.threads[0] = vec![TraceOp::Unlock { id: 3 }];
-    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
+    assert!(matches!(
+        replay(&p, &t, &cfg(Context::Interrupt)),
+        Err(ReplayError::BadTrace(_))
+    ));
     t.threads[0] = vec![TraceOp::Barrier];
-    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
-    t.threads[0] = vec![TraceOp::Fault { mp: 2, write: false }];
-    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
+    assert!(matches!(
+        replay(&p, &t, &cfg(Context::Interrupt)),
+        Err(ReplayError::BadTrace(_))
+    ));
+    t.threads[0] = vec![TraceOp::Fault {
+        mp: 2,
+        write: false,
+    }];
+    assert!(matches!(
+        replay(&p, &t, &cfg(Context::Interrupt)),
+        Err(ReplayError::BadTrace(_))
+    ));
     t.threads[0] = vec![TraceOp::Lock { id: 1 }];
-    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
-    t.threads[0] = vec![TraceOp::Compute { ns: u64::MAX / 2 }, TraceOp::Compute { ns: u64::MAX / 2 }];
-    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
+    assert!(matches!(
+        replay(&p, &t, &cfg(Context::Interrupt)),
+        Err(ReplayError::BadTrace(_))
+    ));
+    t.threads[0] = vec![
+        TraceOp::Compute { ns: u64::MAX / 2 },
+        TraceOp::Compute { ns: u64::MAX / 2 },
+    ];
+    assert!(matches!(
+        replay(&p, &t, &cfg(Context::Interrupt)),
+        Err(ReplayError::BadTrace(_))
+    ));
     t.threads.pop();
-    assert!(matches!(replay(&p, &t, &cfg(Context::Interrupt)), Err(ReplayError::BadTrace(_))));
+    assert!(matches!(
+        replay(&p, &t, &cfg(Context::Interrupt)),
+        Err(ReplayError::BadTrace(_))
+    ));
     let mut bad = DsmProfile::dsm_ib1();
     bad.cpu.cpus_per_node = 0;
     assert!(replay(&bad, &mixed(2, 1), &cfg(Context::Interrupt)).is_err());

@@ -10,7 +10,10 @@ use unpinned_core::api::Perms;
 use unpinned_core::memory::Memory;
 use unpinned_core::rng::{rng_for, Rng};
 use unpinned_core::time::{Duration, Instant};
-use unpinned_ib::{ConnectAttrs, FixConfig, IbOp, LossModelConfig, MrAttrs, Psn, QpAttrs, RcStats, Region, SendWr, VendorProfile, WcError};
+use unpinned_ib::{
+    ConnectAttrs, FixConfig, IbOp, LossModelConfig, MrAttrs, Psn, QpAttrs, RcStats, Region, SendWr,
+    VendorProfile, WcError,
+};
 
 use super::{RcSim, RcSimConfig, TraceRecord};
 
@@ -79,7 +82,13 @@ pub struct ReadBench {
 
 impl ReadBench {
     /// Defaults: 2 READs, remote ODP, 1.28 ms minimal RNR delay, profile's loss model.
-    pub fn new(profile: VendorProfile, odp: OdpSide, num_ops: u32, interval: Duration, seed: u64) -> ReadBench {
+    pub fn new(
+        profile: VendorProfile,
+        odp: OdpSide,
+        num_ops: u32,
+        interval: Duration,
+        seed: u64,
+    ) -> ReadBench {
         ReadBench {
             profile,
             odp,
@@ -146,10 +155,30 @@ pub fn setup_reads_with(b: &ReadBench, tweak: impl FnOnce(&mut RcSimConfig)) -> 
     tweak(&mut cfg);
     let mut sim = RcSim::new(cfg);
     let span = u64::from(b.num_ops.max(1)) * u64::from(READ_BYTES) + 4096;
-    let region = |base| if b.implicit { Region::Implicit } else { Region::Explicit { base, len: span } };
+    let region = |base| {
+        if b.implicit {
+            Region::Implicit
+        } else {
+            Region::Explicit { base, len: span }
+        }
+    };
     // The client's buffer is pinned unless client ODP; an implicit region needs ODP.
-    let client_region = if b.odp.client() { region(CLIENT_BUF) } else { Region::Explicit { base: CLIENT_BUF, len: span } };
-    let server_region = if b.odp.server() { region(SERVER_BUF) } else { Region::Explicit { base: SERVER_BUF, len: span } };
+    let client_region = if b.odp.client() {
+        region(CLIENT_BUF)
+    } else {
+        Region::Explicit {
+            base: CLIENT_BUF,
+            len: span,
+        }
+    };
+    let server_region = if b.odp.server() {
+        region(SERVER_BUF)
+    } else {
+        Region::Explicit {
+            base: SERVER_BUF,
+            len: span,
+        }
+    };
     sim.register(
         0,
         MrAttrs {
@@ -171,7 +200,10 @@ pub fn setup_reads_with(b: &ReadBench, tweak: impl FnOnce(&mut RcSimConfig)) -> 
     let mut fill = vec![0u8; span as usize];
     let mut rng = rng_for(b.seed, "rc-bench-data");
     rng.fill(&mut fill[..]);
-    sim.node_mut(1).mem.write(1, SERVER_BUF, &fill).expect("fill");
+    sim.node_mut(1)
+        .mem
+        .write(1, SERVER_BUF, &fill)
+        .expect("fill");
     let mut server_attrs = QpAttrs::odp_default(1);
     server_attrs.min_rnr_delay = b.min_rnr_delay;
     let first = rng_for(b.seed, "rc-bench-psn").gen_range(0..=0x00ff_ffffu32);
@@ -196,16 +228,33 @@ pub fn read_wr(i: u32, rkey: u32) -> SendWr {
 pub fn run_reads(b: &ReadBench) -> ReadResult {
     let (mut sim, qc, rkey) = setup_reads(b);
     for i in 0..b.num_ops {
-        sim.post(Instant::ZERO + b.interval.times(u64::from(i)), 0, qc, read_wr(i, rkey));
+        sim.post(
+            Instant::ZERO + b.interval.times(u64::from(i)),
+            0,
+            qc,
+            read_wr(i, rkey),
+        );
     }
-    sim.run_until_idle(Duration::from_ms(60_000)).expect("the READ benchmark ends");
-    let comps: Vec<_> = sim.completions().iter().filter(|c| c.node == 0).map(|c| c.wc).collect();
+    sim.run_until_idle(Duration::from_ms(60_000))
+        .expect("the READ benchmark ends");
+    let comps: Vec<_> = sim
+        .completions()
+        .iter()
+        .filter(|c| c.node == 0)
+        .map(|c| c.wc)
+        .collect();
     let end = comps.iter().map(|c| c.at).max().unwrap_or(Instant::ZERO);
     let mut all_ok = comps.len() == b.num_ops as usize && comps.iter().all(|c| c.status.is_ok());
     let n = (b.num_ops * READ_BYTES) as usize;
     let (mut got, mut want) = (vec![0u8; n], vec![0u8; n]);
-    sim.node_mut(0).mem.read(1, CLIENT_BUF, &mut got).expect("read");
-    sim.node_mut(1).mem.read(1, SERVER_BUF, &mut want).expect("read");
+    sim.node_mut(0)
+        .mem
+        .read(1, CLIENT_BUF, &mut got)
+        .expect("read");
+    sim.node_mut(1)
+        .mem
+        .read(1, SERVER_BUF, &mut want)
+        .expect("read");
     all_ok &= got == want;
     let first_psn = setup_first_psn(b.seed);
     ReadResult {
@@ -234,7 +283,10 @@ pub fn measure_t_o(profile: &VendorProfile, c_ack: u8, seed: u64) -> (Duration, 
         0,
         MrAttrs {
             pdid: 1,
-            region: Region::Explicit { base: CLIENT_BUF, len: 4096 },
+            region: Region::Explicit {
+                base: CLIENT_BUF,
+                len: 4096,
+            },
             access: Perms::RW,
             odp: false,
         },
@@ -269,8 +321,12 @@ pub fn measure_t_o(profile: &VendorProfile, c_ack: u8, seed: u64) -> (Duration, 
             rkey: 0,
         },
     );
-    sim.run_until_idle(Duration::from_ms(10_000_000)).expect("ends");
+    sim.run_until_idle(Duration::from_ms(10_000_000))
+        .expect("ends");
     let c = sim.completions()[0].wc;
     assert_eq!(c.status, Err(WcError::RetryExceeded));
-    (Duration((c.at - start).0 / (u64::from(attrs.retry_cnt) + 1)), sim.events())
+    (
+        Duration((c.at - start).0 / (u64::from(attrs.retry_cnt) + 1)),
+        sim.events(),
+    )
 }

@@ -23,7 +23,10 @@ impl HostMemory {
             let p = page_of(a);
             let off = (a - p) as usize;
             let n = (PAGE_BYTES as usize - off).min(len - done);
-            let page = self.pages.entry((pdid, p)).or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
+            let page = self
+                .pages
+                .entry((pdid, p))
+                .or_insert_with(|| vec![0u8; PAGE_BYTES as usize].into_boxed_slice());
             f(&mut page[off..off + n], done);
             done += n;
         }
@@ -35,14 +38,18 @@ impl Memory for HostMemory {
         if addr.checked_add(data.len() as u64).is_none() {
             return Err(MemError::Unmapped { addr });
         }
-        self.each(pdid, addr, data.len(), |dst, at| dst.copy_from_slice(&data[at..at + dst.len()]));
+        self.each(pdid, addr, data.len(), |dst, at| {
+            dst.copy_from_slice(&data[at..at + dst.len()])
+        });
         Ok(())
     }
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         if addr.checked_add(out.len() as u64).is_none() {
             return Err(MemError::Unmapped { addr });
         }
-        self.each(pdid, addr, out.len(), |src, at| out[at..at + src.len()].copy_from_slice(src));
+        self.each(pdid, addr, out.len(), |src, at| {
+            out[at..at + src.len()].copy_from_slice(src)
+        });
         Ok(())
     }
 }

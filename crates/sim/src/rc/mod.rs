@@ -23,7 +23,10 @@ use unpinned_core::api::NodeId;
 use unpinned_core::memory::Pdid;
 use unpinned_core::rng::{rng_for, Rng, SimRng};
 use unpinned_core::time::{serialization, Duration, Instant};
-use unpinned_ib::{ConnectAttrs, Event, FixConfig, Mr, MrAttrs, Psn, QpAttrs, Qpn, RcConfig, RcEngine, RcStats, SendWr, SoftwareTimerFix, VendorProfile, WorkCompletion};
+use unpinned_ib::{
+    ConnectAttrs, Event, FixConfig, Mr, MrAttrs, Psn, QpAttrs, Qpn, RcConfig, RcEngine, RcStats,
+    SendWr, SoftwareTimerFix, VendorProfile, WorkCompletion,
+};
 use unpinned_wire::rc::RcRepr;
 
 use crate::faults::{fate, FaultConfig};
@@ -79,13 +82,35 @@ pub struct RcNode {
 }
 
 enum Ev {
-    Post { node: NodeId, qpn: Qpn, wr: SendWr },
-    TxReady { node: NodeId },
-    Arrive { src: NodeId, dst: NodeId, bytes: Vec<u8> },
-    EngineTimer { node: NodeId },
-    FixTimer { node: NodeId },
-    FaultResolved { node: NodeId, pdid: Pdid, page: u64 },
-    Invalidate { node: NodeId, pdid: Pdid, page: u64 },
+    Post {
+        node: NodeId,
+        qpn: Qpn,
+        wr: SendWr,
+    },
+    TxReady {
+        node: NodeId,
+    },
+    Arrive {
+        src: NodeId,
+        dst: NodeId,
+        bytes: Vec<u8>,
+    },
+    EngineTimer {
+        node: NodeId,
+    },
+    FixTimer {
+        node: NodeId,
+    },
+    FaultResolved {
+        node: NodeId,
+        pdid: Pdid,
+        page: u64,
+    },
+    Invalidate {
+        node: NodeId,
+        pdid: Pdid,
+        page: u64,
+    },
 }
 
 struct Entry {
@@ -190,7 +215,10 @@ impl RcSim {
     }
     /// Dummies posted by a node's fix.
     pub fn dummies(&self, n: NodeId) -> u64 {
-        self.nodes[n as usize].fix.as_ref().map_or(0, |f| f.dummies_posted)
+        self.nodes[n as usize]
+            .fix
+            .as_ref()
+            .map_or(0, |f| f.dummies_posted)
     }
     /// The packet trace (if enabled).
     pub fn trace(&self) -> &[TraceRecord] {
@@ -203,11 +231,21 @@ impl RcSim {
 
     /// Register a region at node `n`.
     pub fn register(&mut self, n: NodeId, attrs: MrAttrs) -> Mr {
-        self.nodes[n as usize].engine.register_mr(attrs).expect("valid region")
+        self.nodes[n as usize]
+            .engine
+            .register_mr(attrs)
+            .expect("valid region")
     }
 
     /// Create and connect a QP pair between `a` and `b` (both start at PSN `psn`).
-    pub fn connect_pair(&mut self, a: NodeId, attrs_a: QpAttrs, b: NodeId, attrs_b: QpAttrs, psn: Psn) -> (Qpn, Qpn) {
+    pub fn connect_pair(
+        &mut self,
+        a: NodeId,
+        attrs_a: QpAttrs,
+        b: NodeId,
+        attrs_b: QpAttrs,
+        psn: Psn,
+    ) -> (Qpn, Qpn) {
         let qa = self.nodes[a as usize].engine.create_qp(attrs_a);
         let qb = self.nodes[b as usize].engine.create_qp(attrs_b);
         self.nodes[a as usize]
@@ -239,7 +277,11 @@ impl RcSim {
 
     fn push(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse(Entry { at, seq: self.seq, ev }));
+        self.heap.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        }));
     }
 
     /// The application at node `n` posts `wr` on `qpn` at time `at`.
@@ -249,7 +291,14 @@ impl RcSim {
 
     /// The OS at node `n` moves `page` at time `at` (after invalidating the NIC's translation).
     pub fn invalidate_at(&mut self, at: Instant, n: NodeId, pdid: Pdid, page: u64) {
-        self.push(at, Ev::Invalidate { node: n, pdid, page });
+        self.push(
+            at,
+            Ev::Invalidate {
+                node: n,
+                pdid,
+                page,
+            },
+        );
     }
 
     /// Run until nothing is left to do or simulated time passes `limit`. Errors if the limit
@@ -266,7 +315,9 @@ impl RcSim {
     }
 
     fn step(&mut self) {
-        let Some(Reverse(Entry { at, ev, .. })) = self.heap.pop() else { return };
+        let Some(Reverse(Entry { at, ev, .. })) = self.heap.pop() else {
+            return;
+        };
         self.now = at;
         self.events += 1;
         let now = at;
@@ -302,7 +353,11 @@ impl RcSim {
                 let nd = &mut self.nodes[node as usize];
                 if nd.fix_timer == Some(now) {
                     nd.fix_timer = None;
-                    let dummies = nd.fix.as_mut().map(|f| f.handle_timeout(now)).unwrap_or_default();
+                    let dummies = nd
+                        .fix
+                        .as_mut()
+                        .map(|f| f.handle_timeout(now))
+                        .unwrap_or_default();
                     for (qpn, wr) in dummies {
                         nd.engine.post_send(now, qpn, wr).expect("dummy post");
                     }
@@ -310,7 +365,9 @@ impl RcSim {
                 node
             }
             Ev::FaultResolved { node, pdid, page } => {
-                self.nodes[node as usize].engine.handle_page_resolved(now, pdid, page);
+                self.nodes[node as usize]
+                    .engine
+                    .handle_page_resolved(now, pdid, page);
                 node
             }
             Ev::Invalidate { node, pdid, page } => {
@@ -337,7 +394,11 @@ impl RcSim {
                 }
                 Event::PageFault(pf) => {
                     let jitter = prof.odp.fault_jitter_us;
-                    let extra = if jitter > 0.0 { self.os_rng.gen_range(0.0..=jitter) } else { 0.0 };
+                    let extra = if jitter > 0.0 {
+                        self.os_rng.gen_range(0.0..=jitter)
+                    } else {
+                        0.0
+                    };
                     let at = now + prof.fault_cost(pf.side) + Duration::from_us_f64(extra);
                     resolved.push((at, pf.pdid, pf.page));
                 }
@@ -347,16 +408,30 @@ impl RcSim {
         if tx_at.is_some() {
             nd.tx_pending = true;
         }
-        let engine_at = nd.engine.poll_timeout().filter(|t| Some(*t) != nd.engine_timer && nd.engine_timer.is_none_or(|e| *t < e));
+        let engine_at = nd
+            .engine
+            .poll_timeout()
+            .filter(|t| Some(*t) != nd.engine_timer && nd.engine_timer.is_none_or(|e| *t < e));
         if let Some(t) = engine_at {
             nd.engine_timer = Some(t);
         }
-        let fix_at = nd.fix.as_ref().and_then(|f| f.poll_timeout()).filter(|t| Some(*t) != nd.fix_timer);
+        let fix_at = nd
+            .fix
+            .as_ref()
+            .and_then(|f| f.poll_timeout())
+            .filter(|t| Some(*t) != nd.fix_timer);
         if let Some(t) = fix_at {
             nd.fix_timer = Some(t);
         }
         for (at, pdid, page) in resolved {
-            self.push(at, Ev::FaultResolved { node: n, pdid, page });
+            self.push(
+                at,
+                Ev::FaultResolved {
+                    node: n,
+                    pdid,
+                    page,
+                },
+            );
         }
         if let Some(t) = tx_at {
             self.push(t, Ev::TxReady { node: n });
@@ -382,7 +457,9 @@ impl RcSim {
             self.push(t, Ev::TxReady { node: n });
             return true;
         }
-        let Some(t) = nd.engine.poll_transmit(now, &mut self.buf, &mut nd.mem) else { return false };
+        let Some(t) = nd.engine.poll_transmit(now, &mut self.buf, &mut nd.mem) else {
+            return false;
+        };
         let ser = serialization(t.len + net.header_bytes as usize, net.link_gbps);
         nd.tx_free_at = now + ser;
         let bytes = self.buf[..t.len].to_vec();
@@ -412,7 +489,14 @@ impl RcSim {
                 }
             }
             let at = if copy == 0 { arrive } else { arrive + ser };
-            self.push(at, Ev::Arrive { src: n, dst: t.dst, bytes: b });
+            self.push(
+                at,
+                Ev::Arrive {
+                    src: n,
+                    dst: t.dst,
+                    bytes: b,
+                },
+            );
         }
         let free = self.nodes[n as usize].tx_free_at;
         self.nodes[n as usize].tx_pending = true;

@@ -30,9 +30,13 @@ pub fn packet_name(r: &RcRepr<'_>) -> &'static str {
         RcRepr::Write { .. } => "WRITE",
         RcRepr::Send { .. } => "SEND",
         RcRepr::ReadResp { .. } => "READ_RESP",
-        RcRepr::Ack { syndrome: Syndrome::Ack, .. } => "ACK",
         RcRepr::Ack {
-            syndrome: Syndrome::RnrNak { .. }, ..
+            syndrome: Syndrome::Ack,
+            ..
+        } => "ACK",
+        RcRepr::Ack {
+            syndrome: Syndrome::RnrNak { .. },
+            ..
         } => "RNR_NAK",
         RcRepr::Ack {
             syndrome: Syndrome::Nak(NakCode::PsnSequenceError),

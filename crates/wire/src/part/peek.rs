@@ -3,7 +3,7 @@
 //! cannot have changed what they watch. Never panics; anything it cannot classify is
 //! [`WriteTarget::Any`].
 
-use super::{field, get_u16, get_u64, kind, FLAG_READ_RESPONSE, DATA_HEADER_LEN, MAGIC, VERSION};
+use super::{field, get_u16, get_u64, kind, DATA_HEADER_LEN, FLAG_READ_RESPONSE, MAGIC, VERSION};
 
 /// What a packet may write in its receiver's memory when it is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +31,10 @@ pub enum WriteTarget {
 /// engine would drop is classified by what its header claims, which is a superset of what it
 /// writes (nothing).
 pub fn write_target(bytes: &[u8]) -> WriteTarget {
-    if bytes.len() < field::HEADER_END || get_u16(bytes, field::MAGIC) != MAGIC || bytes[field::VERSION] != VERSION {
+    if bytes.len() < field::HEADER_END
+        || get_u16(bytes, field::MAGIC) != MAGIC
+        || bytes[field::VERSION] != VERSION
+    {
         return WriteTarget::Any;
     }
     match bytes[field::TYPE] {
@@ -43,8 +46,15 @@ pub fn write_target(bytes: &[u8]) -> WriteTarget {
             let base = get_u64(bytes, field::data::XFER_BASE);
             let offset = get_u64(bytes, field::data::OFFSET);
             let len = get_u16(bytes, field::data::PAYLOAD_LEN) as u64;
-            match base.checked_add(offset).and_then(|s| s.checked_add(len).map(|e| (s, e))) {
-                Some((start, end)) => WriteTarget::Range { pdid: get_u16(bytes, field::data::PDID), start, end },
+            match base
+                .checked_add(offset)
+                .and_then(|s| s.checked_add(len).map(|e| (s, e)))
+            {
+                Some((start, end)) => WriteTarget::Range {
+                    pdid: get_u16(bytes, field::data::PDID),
+                    start,
+                    end,
+                },
                 None => WriteTarget::Any,
             }
         }
@@ -81,15 +91,34 @@ mod tests {
 
     #[test]
     fn data_packets_name_their_range() {
-        assert_eq!(write_target(&data(false)), WriteTarget::Range { pdid: 3, start: 0x1000 + 512, end: 0x1000 + 612 });
+        assert_eq!(
+            write_target(&data(false)),
+            WriteTarget::Range {
+                pdid: 3,
+                start: 0x1000 + 512,
+                end: 0x1000 + 612
+            }
+        );
         assert_eq!(write_target(&data(true)), WriteTarget::ReadResponse);
     }
 
     #[test]
     fn control_packets_write_nothing() {
-        let ack = emit(&PartRepr::Ack { transfer_id: 1, block_id: 2, block_seq: 0, read_response: false });
+        let ack = emit(&PartRepr::Ack {
+            transfer_id: 1,
+            block_id: 2,
+            block_seq: 0,
+            read_response: false,
+        });
         assert_eq!(write_target(&ack), WriteTarget::Nothing);
-        let nack = emit(&PartRepr::Nack { transfer_id: 1, block_id: 2, block_seq: 0, read_response: false, reason: NackReason::Crc, addr: 0 });
+        let nack = emit(&PartRepr::Nack {
+            transfer_id: 1,
+            block_id: 2,
+            block_seq: 0,
+            read_response: false,
+            reason: NackReason::Crc,
+            addr: 0,
+        });
         assert_eq!(write_target(&nack), WriteTarget::Nothing);
     }
 
@@ -101,6 +130,10 @@ mod tests {
         for cut in 0..d.len() {
             let _ = write_target(&d[..cut]);
         }
-        assert_eq!(write_target(&d[..20]), WriteTarget::Any, "a data header cut short");
+        assert_eq!(
+            write_target(&d[..20]),
+            WriteTarget::Any,
+            "a data header cut short"
+        );
     }
 }
