@@ -81,6 +81,10 @@
 //!   bound (measured in the same run), 70-100% in most runs. A single copy needs the source
 //!   mapped into the target (cross-memory attach ran at 2.4 GB/s on this kernel), i.e. the
 //!   NIC's DMA.
+//!   Correction (a later session, merged main, quiet machine at load ~1): the pipelined
+//!   two-copy bound measured 20.0 GB/s with the memcpy bound at 26.2, while the live write
+//!   reached 6.24 GB/s (31% of it). With both cores free the two copies are not the wall;
+//!   the gap is the live path itself (per-block engine work, hand-offs, residency scans).
 //! - Pin per transfer 3x: `mlock` + `munlock` of 4 MiB present cost 530 us here (C test), so
 //!   PART's 4 MiB write would have to take <= 265 us (15.8 GB/s): the same wall as above.
 //! - Residency <= 5%: the check's own cost is now 2-6.5% of a 4 MiB write (~32 scans of
