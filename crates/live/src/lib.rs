@@ -52,6 +52,7 @@ pub mod launch;
 pub mod mapping;
 pub mod memory;
 pub mod msg;
+pub mod procmap;
 pub mod runtime;
 pub mod scan;
 pub mod transport;
