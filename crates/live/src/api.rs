@@ -582,6 +582,18 @@ impl Runtime {
         }
     }
 
+    /// Run one engine turn in this thread (receive, deadlines, transmit), unless another
+    /// thread is running one: progress for an application that polls
+    /// ([`Runtime::poll_completion`]) instead of waiting. Returns whether the turn did any
+    /// work (false also when another thread held the engine).
+    pub fn progress(&self) -> Result<bool, LiveError> {
+        match self.core.try_lock() {
+            Ok(mut c) => Ok(c.turn()),
+            Err(TryLockError::WouldBlock) => Ok(false),
+            Err(TryLockError::Poisoned(_)) => Err(LiveError::EngineGone),
+        }
+    }
+
     /// Let peers access `[ptr, ptr+len)` with `perms`. Nothing is pinned or registered, and the
     /// pages need not be present: the first remote access to a missing page faults it in.
     /// The range must be mapped with (at least) the permissions granted (checked once here).
@@ -639,6 +651,7 @@ impl Runtime {
         if local.checked_add(len).is_none() || remote_addr.checked_add(len).is_none() {
             return Err(LiveError::Invalid("address range wraps around".into()));
         }
+        crate::trace::mark(self.rank, crate::trace::Point::Post, len as u32);
         let wr_id = self.next_wr.fetch_add(1, Ordering::Relaxed);
         let wr = WorkRequest {
             wr_id,
@@ -654,9 +667,12 @@ impl Runtime {
         {
             // Caller-driven progress: post and send the first packets from this thread.
             let mut core = self.core()?;
+            crate::trace::mark(self.rank, crate::trace::Point::PostLocked, 0);
             self.posted.fetch_add(1, Ordering::Relaxed);
             core.post(wr);
+            crate::trace::mark(self.rank, crate::trace::Point::PostQueued, 0);
             core.turn();
+            crate::trace::mark(self.rank, crate::trace::Point::PostTurnEnd, 0);
         }
         // The progress thread finishes the transfer if nobody waits for it; waking it costs a
         // few atomics unless it sleeps.
@@ -804,6 +820,7 @@ impl Runtime {
             let i = q.iter().position(|c| c.wr_id == wr_id)?;
             q.remove(i)
         })?;
+        crate::trace::mark(self.rank, crate::trace::Point::WaitReturn, 0);
         match c.status {
             Ok(()) => Ok(c),
             Err(error) => Err(LiveError::Failed { wr_id, error }),

@@ -279,6 +279,8 @@ pub(crate) struct Core {
     last_dst: u32,
     full_since: Vec<Option<StdInstant>>,
     stats: RuntimeStats,
+    /// This rank (for the [`crate::trace`]).
+    rank: u32,
 }
 
 impl Core {
@@ -301,6 +303,7 @@ impl Core {
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
+        let rank = transport.rank();
         // `UNPINNED_SHM_CHECKSUM` (any value) keeps the CRC on a reliable transport too: a
         // diagnostic for suspected corruption in shared memory.
         let reliable = transport.reliable() && std::env::var_os(ENV_FORCE_CHECKSUM).is_none();
@@ -329,6 +332,7 @@ impl Core {
             last_dst: 0,
             full_since: vec![None; n],
             stats: RuntimeStats::default(),
+            rank,
         }
     }
 
@@ -416,6 +420,7 @@ impl Core {
         {
             return false;
         }
+        crate::trace::mark(self.rank, crate::trace::Point::PageInStart, 0);
         let t = StdInstant::now();
         // A failure (a range made inaccessible since) goes to the thread, which finds the bad
         // pages and reports them.
@@ -431,6 +436,7 @@ impl Core {
         st.errs.fetch_add(1, Ordering::Relaxed);
         self.mem.paged_in(s, e);
         self.engine.post_err(rec.transfer, rec.block, rec.block_seq);
+        crate::trace::mark(self.rank, crate::trace::Point::PageInEnd, 0);
         true
     }
 
@@ -491,10 +497,12 @@ impl Core {
                 rx,
                 stats,
                 reliable,
+                rank,
                 ..
             } = self;
             for _ in 0..self.opts.batch {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
+                    crate::trace::mark(*rank, crate::trace::Point::RxStart, bytes.len() as u32);
                     // Every other check (lengths, fields, geometry, protection) applies either way.
                     let r = if *reliable {
                         engine.handle_packet_intact(now, src, bytes, mem)
@@ -504,6 +512,7 @@ impl Core {
                     if r.is_err() {
                         stats.rx_rejected += 1;
                     }
+                    crate::trace::mark(*rank, crate::trace::Point::RxEnd, 0);
                 });
                 if !got {
                     break;
@@ -542,6 +551,7 @@ impl Core {
                     };
                     match transport.send_in_place(self.last_dst, tx, &mut fill) {
                         InPlace::Sent(dst) => {
+                            crate::trace::mark(self.rank, crate::trace::Point::TxSent, dst);
                             work = true;
                             if let Some(f) = self.full_since.get_mut(dst as usize) {
                                 *f = None;
@@ -566,6 +576,7 @@ impl Core {
             work = true;
             match self.transport.send(dst, &self.tx[..len]) {
                 Ok(()) => {
+                    crate::trace::mark(self.rank, crate::trace::Point::TxSent, dst);
                     if let Some(f) = self.full_since.get_mut(dst as usize) {
                         *f = None;
                     }
@@ -597,8 +608,12 @@ impl Core {
             match ev {
                 // The runtime's own reply writes stay out of the application's queue.
                 Event::Completion(c) if self.reply_completed(&c) => {}
-                Event::Completion(c) => self.shared.push(c),
+                Event::Completion(c) => {
+                    crate::trace::mark(self.rank, crate::trace::Point::Completion, c.len as u32);
+                    self.shared.push(c)
+                }
                 Event::Fault(rec) => {
+                    crate::trace::mark(self.rank, crate::trace::Point::Fault, 0);
                     if self.page_in_inline(&rec) {
                         continue;
                     }

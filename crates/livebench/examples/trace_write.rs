@@ -1,0 +1,145 @@
+//! Where the microseconds of one write go: the live path's trace points
+//! ([`unpinned_live::trace`]) for 8 B writes into present memory and 4 KiB writes into a
+//! missing page, medians of each point's offset from the post, in the dedicated-core
+//! configuration of `bench live` (`DEDICATED=0` for the defaults).
+//!
+//! `cargo run --release -p unpinned-livebench --example trace_write [N]`
+use std::collections::BTreeMap;
+
+use unpinned_live::trace::{self, Point, Record};
+use unpinned_livebench::bench::DEDICATED_SPIN_US;
+use unpinned_livebench::exp::{live_profile, pattern, present, Pair};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// Per write (records from one rank-0 `Post` to the next), the first time each
+/// (rank, point, occurrence) was passed, relative to the post; medians over writes.
+fn report(what: &str, recs: &[Record]) {
+    let mut per: BTreeMap<(u32, usize, Point), Vec<f64>> = BTreeMap::new();
+    let mut total = Vec::new();
+    let mut i = 0;
+    while i < recs.len() {
+        if !(recs[i].rank == 0 && recs[i].point == Point::Post) {
+            i += 1;
+            continue;
+        }
+        let t0 = recs[i].at_ns;
+        let mut seen: BTreeMap<(u32, Point), usize> = BTreeMap::new();
+        let mut j = i + 1;
+        while j < recs.len() && !(recs[j].rank == 0 && recs[j].point == Point::Post) {
+            let r = recs[j];
+            let n = seen.entry((r.rank, r.point)).or_insert(0);
+            if *n < 3 {
+                per.entry((r.rank, *n, r.point))
+                    .or_default()
+                    .push((r.at_ns - t0) as f64 / 1e3);
+            }
+            *n += 1;
+            if r.rank == 0 && r.point == Point::WaitReturn {
+                total.push((r.at_ns - t0) as f64 / 1e3);
+            }
+            j += 1;
+        }
+        i = j;
+    }
+    println!("{what}: {} writes, post -> wait return median {:.3} us", total.len(), median(total.clone()));
+    let mut rows: Vec<(f64, u32, Point, usize)> = per
+        .iter()
+        .filter(|(_, v)| v.len() * 2 >= total.len())
+        .map(|(&(rank, _, p), v)| (median(v.clone()), rank, p, v.len()))
+        .collect();
+    rows.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    for (t, rank, p, n) in rows {
+        println!("  {t:8.3} us  rank {rank}  {p:?}  (in {n})");
+    }
+}
+
+fn main() {
+    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let dedicated = std::env::var("DEDICATED").map(|v| v != "0").unwrap_or(true);
+    let cpus = unpinned_live::affinity::allowed_cpus().unwrap();
+    let (cc, tc) = (cpus[0], cpus[1]);
+    let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
+    let pair = Pair::with_loop(&live_profile(), unpinned_live::MemoryMode::Part, Default::default(), 0, |r, o| {
+        if dedicated {
+            if r == 0 {
+                o.progress_cpu = Some(cc);
+                o.wait_spin = spin;
+            } else {
+                o.progress_cpu = Some(tc);
+                o.spin = spin;
+            }
+        }
+    })
+    .unwrap();
+    if dedicated {
+        unpinned_live::affinity::pin_current_thread(&[cc]).unwrap();
+    }
+    println!("dedicated cores: {dedicated}");
+    let dst = present(4096).unwrap();
+    // SAFETY: dst outlives the pair's use of it.
+    let k = unsafe { pair.expose(dst.ptr(), 4096).unwrap() };
+    let s8 = pattern(1, 8);
+    let t = std::time::Instant::now();
+    let turns = 1_000_000;
+    for _ in 0..turns {
+        pair.rts[0].progress().unwrap();
+    }
+    println!(
+        "idle turn (rank 0, nothing to do): {:.1} ns",
+        t.elapsed().as_nanos() as f64 / turns as f64
+    );
+    for _ in 0..200 {
+        pair.write_us(&s8, dst.addr(), k).unwrap();
+    }
+    let (a0, b0) = pair.stats().unwrap();
+    trace::enable();
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        lat.push(pair.write_us(&s8, dst.addr(), k).unwrap());
+    }
+    trace::disable();
+    let (a1, b1) = pair.stats().unwrap();
+    println!("8 B write_us median {:.3} (traced)", median(lat));
+    println!(
+        "  scans per write: sender {:.3} target {:.3}; pagemap reads {:.3} {:.3}",
+        (a1.memory.range_scans - a0.memory.range_scans) as f64 / n as f64,
+        (b1.memory.range_scans - b0.memory.range_scans) as f64 / n as f64,
+        (a1.memory.pagemap_reads - a0.memory.pagemap_reads) as f64 / n as f64,
+        (b1.memory.pagemap_reads - b0.memory.pagemap_reads) as f64 / n as f64,
+    );
+    report("8 B write", &trace::take());
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        lat.push(pair.write_us(&s8, dst.addr(), k).unwrap());
+    }
+    println!("8 B write_us median {:.3} (untraced)", median(lat));
+    pair.revoke(k);
+
+    let s4 = pattern(4, 4096);
+    let m = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or((n / 10).max(20));
+    let mut lat = Vec::new();
+    let mut recs = Vec::new();
+    for _ in 0..m {
+        let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+        // SAFETY: fresh outlives the exposure (revoked below).
+        let k = unsafe { pair.expose(fresh.ptr(), 4096).unwrap() };
+        trace::enable();
+        lat.push(pair.write_us(&s4, fresh.addr(), k).unwrap());
+        trace::disable();
+        recs.extend(trace::take());
+        pair.revoke(k);
+    }
+    println!("4 KiB missing write_us median {:.3} (traced)", median(lat));
+    report("4 KiB into a missing page", &recs);
+}
