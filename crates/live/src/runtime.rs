@@ -88,6 +88,10 @@ use crate::transport::{InPlace, SendError, Sleeper, Transport};
 /// shared-memory transport too (it is skipped there: shared memory does not corrupt bytes).
 pub const ENV_FORCE_CHECKSUM: &str = "UNPINNED_SHM_CHECKSUM";
 
+/// An idle turn (nothing received, nothing to send) checks the engine's deadline only every
+/// this many turns, saving the clock read; any turn with work checks it.
+pub const DEADLINE_CHECK_TURNS: u32 = 16;
+
 /// Maps the monotonic clock onto the engine's time.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -281,6 +285,8 @@ pub(crate) struct Core {
     stats: RuntimeStats,
     /// This rank (for the [`crate::trace`]).
     rank: u32,
+    /// Turns since the last one that did work (deadline checks of idle turns).
+    idle_turns: u32,
 }
 
 impl Core {
@@ -333,6 +339,7 @@ impl Core {
             full_since: vec![None; n],
             stats: RuntimeStats::default(),
             rank,
+            idle_turns: 0,
         }
     }
 
@@ -458,14 +465,18 @@ impl Core {
     /// One turn of the engine (see the module doc). Returns whether anything happened.
     pub fn turn(&mut self) -> bool {
         self.stats.turns += 1;
-        let now = self.clock.now();
-        self.mem.begin_turn();
         // Replies of the reply-based active flush that handlers made due.
         self.post_replies();
         let mut work = false;
+        // The clock, and the expiry of residency verdicts, only for a turn that has something
+        // to handle: a clock read costs ~35 ns on the development VM, more than half of an
+        // idle turn (60 ns), and idle turns are what a waiting thread polls with: each one
+        // saved is detection latency saved on both hops of a write (see the module doc).
+        let mut now: Option<Instant> = None;
 
         // 1. Fault handler outputs.
         while let Ok(out) = self.handler_out.try_recv() {
+            let now = self.now_for_work(&mut now);
             if !work {
                 // Pages were brought in: cached "missing" verdicts are stale.
                 self.mem.forget();
@@ -498,11 +509,16 @@ impl Core {
                 stats,
                 reliable,
                 rank,
+                clock,
                 ..
             } = self;
             for _ in 0..self.opts.batch {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
                     crate::trace::mark(*rank, crate::trace::Point::RxStart, bytes.len() as u32);
+                    let now = *now.get_or_insert_with(|| {
+                        mem.begin_turn();
+                        clock.now()
+                    });
                     // Every other check (lengths, fields, geometry, protection) applies either way.
                     let r = if *reliable {
                         engine.handle_packet_intact(now, src, bytes, mem)
@@ -521,11 +537,21 @@ impl Core {
             }
         }
 
-        // 3. Deadlines.
-        let deadline = self.engine.poll_timeout();
-        if deadline.is_some_and(|t| t <= now) {
-            work = true;
-            self.engine.handle_timeout(now);
+        // 3. Deadlines: checked on every turn that handled something, and on every
+        // [`DEADLINE_CHECK_TURNS`]th idle one (a few hundred ns of polling; the engine's
+        // deadlines are block timeouts of milliseconds).
+        if let Some(deadline) = self.engine.poll_timeout() {
+            self.idle_turns = self.idle_turns.wrapping_add(1);
+            if now.is_some()
+                || self.engine.wants_transmit()
+                || self.idle_turns % DEADLINE_CHECK_TURNS == 0
+            {
+                let t = self.now_for_work(&mut now);
+                if deadline <= t {
+                    work = true;
+                    self.engine.handle_timeout(t);
+                }
+            }
         }
 
         // 4. Events of what arrived, before transmitting: a destination fault paged in inline
@@ -534,8 +560,15 @@ impl Core {
         work |= self.route_events();
 
         // 5. Transmit, written in place into the transport where it allows (the shm ring slot
-        // towards the last destination), else through `tx`.
-        for _ in 0..self.opts.batch {
+        // towards the last destination), else through `tx`. Only if there is something to send:
+        // asking the ring for a slot reads its consumer's index, a cache line the peer writes.
+        let wants = self.pending.is_some() || self.engine.wants_transmit();
+        let now = if wants {
+            self.now_for_work(&mut now)
+        } else {
+            Instant(0)
+        };
+        for _ in 0..if wants { self.opts.batch } else { 0 } {
             let (dst, len) = match self.pending.take() {
                 Some(p) => p,
                 None => {
@@ -596,7 +629,19 @@ impl Core {
 
         // 6. Events (again: transmitting can fail transfers or meet source faults).
         work |= self.route_events();
+        if work {
+            self.idle_turns = 0;
+        }
         work
+    }
+
+    /// The turn's time, read once, when the turn first needs it; residency verdicts older
+    /// than their bound expire then, before any memory access of the turn.
+    fn now_for_work(&mut self, now: &mut Option<Instant>) -> Instant {
+        *now.get_or_insert_with(|| {
+            self.mem.begin_turn();
+            self.clock.now()
+        })
     }
 
     /// Completions to the completion queue, fault records to inline page-in or the page-in
@@ -627,6 +672,10 @@ impl Core {
     }
 }
 
+/// While spinning, the progress thread reads the clock (is the spin over?) once per this many
+/// polls (~2-6 us of polling): only when [`LoopOptions::spin`] is non-zero.
+pub const SPIN_CHECK_POLLS: u32 = 32;
+
 /// The progress thread's body: drive `core` whenever no caller does, until shutdown is asked
 /// and the engine has been idle for `linger` (or 5 s passed since the shutdown request).
 pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper: Sleeper) {
@@ -645,6 +694,9 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     // completion; a third spinning thread on a 2-core machine starves the two that work).
     let mut last_own_work: Option<StdInstant> = None;
     let mut shutdown_at: Option<StdInstant> = None;
+    // Busy polls left before the spin's end is checked again (a clock read per poll was a
+    // third of an idle poll: detection latency of every packet while spinning).
+    let mut spins_unchecked = 0u32;
     loop {
         let (work, busy, deadline, pending) = match core.try_lock() {
             Ok(mut c) => {
@@ -670,6 +722,14 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if work {
             idle_since = None;
             last_own_work = Some(StdInstant::now());
+            if !opts.spin.is_zero() {
+                spins_unchecked = SPIN_CHECK_POLLS;
+            }
+            continue;
+        }
+        if spins_unchecked > 0 && !pending {
+            spins_unchecked -= 1;
+            std::hint::spin_loop();
             continue;
         }
         if shared.drivers.load(Ordering::SeqCst) > 0 && shutdown_at.is_none() {
@@ -684,6 +744,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         let since = *idle_since.get_or_insert_with(StdInstant::now);
         let idle = since.elapsed();
         if !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
+            spins_unchecked = SPIN_CHECK_POLLS;
             std::hint::spin_loop();
         } else if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another

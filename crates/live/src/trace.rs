@@ -16,6 +16,9 @@ use std::time::Instant as StdInstant;
 /// Environment variable: set to `1` to record the trace from the runtime's start.
 pub const ENV_TRACE: &str = "UNPINNED_TRACE";
 
+/// The "rank" the page-in threads record under (they do not know their rank).
+pub const PAGE_IN_THREAD: u32 = 0xffff;
+
 /// Records kept at most (later ones are dropped).
 pub const CAPACITY: usize = 1 << 16;
 

@@ -61,6 +61,18 @@ fn report(what: &str, recs: &[Record]) {
     }
 }
 
+/// (voluntary, involuntary) context switches of the calling thread so far.
+fn switches() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    let f = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (f("voluntary_ctxt_switches:"), f("nonvoluntary_ctxt_switches:"))
+}
+
 fn main() {
     let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2000);
     let dedicated = std::env::var("DEDICATED").map(|v| v != "0").unwrap_or(true);
@@ -117,10 +129,17 @@ fn main() {
     );
     report("8 B write", &trace::take());
     let mut lat = Vec::new();
+    let sw0 = switches();
     for _ in 0..n {
         lat.push(pair.write_us(&s8, dst.addr(), k).unwrap());
     }
+    let sw1 = switches();
     println!("8 B write_us median {:.3} (untraced)", median(lat));
+    println!(
+        "  caller context switches per 8 B write: voluntary {:.3}, involuntary {:.3}",
+        (sw1.0 - sw0.0) as f64 / n as f64,
+        (sw1.1 - sw0.1) as f64 / n as f64
+    );
     pair.revoke(k);
 
     let s4 = pattern(4, 4096);
@@ -130,6 +149,7 @@ fn main() {
         .unwrap_or((n / 10).max(20));
     let mut lat = Vec::new();
     let mut recs = Vec::new();
+    let sw0 = switches();
     for _ in 0..m {
         let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
         // SAFETY: fresh outlives the exposure (revoked below).
@@ -140,6 +160,12 @@ fn main() {
         recs.extend(trace::take());
         pair.revoke(k);
     }
+    let sw1 = switches();
     println!("4 KiB missing write_us median {:.3} (traced)", median(lat));
+    println!(
+        "  caller context switches per missing-page write: voluntary {:.2}, involuntary {:.2}",
+        (sw1.0 - sw0.0) as f64 / m as f64,
+        (sw1.1 - sw0.1) as f64 / m as f64
+    );
     report("4 KiB into a missing page", &recs);
 }
