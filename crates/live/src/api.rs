@@ -482,6 +482,7 @@ impl Runtime {
                 )));
             }
         }
+        crate::trace::enable_from_env();
         let active = crate::active::ActiveAccess::new(cfg.rank);
         active.state.replies.set_waker(transport.waker());
         let mem = crate::active::memory::ActiveMemory::new(
@@ -781,8 +782,7 @@ impl Runtime {
         loop {
             let seen = self.shared.delivered.load(Ordering::Acquire);
             if looked != Some(seen) {
-                if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue"))
-                {
+                if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue")) {
                     return Ok(r);
                 }
                 looked = Some(seen);
@@ -814,6 +814,7 @@ impl Runtime {
             }
             // A long wait (page-in, slow peer): hand progress to the progress thread and sleep.
             if driving.take().is_some() {
+                crate::trace::mark(self.rank, crate::trace::Point::WaitSleep, 0);
                 (self.wake)();
             }
             self.shared.waiters.fetch_add(1, Ordering::SeqCst);

@@ -579,12 +579,19 @@ impl Core {
                         tx,
                         ..
                     } = self;
+                    let mut filled = 0;
                     let mut fill = |buf: &mut [u8]| {
-                        engine.poll_transmit(now, buf, mem).map(|t| (t.dst, t.len))
+                        let t = engine.poll_transmit(now, buf, mem)?;
+                        filled = t.len;
+                        Some((t.dst, t.len))
                     };
                     match transport.send_in_place(self.last_dst, tx, &mut fill) {
                         InPlace::Sent(dst) => {
-                            crate::trace::mark(self.rank, crate::trace::Point::TxSent, dst);
+                            crate::trace::mark(
+                                self.rank,
+                                crate::trace::Point::TxSent,
+                                filled as u32,
+                            );
                             work = true;
                             if let Some(f) = self.full_since.get_mut(dst as usize) {
                                 *f = None;
@@ -609,7 +616,7 @@ impl Core {
             work = true;
             match self.transport.send(dst, &self.tx[..len]) {
                 Ok(()) => {
-                    crate::trace::mark(self.rank, crate::trace::Point::TxSent, dst);
+                    crate::trace::mark(self.rank, crate::trace::Point::TxSent, len as u32);
                     if let Some(f) = self.full_since.get_mut(dst as usize) {
                         *f = None;
                     }
@@ -679,8 +686,8 @@ pub const SPIN_CHECK_POLLS: u32 = 32;
 /// The progress thread's body: drive `core` whenever no caller does, until shutdown is asked
 /// and the engine has been idle for `linger` (or 5 s passed since the shutdown request).
 pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper: Sleeper) {
-    let (opts, clock) = match core.lock() {
-        Ok(c) => (c.opts, c.clock),
+    let (opts, clock, rank) = match core.lock() {
+        Ok(c) => (c.opts, c.clock, c.rank),
         Err(_) => return finish(&core, &shared),
     };
     if let Some(cpu) = opts.progress_cpu {
@@ -737,6 +744,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
             // do not announce a sleep on the doorbell (peers would pay a futex wake per packet).
             // The engine counts as active: when the caller stops driving (a long wait), this
             // thread takes over hot, spinning first, not asleep.
+            crate::trace::mark(rank, crate::trace::Point::DrivenSleep, 0);
             std::thread::sleep(opts.driven_sleep);
             idle_since = None;
             continue;
@@ -765,7 +773,9 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
             }
             if !sleep.is_zero() {
                 shared.sleeps.fetch_add(1, Ordering::Relaxed);
+                crate::trace::mark(rank, crate::trace::Point::Sleep, sleep.as_micros() as u32);
                 sleeper(sleep);
+                crate::trace::mark(rank, crate::trace::Point::Woken, 0);
             }
         }
     }

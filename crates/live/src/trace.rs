@@ -40,7 +40,7 @@ pub enum Point {
     RxStart,
     /// The engine handled it (residency verdict, memory write, responses queued).
     RxEnd,
-    /// A packet was written into the transport.
+    /// A packet was written into the transport (arg: its length).
     TxSent,
     /// A completion was pushed onto the completion queue.
     Completion,
@@ -56,10 +56,18 @@ pub enum Point {
     HandlerEnd,
     /// `Runtime::wait` returned the completion.
     WaitReturn,
+    /// The progress thread goes to sleep in the transport (arg: for at most this many us).
+    Sleep,
+    /// It woke up.
+    Woken,
+    /// It sleeps because a caller drives the engine.
+    DrivenSleep,
+    /// A waiting caller stopped driving and sleeps on the completion queue.
+    WaitSleep,
 }
 
 impl Point {
-    const ALL: [Point; 15] = [
+    const ALL: [Point; 19] = [
         Point::Post,
         Point::PostLocked,
         Point::PostQueued,
@@ -75,6 +83,10 @@ impl Point {
         Point::HandlerStart,
         Point::HandlerEnd,
         Point::WaitReturn,
+        Point::Sleep,
+        Point::Woken,
+        Point::DrivenSleep,
+        Point::WaitSleep,
     ];
 
     fn from_u8(v: u8) -> Option<Point> {
@@ -126,9 +138,10 @@ pub fn disable() {
     ENABLED.store(false, Ordering::SeqCst);
 }
 
-/// Start recording if `UNPINNED_TRACE=1`.
+/// Start recording if `UNPINNED_TRACE=1` and not recording yet (every `Runtime` calls this:
+/// the ranks of one process share the trace).
 pub fn enable_from_env() {
-    if std::env::var(ENV_TRACE).is_ok_and(|v| v.trim() == "1") {
+    if !enabled() && std::env::var(ENV_TRACE).is_ok_and(|v| v.trim() == "1") {
         enable();
     }
 }

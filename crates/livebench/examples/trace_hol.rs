@@ -9,7 +9,10 @@ use unpinned_livebench::exp::{live_profile, RunContext};
 
 fn main() {
     let engine = std::env::args().nth(1).unwrap_or_else(|| "part".into());
-    let reps: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let reps: usize = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let progress = |_: u64, _: u64| {};
     let ctx = RunContext {
         profile: live_profile(),
@@ -23,12 +26,22 @@ fn main() {
         fault_bytes: 1 << 20,
         reps,
         anon_fault: std::env::var("ANON").is_ok(),
+        ring_slots: unpinned_livebench::exp::ring_slots().unwrap(),
     };
     trace::enable();
     let out = hol(&ctx, &engine, p).unwrap();
     trace::disable();
     println!("{engine}: {out:?}");
     let recs = trace::take();
+    let count = |p: Point| recs.iter().filter(|r| r.point == p).count();
+    println!(
+        "{} records (capacity {}): sleeps {}, wakes {}, rx {}",
+        recs.len(),
+        trace::CAPACITY,
+        count(Point::Sleep),
+        count(Point::Woken),
+        count(Point::RxStart)
+    );
     // Repetitions start at a burst of rank-0 posts; print each one's landmarks.
     let mut t0 = 0;
     let mut last_rx1 = 0u64;
@@ -40,7 +53,14 @@ fn main() {
             (0, Point::Post) if r.at_ns > t0 + 1_000_000 || t0 == 0 => {
                 if t0 != 0 {
                     gaps.sort();
-                    println!("  target rx packets {rx1}, longest rx gaps (us, at): {:?}", gaps.iter().rev().take(4).map(|&(g, a)| (g as f64 / 1e3, (a - t0) as f64 / 1e3)).collect::<Vec<_>>());
+                    println!(
+                        "  target rx packets {rx1}, longest rx gaps (us, at): {:?}",
+                        gaps.iter()
+                            .rev()
+                            .take(4)
+                            .map(|&(g, a)| (g as f64 / 1e3, (a - t0) as f64 / 1e3))
+                            .collect::<Vec<_>>()
+                    );
                 }
                 t0 = r.at_ns;
                 last_rx1 = t0;
@@ -48,18 +68,119 @@ fn main() {
                 gaps.clear();
                 println!("rep at {:.3} ms", t0 as f64 / 1e6);
             }
-            (0, Point::Completion) => println!("  {:9.1} us completion of {} B", rel(r.at_ns), r.arg),
-            (1, Point::Fault) => {}
+            (0, Point::Completion) => {
+                println!("  {:9.1} us completion of {} B", rel(r.at_ns), r.arg)
+            }
+            (1, Point::Fault) => println!("  {:9.1} us target fault record", rel(r.at_ns)),
             (1, Point::RxStart) => {
                 rx1 += 1;
                 gaps.push((r.at_ns - last_rx1, r.at_ns));
                 last_rx1 = r.at_ns;
             }
-            (PAGE_IN_THREAD, Point::HandlerStart) => println!("  {:9.1} us page-in batch of {} records", rel(r.at_ns), r.arg),
-            (PAGE_IN_THREAD, Point::HandlerEnd) => println!("  {:9.1} us page-in done, {} outputs", rel(r.at_ns), r.arg),
+            (PAGE_IN_THREAD, Point::HandlerStart) => println!(
+                "  {:9.1} us page-in batch of {} records",
+                rel(r.at_ns),
+                r.arg
+            ),
+            (PAGE_IN_THREAD, Point::HandlerEnd) => {
+                println!("  {:9.1} us page-in done, {} outputs", rel(r.at_ns), r.arg)
+            }
             _ => {}
         }
     }
     gaps.sort();
-    println!("  target rx packets {rx1}, longest rx gaps (us, at): {:?}", gaps.iter().rev().take(4).map(|&(g, a)| (g as f64 / 1e3, (a - t0) as f64 / 1e3)).collect::<Vec<_>>());
+    println!(
+        "  target rx packets {rx1}, longest rx gaps (us, at): {:?}",
+        gaps.iter()
+            .rev()
+            .take(4)
+            .map(|&(g, a)| (g as f64 / 1e3, (a - t0) as f64 / 1e3))
+            .collect::<Vec<_>>()
+    );
+    // Over the whole run: the longest silences of each rank's sending, and what each rank
+    // recorded during the longest receive gaps of the target.
+    let mut all: Vec<(u64, u64)> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for r in recs
+        .iter()
+        .filter(|r| r.rank == 1 && r.point == Point::RxStart)
+    {
+        if let Some(p) = prev {
+            all.push((r.at_ns - p, p));
+        }
+        prev = Some(r.at_ns);
+    }
+    all.sort();
+    for &(g, from) in all.iter().rev().take(5) {
+        let inside = |rank: u32, pt: Point| {
+            recs.iter()
+                .filter(|r| r.rank == rank && r.point == pt && r.at_ns > from && r.at_ns < from + g)
+                .count()
+        };
+        let data_tx = recs
+            .iter()
+            .filter(|r| {
+                r.rank == 0
+                    && r.point == Point::TxSent
+                    && r.arg > 1000
+                    && r.at_ns > from
+                    && r.at_ns < from + g
+            })
+            .count();
+        let evs: Vec<String> = recs
+            .iter()
+            .filter(|r| {
+                r.rank == 0
+                    && matches!(
+                        r.point,
+                        Point::Sleep
+                            | Point::Woken
+                            | Point::DrivenSleep
+                            | Point::WaitSleep
+                            | Point::WaitReturn
+                    )
+                    && r.at_ns > from
+                    && r.at_ns < from + g
+            })
+            .take(12)
+            .map(|r| {
+                format!(
+                    "{:?}({})@{:.1}",
+                    r.point,
+                    r.arg,
+                    (r.at_ns - from) as f64 / 1e3
+                )
+            })
+            .collect();
+        println!("  rank 0 during it: {evs:?}");
+        let evs1: Vec<String> = recs
+            .iter()
+            .filter(|r| {
+                r.rank != 0
+                    && !matches!(r.point, Point::RxStart | Point::RxEnd)
+                    && r.at_ns > from
+                    && r.at_ns < from + g
+            })
+            .take(16)
+            .map(|r| {
+                format!(
+                    "{}:{:?}({})@{:.1}",
+                    r.rank,
+                    r.point,
+                    r.arg,
+                    (r.at_ns - from) as f64 / 1e3
+                )
+            })
+            .collect();
+        println!("  others during it: {evs1:?}");
+        println!(
+            "gap of {:.1} us in the target's receiving: sender tx {} (data {data_tx}), sender rx {}, target tx {}, sender posts {}, page-in batches {}",
+            g as f64 / 1e3,
+            inside(0, Point::TxSent),
+            inside(0, Point::RxStart),
+            inside(1, Point::TxSent),
+            inside(0, Point::Post),
+            inside(PAGE_IN_THREAD, Point::HandlerStart),
+        );
+    }
 }

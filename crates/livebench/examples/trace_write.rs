@@ -49,7 +49,11 @@ fn report(what: &str, recs: &[Record]) {
         }
         i = j;
     }
-    println!("{what}: {} writes, post -> wait return median {:.3} us", total.len(), median(total.clone()));
+    println!(
+        "{what}: {} writes, post -> wait return median {:.3} us",
+        total.len(),
+        median(total.clone())
+    );
     let mut rows: Vec<(f64, u32, Point, usize)> = per
         .iter()
         .filter(|(_, v)| v.len() * 2 >= total.len())
@@ -70,31 +74,80 @@ fn switches() -> (u64, u64) {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };
-    (f("voluntary_ctxt_switches:"), f("nonvoluntary_ctxt_switches:"))
+    (
+        f("voluntary_ctxt_switches:"),
+        f("nonvoluntary_ctxt_switches:"),
+    )
+}
+
+/// Involuntary context switches of this process's thread named `name`.
+fn thread_switches(name: &str) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .filter(|s| {
+            s.lines()
+                .next()
+                .is_some_and(|l| l.trim_start_matches("Name:").trim() == name)
+        })
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+/// CLOCK_MONOTONIC now, s (to line phases up with `perf record -k mono`).
+fn mono_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into `t`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2000);
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("start {:.6}", mono_s());
+    }
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
     let dedicated = std::env::var("DEDICATED").map(|v| v != "0").unwrap_or(true);
     let cpus = unpinned_live::affinity::allowed_cpus().unwrap();
     let (cc, tc) = (cpus[0], cpus[1]);
     let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
-    let pair = Pair::with_loop(&live_profile(), unpinned_live::MemoryMode::Part, Default::default(), 0, |r, o| {
-        if dedicated {
-            if r == 0 {
-                o.progress_cpu = Some(cc);
-                o.wait_spin = spin;
-            } else {
-                o.progress_cpu = Some(tc);
-                o.spin = spin;
+    let pair = Pair::with_loop(
+        &live_profile(),
+        unpinned_live::MemoryMode::Part,
+        Default::default(),
+        0,
+        |r, o| {
+            if dedicated {
+                if r == 0 {
+                    o.progress_cpu = Some(cc);
+                    o.wait_spin = spin;
+                } else {
+                    o.progress_cpu = Some(tc);
+                    o.spin = spin;
+                }
             }
-        }
-    })
+        },
+    )
     .unwrap();
     if dedicated {
         unpinned_live::affinity::pin_current_thread(&[cc]).unwrap();
     }
     println!("dedicated cores: {dedicated}");
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("pair ready {:.6}", mono_s());
+    }
     let dst = present(4096).unwrap();
     // SAFETY: dst outlives the pair's use of it.
     let k = unsafe { pair.expose(dst.ptr(), 4096).unwrap() };
@@ -112,6 +165,9 @@ fn main() {
         pair.write_us(&s8, dst.addr(), k).unwrap();
     }
     let (a0, b0) = pair.stats().unwrap();
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("traced writes {:.6}", mono_s());
+    }
     trace::enable();
     let mut lat = Vec::new();
     for _ in 0..n {
@@ -129,6 +185,9 @@ fn main() {
     );
     report("8 B write", &trace::take());
     let mut lat = Vec::new();
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("untraced writes {:.6}", mono_s());
+    }
     let sw0 = switches();
     for _ in 0..n {
         lat.push(pair.write_us(&s8, dst.addr(), k).unwrap());
@@ -142,6 +201,9 @@ fn main() {
     );
     pair.revoke(k);
 
+    if std::env::var_os("PHASES").is_some() {
+        eprintln!("missing {:.6}", mono_s());
+    }
     let s4 = pattern(4, 4096);
     let m = std::env::args()
         .nth(2)
@@ -150,6 +212,7 @@ fn main() {
     let mut lat = Vec::new();
     let mut recs = Vec::new();
     let sw0 = switches();
+    let tsw0 = thread_switches("unpinned-engine");
     for _ in 0..m {
         let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
         // SAFETY: fresh outlives the exposure (revoked below).
@@ -161,7 +224,12 @@ fn main() {
         pair.revoke(k);
     }
     let sw1 = switches();
+    let tsw1 = thread_switches("unpinned-engine");
     println!("4 KiB missing write_us median {:.3} (traced)", median(lat));
+    println!(
+        "  progress threads' involuntary context switches per missing-page write: {:.2}",
+        (tsw1 - tsw0) as f64 / m as f64
+    );
     println!(
         "  caller context switches per missing-page write: voluntary {:.2}, involuntary {:.2}",
         (sw1.0 - sw0.0) as f64 / m as f64,

@@ -220,9 +220,16 @@ pub struct LiveBench {
     pub hol_part_over_nofault: f64,
     /// live-hol: the same for the blocking engine (expected > 1.2).
     pub hol_blocking_over_nofault: f64,
+    /// live-hol: the other transfers' median latency without the faulting one, us.
+    pub hol_nofault_us: f64,
     /// The dedicated-core configuration ([`DedicatedCores`]), if this machine has two CPUs
     /// for it: 8 B write and missing-page write measured the same way as above.
     pub dedicated: Option<DedicatedCores>,
+    /// Slots per shared-memory ring of the measurements above (`UNPINNED_RING_SLOTS`,
+    /// default 512 as `unpinned run`).
+    pub ring_slots: u32,
+    /// The latency lines again over rings of [`SMALL_RING_SLOTS`] slots.
+    pub small_ring: SmallRing,
     /// Repetitions used for the large transfers.
     pub reps: usize,
 }
@@ -236,6 +243,8 @@ pub struct LiveBench {
 /// not to spin.
 #[derive(Clone, Debug, Serialize)]
 pub struct DedicatedCores {
+    /// Slots per shared-memory ring.
+    pub ring_slots: u32,
     /// CPU of the caller (and of the sender's progress thread).
     pub caller_cpu: usize,
     /// CPU of the target's progress thread.
@@ -256,17 +265,19 @@ pub const DEDICATED_SPIN_US: u64 = 200;
 pub fn dedicated_cores(
     ctx: &RunContext,
     reps: usize,
+    ring_slots: u32,
 ) -> Result<Option<DedicatedCores>, ExperimentError> {
     let cpus = unpinned_live::affinity::allowed_cpus().map_err(fail)?;
     let [.., caller_cpu, target_cpu] = cpus[..] else {
         return Ok(None);
     };
     let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
-    let pair = Pair::with_loop(
+    let pair = Pair::with_ring(
         &ctx.profile,
         MemoryMode::Part,
         HandlerConfig::default(),
         0,
+        ring_slots,
         |r, o| {
             if r == 0 {
                 o.progress_cpu = Some(caller_cpu);
@@ -278,30 +289,12 @@ pub fn dedicated_cores(
         },
     )?;
     unpinned_live::affinity::pin_current_thread(&[caller_cpu]).map_err(fail)?;
-    let measured = (|| {
-        let dst = present(4096)?;
-        // SAFETY: `dst` outlives the measurement; the pair is dropped at the end of this
-        // function, after `dst`'s last use, and `dst` is declared in the closure that uses it.
-        let k = unsafe { pair.expose(dst.ptr(), 4096)? };
-        let src8 = pattern(8, 8);
-        writes(&pair, &src8, &dst, k, 100)?;
-        let write_8b_us = median(writes(&pair, &src8, &dst, k, 2000)?);
-        pair.revoke(k);
-        let src4 = pattern(4, 4096);
-        let mut miss = Vec::new();
-        for _ in 0..(20 * reps) {
-            let fresh = Mapping::anon(4096).map_err(fail)?;
-            // SAFETY: `fresh` outlives the exposure (revoked below).
-            let k = unsafe { pair.expose(fresh.ptr(), 4096) }?;
-            miss.push(pair.write_us(&src4, fresh.addr(), k)?);
-            pair.revoke(k);
-        }
-        Ok::<_, ExperimentError>((write_8b_us, median(miss)))
-    })();
+    let measured = latency_pair(&pair, reps);
     let unpinned = unpinned_live::affinity::pin_current_thread(&cpus).map_err(fail);
     let (write_8b_us, write_4k_missing_us) = measured?;
     unpinned?;
     Ok(Some(DedicatedCores {
+        ring_slots,
         caller_cpu,
         target_cpu,
         spin_us: DEDICATED_SPIN_US,
@@ -497,6 +490,71 @@ fn writes(
         .collect()
 }
 
+/// Slots per ring of the small-ring measurements ([`SmallRing`]).
+pub const SMALL_RING_SLOTS: u32 = 64;
+
+/// The latency lines measured again over rings of [`SMALL_RING_SLOTS`] slots instead of the
+/// launcher's 512, everything else the defaults. Every packet takes a whole 16 KiB slot and a
+/// ring is walked slot after slot, so with 512 slots (8 MiB per direction) a slot comes back
+/// into use only 512 packets later, its lines long gone from both cores' caches (1 MiB L2 each
+/// here): a 4 KiB packet's copy into its slot took 4-7 us and the copy out of it 2.5 us,
+/// against 0.2 us each through a 16-slot ring (`examples/trace_write.rs`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SmallRing {
+    /// Slots per ring.
+    pub ring_slots: u32,
+    /// 8 B write, post to completion, median, us.
+    pub write_8b_us: f64,
+    /// 4 KiB write into a missing page (the spec's NACK path), median, us.
+    pub write_4k_missing_us: f64,
+    /// live-hol: median latency of the other transfers, PART over no-fault.
+    pub hol_part_over_nofault: f64,
+    /// live-hol: the same for the blocking engine.
+    pub hol_blocking_over_nofault: f64,
+    /// live-hol: the other transfers' median latency without the faulting one, us.
+    pub hol_nofault_us: f64,
+    /// The dedicated-core configuration over the same rings.
+    pub dedicated: Option<DedicatedCores>,
+}
+
+/// 8 B writes into present memory and 4 KiB writes into fresh (missing) anonymous pages:
+/// (8 B median, missing-page median), us.
+fn latency_pair(pair: &Pair, reps: usize) -> Result<(f64, f64), ExperimentError> {
+    let dst = present(4096)?;
+    // SAFETY: `dst` outlives the exposure (revoked below, before `dst` is dropped).
+    let k = unsafe { pair.expose(dst.ptr(), 4096)? };
+    let src8 = pattern(8, 8);
+    writes(pair, &src8, &dst, k, 100)?;
+    let w8 = median(writes(pair, &src8, &dst, k, 2000)?);
+    pair.revoke(k);
+    let src4 = pattern(4, 4096);
+    let mut miss = Vec::new();
+    for _ in 0..(20 * reps) {
+        let fresh = Mapping::anon(4096).map_err(fail)?;
+        // SAFETY: `fresh` outlives the exposure (revoked below).
+        let k = unsafe { pair.expose(fresh.ptr(), 4096) }?;
+        miss.push(pair.write_us(&src4, fresh.addr(), k)?);
+        pair.revoke(k);
+    }
+    Ok((w8, median(miss)))
+}
+
+/// live-hol's other transfers: (PART / no-fault, blocking / no-fault, no-fault median us).
+fn hol_ratios(ctx: &RunContext, hp: HolParams) -> Result<(f64, f64, f64), ExperimentError> {
+    let others = |v: Vec<(String, f64)>| {
+        median(
+            v.into_iter()
+                .filter(|(n, _)| n != "faulting")
+                .map(|(_, l)| l)
+                .collect(),
+        )
+    };
+    let nf = others(hol(ctx, "no-fault", hp)?);
+    let p = others(hol(ctx, "part", hp)?);
+    let b = others(hol(ctx, "blocking", hp)?);
+    Ok((p / nf, b / nf, nf))
+}
+
 /// Page-in on access limit (pages) for the opt-in measurement of the missing-page write.
 pub const FILL_OPT_IN_PAGES: u64 = 4;
 
@@ -626,8 +684,9 @@ pub fn run(
     let write_4k_missing_fill_us = median(miss_fill);
     drop(part);
 
+    let ring_slots = crate::exp::ring_slots()?;
     progress("dedicated cores: 8 B and missing-page writes, pinned and spinning");
-    let dedicated = dedicated_cores(ctx, reps)?;
+    let dedicated = dedicated_cores(ctx, reps, ring_slots)?;
 
     progress("live-hol");
     let hp = HolParams {
@@ -636,18 +695,38 @@ pub fn run(
         fault_bytes: 1 << 20,
         reps,
         anon_fault: false,
+        ring_slots,
     };
-    let others = |v: Vec<(String, f64)>| {
-        median(
-            v.into_iter()
-                .filter(|(n, _)| n != "faulting")
-                .map(|(_, l)| l)
-                .collect(),
-        )
+    let (hol_part_over_nofault, hol_blocking_over_nofault, hol_nofault_us) = hol_ratios(ctx, hp)?;
+
+    progress("small rings: 8 B, missing page, live-hol");
+    let small = Pair::with_ring(
+        &ctx.profile,
+        MemoryMode::Part,
+        HandlerConfig::default(),
+        crate::exp::fill_pages_from_env(),
+        SMALL_RING_SLOTS,
+        |_, _| {},
+    )?;
+    let (s8, smiss) = latency_pair(&small, reps)?;
+    drop(small);
+    let sdedicated = dedicated_cores(ctx, reps, SMALL_RING_SLOTS)?;
+    let (sp, sb, snf) = hol_ratios(
+        ctx,
+        HolParams {
+            ring_slots: SMALL_RING_SLOTS,
+            ..hp
+        },
+    )?;
+    let small_ring = SmallRing {
+        ring_slots: SMALL_RING_SLOTS,
+        write_8b_us: s8,
+        write_4k_missing_us: smiss,
+        hol_part_over_nofault: sp,
+        hol_blocking_over_nofault: sb,
+        hol_nofault_us: snf,
+        dedicated: sdedicated,
     };
-    let nf = others(hol(ctx, "no-fault", hp)?);
-    let hp_part = others(hol(ctx, "part", hp)?);
-    let hb = others(hol(ctx, "blocking", hp)?);
     Ok(LiveBench {
         write_8b_us,
         write_4mib_gbytes_s,
@@ -663,9 +742,12 @@ pub fn run(
         missing_page_in_us,
         missing_nacks,
         write_4k_missing_fill_us,
-        hol_part_over_nofault: hp_part / nf,
-        hol_blocking_over_nofault: hb / nf,
+        hol_part_over_nofault,
+        hol_blocking_over_nofault,
+        hol_nofault_us,
         dedicated,
+        ring_slots,
+        small_ring,
         reps,
     })
 }
