@@ -66,6 +66,17 @@
 //! spin. With the defaults a write is two polling periods of `sched_yield` + turn (~2.2 us
 //! each here) plus two residency scans (~1.8 us each, when the last verdict is older than
 //! its 20 us bound) plus ~2 us of posting and copying.
+//!
+//! An idle turn (nothing received, nothing to send) is what every polling thread repeats, so
+//! it reads neither the clock (~35 ns a read on the development VM; `perf` found 21-29% of
+//! two spinning threads' cycles in `clock_gettime`) nor the ring's consumer index (a line the
+//! peer writes): the clock is read once by a turn that has work, and an idle turn checks the
+//! engine's deadline every [`DEADLINE_CHECK_TURNS`]th time (60 -> 24-28 ns per idle turn).
+//! The 8 B write did not get measurably faster from it (0.9-1.8 us with dedicated cores, i.e.
+//! 4-7 ring hand-offs of the same run at load 3.7-8.7; see `crates/livebench/src/bench.rs`
+//! for the traced phases). A progress thread that finds the engine held by a posting caller
+//! yields instead of going through the transport's sleeper, which returned at once (the rings
+//! had data): a sleep / wake pair every ~0.1 us for the length of the post.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -705,14 +716,14 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     // third of an idle poll: detection latency of every packet while spinning).
     let mut spins_unchecked = 0u32;
     loop {
-        let (work, busy, deadline, pending) = match core.try_lock() {
+        let (work, busy, deadline, pending, held) = match core.try_lock() {
             Ok(mut c) => {
                 let w = c.turn();
                 let d = c.engine.poll_timeout();
-                (w, c.busy(), d, c.pending.is_some())
+                (w, c.busy(), d, c.pending.is_some(), false)
             }
             // A caller is driving right now.
-            Err(TryLockError::WouldBlock) => (false, true, None, false),
+            Err(TryLockError::WouldBlock) => (false, true, None, false, true),
             Err(TryLockError::Poisoned(_)) => break,
         };
 
@@ -737,6 +748,14 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if spins_unchecked > 0 && !pending {
             spins_unchecked -= 1;
             std::hint::spin_loop();
+            continue;
+        }
+        if held && shutdown_at.is_none() && shared.drivers.load(Ordering::SeqCst) == 0 {
+            // A caller holds the engine outside a wait (posting, exposing): it handles what
+            // is in the rings, so the transport's sleeper would return at once (the rings
+            // have data) and this loop would spin through it (traced: a sleep / wake pair
+            // every ~0.1 us for the length of a post). Yield until the caller is done.
+            std::thread::yield_now();
             continue;
         }
         if shared.drivers.load(Ordering::SeqCst) > 0 && shutdown_at.is_none() {

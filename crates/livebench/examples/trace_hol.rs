@@ -97,6 +97,61 @@ fn main() {
             .map(|&(g, a)| (g as f64 / 1e3, (a - t0) as f64 / 1e3))
             .collect::<Vec<_>>()
     );
+    // Per repetition with a faulting transfer: packets per 250 us bin (data = more than 1000
+    // bytes) on each side, to see which side stops while the page-in runs.
+    let posts: Vec<u64> = recs
+        .iter()
+        .filter(|r| r.rank == 0 && r.point == Point::Post && r.arg as usize == p.fault_bytes)
+        .map(|r| r.at_ns)
+        .collect();
+    for &t0 in &posts {
+        const BIN: u64 = 250_000;
+        let mut rows: Vec<[u32; 6]> = vec![[0; 6]; 40];
+        for r in recs
+            .iter()
+            .filter(|r| r.at_ns >= t0 && r.at_ns < t0 + 40 * BIN)
+        {
+            let b = ((r.at_ns - t0) / BIN) as usize;
+            let k = match (r.rank, r.point, r.arg > 1000) {
+                (0, Point::TxSent, true) => 0,
+                (1, Point::RxStart, true) => 1,
+                (1, Point::TxSent, _) => 2,
+                (0, Point::RxStart, _) => 3,
+                (0, Point::Completion, _) => 4,
+                (PAGE_IN_THREAD, Point::HandlerStart | Point::HandlerEnd, _) => 5,
+                _ => continue,
+            };
+            rows[b][k] += 1;
+        }
+        let last = rows
+            .iter()
+            .rposition(|r| r.iter().any(|&x| x > 0))
+            .unwrap_or(0);
+        let ev: Vec<String> = recs
+            .iter()
+            .filter(|r| {
+                r.rank == 0
+                    && r.at_ns >= t0
+                    && r.at_ns < t0 + 3_000_000
+                    && !matches!(
+                        r.point,
+                        Point::TxSent
+                            | Point::RxStart
+                            | Point::RxEnd
+                            | Point::Post
+                            | Point::PostLocked
+                            | Point::PostQueued
+                            | Point::PostTurnEnd
+                    )
+            })
+            .map(|r| format!("{:?}@{:.0}", r.point, (r.at_ns - t0) as f64 / 1e3))
+            .collect();
+        println!("rank 0 events: {ev:?}");
+        println!("faulting rep: per 250 us: [sender data tx, target data rx, target ctrl tx, sender rx, completions, page-in marks]");
+        for (i, r) in rows.iter().enumerate().take(last + 1) {
+            println!("  {:5} us {:?}", i as u64 * 250, r);
+        }
+    }
     // Over the whole run: the longest silences of each rank's sending, and what each rank
     // recorded during the longest receive gaps of the target.
     let mut all: Vec<(u64, u64)> = Vec::new();
