@@ -334,3 +334,39 @@ pub fn sizes_param(ctx: &RunContext, default: &[u64]) -> Result<Vec<u64>, Experi
 
 /// The simulator's fault size sweep: 4, 16, 64, 256 KiB, 1 and 4 MiB.
 pub const FAULT_SIZES: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
+
+#[cfg(test)]
+mod ring_tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_of_fewer_than_two_slots_is_a_typed_error_and_small_rings_work() {
+        let p = live_profile();
+        let e = Pair::with_ring(
+            &p,
+            MemoryMode::Part,
+            HandlerConfig::default(),
+            0,
+            1,
+            |_, _| {},
+        );
+        assert!(matches!(e, Err(ExperimentError::BadParam(ref k, _)) if k == ENV_RING_SLOTS));
+        // Two slots per ring: every write still completes (the ring is back-pressure only).
+        let pair = Pair::with_ring(
+            &p,
+            MemoryMode::Part,
+            HandlerConfig::default(),
+            0,
+            2,
+            |_, _| {},
+        )
+        .unwrap();
+        let dst = present(64 << 10).unwrap();
+        // SAFETY: `dst` outlives the pair (the pair is dropped first, below).
+        let k = unsafe { pair.expose(dst.ptr(), dst.len()) }.unwrap();
+        let src = pattern(5, 64 << 10);
+        pair.write_us(&src, dst.addr(), k).unwrap();
+        verify(&dst, &src, "64 KiB through 2-slot rings").unwrap();
+        drop(pair);
+    }
+}
