@@ -7,6 +7,16 @@ use unpinned_live::trace::{self, Point, PAGE_IN_THREAD};
 use unpinned_livebench::exp::hol::{hol, HolParams};
 use unpinned_livebench::exp::{live_profile, RunContext};
 
+/// CPU time (user + system) of this process so far, us.
+fn process_cpu_us() -> f64 {
+    // SAFETY: a zeroed rusage is valid; getrusage writes one into it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 * 1e6 + v.tv_usec as f64;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
 fn main() {
     let engine = std::env::args().nth(1).unwrap_or_else(|| "part".into());
     let reps: usize = std::env::args()
@@ -29,9 +39,16 @@ fn main() {
         ring_slots: unpinned_livebench::exp::ring_slots().unwrap(),
     };
     trace::enable();
+    let (cpu0, wall0) = (process_cpu_us(), std::time::Instant::now());
     let out = hol(&ctx, &engine, p).unwrap();
+    let (cpu1, wall1) = (process_cpu_us(), wall0.elapsed());
     trace::disable();
     println!("{engine}: {out:?}");
+    println!(
+        "process CPU per repetition {:.0} us (wall {:.0} us; includes setup, checks and drop_cache)",
+        (cpu1 - cpu0) / reps as f64,
+        wall1.as_secs_f64() * 1e6 / reps as f64
+    );
     let recs = trace::take();
     let count = |p: Point| recs.iter().filter(|r| r.point == p).count();
     println!(

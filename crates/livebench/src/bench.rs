@@ -238,7 +238,16 @@
 //!   the other jobs included, for a scheduler slice. The page-in thread at nice 19 made the
 //!   others wait 8-9 ms (its page-in took longer). Over 64-slot rings the no-fault others take
 //!   ~150 us instead of 0.9-1.8 ms and the faulting transfer's ms-long page-in dominates the
-//!   ratio (3.5-24x); not met. Also fixed: a progress thread whose turn found the engine held by
+//!   ratio (3.5-24x); not met. With 64-slot rings (`examples/trace_hol.rs`, 30 repetitions,
+//!   load ~4): others 486-495 us with the file fault against 168-218 us without it, and
+//!   582 us with an anonymous faulting destination (no I/O at all; its 1 MiB page-in took the
+//!   faulting transfer to 829 us); the process used 1.45 ms of CPU per anonymous repetition
+//!   against 0.63-0.67 ms without the fault. The others' slowdown is CPU: the page-in thread
+//!   needs a core while the sender's and the target's threads need both of the VM's two, and
+//!   `MADV_POPULATE_WRITE` of 256 pages is ~0.64 ms of it; waking the caller's progress
+//!   earlier (`UNPINNED_WAIT_YIELD_US=0`) changed nothing (others 559-938 us against 564-668 us,
+//!   four interleaved pairs). On two cores shared with other jobs the 1.2x target is out of
+//!   reach while a page-in overlaps the other transfers. Also fixed: a progress thread whose turn found the engine held by
 //!   a posting caller went through the transport's sleeper, which returned at once (the rings
 //!   had data), a sleep / wake pair every ~0.1 us for the length of the post; it yields now.
 
