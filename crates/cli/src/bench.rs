@@ -105,15 +105,22 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
         r.write_4k_missing_fill_us,
         unpinned_livebench::bench::FILL_OPT_IN_PAGES
     );
-    match &r.dedicated {
-        Some(d) => {
-            println!("dedicated cores: caller pinned to CPU {}, target's progress thread to CPU {}, both spin {} us", d.caller_cpu, d.target_cpu, d.spin_us);
-            println!("  (UNPINNED_PROGRESS_CPU, UNPINNED_SPIN_US, UNPINNED_WAIT_SPIN_US; the lines above are the defaults: no pinning, no spin)");
-            println!("  8 B write latency (median)          {:>10.2} us      target <= 0.5 us   {}   (default {:.2} us)", d.write_8b_us, verdict(d.write_8b_us <= 0.5), r.write_8b_us);
-            println!("  4 KiB write into a missing page     {:>10.1} us      target <= 10 us    {}   (default {:.1} us)", d.write_4k_missing_us, verdict(d.write_4k_missing_us <= 10.0), r.write_4k_missing_us);
+    let dedicated = |d: &Option<unpinned_livebench::bench::DedicatedCores>, w8: f64, miss: f64| {
+        match d {
+            Some(d) => {
+                println!("dedicated cores: caller pinned to CPU {}, target's progress thread to CPU {}, both spin {} us, rings of {} slots", d.caller_cpu, d.target_cpu, d.spin_us, d.ring_slots);
+                println!("  (UNPINNED_PROGRESS_CPU, UNPINNED_SPIN_US, UNPINNED_WAIT_SPIN_US; the lines above are the defaults: no pinning, no spin)");
+                println!("  8 B write latency (median)          {:>10.2} us      target <= 0.5 us   {}   (default {:.2} us)", d.write_8b_us, verdict(d.write_8b_us <= 0.5), w8);
+                println!("  4 KiB write into a missing page     {:>10.1} us      target <= 10 us    {}   (default {:.1} us)", d.write_4k_missing_us, verdict(d.write_4k_missing_us <= 10.0), miss);
+            }
+            None => println!("dedicated cores: not measured (fewer than two CPUs available)"),
         }
-        None => println!("dedicated cores: not measured (fewer than two CPUs available)"),
-    }
+    };
+    println!(
+        "(rings of {} slots per direction: UNPINNED_RING_SLOTS, as `unpinned run`)",
+        r.ring_slots
+    );
+    dedicated(&r.dedicated, r.write_8b_us, r.write_4k_missing_us);
     println!(
         "live-hol others, PART / no-fault      {:>10.2} x       target <= 1.2x     {}",
         r.hol_part_over_nofault,
@@ -124,6 +131,40 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
         r.hol_blocking_over_nofault,
         verdict(r.hol_blocking_over_nofault > 1.2)
     );
+    println!(
+        "  others without the faulting one     {:>10.1} us",
+        r.hol_nofault_us
+    );
+    let sr = &r.small_ring;
+    println!(
+        "small rings: the same with {} slots per ring (UNPINNED_RING_SLOTS={}), defaults otherwise",
+        sr.ring_slots, sr.ring_slots
+    );
+    println!(
+        "  8 B write latency (median)          {:>10.2} us      target <= 0.5 us   {}",
+        sr.write_8b_us,
+        verdict(sr.write_8b_us <= 0.5)
+    );
+    println!(
+        "  4 KiB write into a missing page     {:>10.1} us      target <= 10 us    {}",
+        sr.write_4k_missing_us,
+        verdict(sr.write_4k_missing_us <= 10.0)
+    );
+    println!(
+        "  live-hol others, PART / no-fault    {:>10.2} x       target <= 1.2x     {}",
+        sr.hol_part_over_nofault,
+        verdict(sr.hol_part_over_nofault <= 1.2)
+    );
+    println!(
+        "  live-hol others, blocking / no-fault{:>10.2} x       expected > 1.2x    {}",
+        sr.hol_blocking_over_nofault,
+        verdict(sr.hol_blocking_over_nofault > 1.2)
+    );
+    println!(
+        "  others without the faulting one     {:>10.1} us",
+        sr.hol_nofault_us
+    );
+    dedicated(&sr.dedicated, sr.write_8b_us, sr.write_4k_missing_us);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -482,6 +482,7 @@ impl Runtime {
                 )));
             }
         }
+        crate::trace::enable_from_env();
         let active = crate::active::ActiveAccess::new(cfg.rank);
         active.state.replies.set_waker(transport.waker());
         let mem = crate::active::memory::ActiveMemory::new(
@@ -582,6 +583,18 @@ impl Runtime {
         }
     }
 
+    /// Run one engine turn in this thread (receive, deadlines, transmit), unless another
+    /// thread is running one: progress for an application that polls
+    /// ([`Runtime::poll_completion`]) instead of waiting. Returns whether the turn did any
+    /// work (false also when another thread held the engine).
+    pub fn progress(&self) -> Result<bool, LiveError> {
+        match self.core.try_lock() {
+            Ok(mut c) => Ok(c.turn()),
+            Err(TryLockError::WouldBlock) => Ok(false),
+            Err(TryLockError::Poisoned(_)) => Err(LiveError::EngineGone),
+        }
+    }
+
     /// Let peers access `[ptr, ptr+len)` with `perms`. Nothing is pinned or registered, and the
     /// pages need not be present: the first remote access to a missing page faults it in.
     /// The range must be mapped with (at least) the permissions granted (checked once here).
@@ -639,6 +652,7 @@ impl Runtime {
         if local.checked_add(len).is_none() || remote_addr.checked_add(len).is_none() {
             return Err(LiveError::Invalid("address range wraps around".into()));
         }
+        crate::trace::mark(self.rank, crate::trace::Point::Post, len as u32);
         let wr_id = self.next_wr.fetch_add(1, Ordering::Relaxed);
         let wr = WorkRequest {
             wr_id,
@@ -654,9 +668,12 @@ impl Runtime {
         {
             // Caller-driven progress: post and send the first packets from this thread.
             let mut core = self.core()?;
+            crate::trace::mark(self.rank, crate::trace::Point::PostLocked, 0);
             self.posted.fetch_add(1, Ordering::Relaxed);
             core.post(wr);
+            crate::trace::mark(self.rank, crate::trace::Point::PostQueued, 0);
             core.turn();
+            crate::trace::mark(self.rank, crate::trace::Point::PostTurnEnd, 0);
         }
         // The progress thread finishes the transfer if nobody waits for it; waking it costs a
         // few atomics unless it sleeps.
@@ -757,15 +774,28 @@ impl Runtime {
         );
         // While this thread drives the engine, the progress thread keeps off the core.
         let mut driving = Some(DriverGuard::new(&self.shared));
+        // Completions delivered when the queue was last looked at: it is locked and searched
+        // again only once more were delivered.
+        let mut looked: Option<u64> = None;
+        let mut polls = 0u32;
+        let mut elapsed = Duration::ZERO;
         loop {
             let seen = self.shared.delivered.load(Ordering::Acquire);
-            if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue")) {
-                return Ok(r);
+            if looked != Some(seen) {
+                if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue")) {
+                    return Ok(r);
+                }
+                looked = Some(seen);
             }
             if self.shared.stopped.load(Ordering::SeqCst) {
                 return Err(LiveError::EngineGone);
             }
-            let elapsed = start.elapsed();
+            // The clock once per few polls while driving (a read costs about half an idle
+            // engine turn here); every time once sleeping.
+            if polls % WAIT_CLOCK_POLLS == 0 || elapsed >= drive_for {
+                elapsed = start.elapsed();
+            }
+            polls = polls.wrapping_add(1);
             if elapsed > self.op_timeout {
                 return Err(LiveError::Timeout(self.op_timeout));
             }
@@ -784,6 +814,7 @@ impl Runtime {
             }
             // A long wait (page-in, slow peer): hand progress to the progress thread and sleep.
             if driving.take().is_some() {
+                crate::trace::mark(self.rank, crate::trace::Point::WaitSleep, 0);
                 (self.wake)();
             }
             self.shared.waiters.fetch_add(1, Ordering::SeqCst);
@@ -804,6 +835,7 @@ impl Runtime {
             let i = q.iter().position(|c| c.wr_id == wr_id)?;
             q.remove(i)
         })?;
+        crate::trace::mark(self.rank, crate::trace::Point::WaitReturn, 0);
         match c.status {
             Ok(()) => Ok(c),
             Err(error) => Err(LiveError::Failed { wr_id, error }),
@@ -884,6 +916,10 @@ impl Drop for Runtime {
         }
     }
 }
+
+/// A waiting caller that drives the engine reads the clock (for its spin, yield and timeout
+/// bounds) once per this many polls.
+const WAIT_CLOCK_POLLS: u32 = 16;
 
 /// Counts a caller as driving the engine for as long as it lives.
 struct DriverGuard<'a>(&'a Shared);

@@ -399,7 +399,17 @@ pub fn run(
             .records
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
+        crate::trace::mark(
+            crate::trace::PAGE_IN_THREAD,
+            crate::trace::Point::HandlerStart,
+            batch.len() as u32,
+        );
         let outs = process_batch(&cfg, &batch, &stats);
+        crate::trace::mark(
+            crate::trace::PAGE_IN_THREAD,
+            crate::trace::Point::HandlerEnd,
+            outs.len() as u32,
+        );
         let mut any = false;
         for o in outs {
             any = true;

@@ -55,6 +55,7 @@ pub mod msg;
 pub mod procmap;
 pub mod runtime;
 pub mod scan;
+pub mod trace;
 pub mod transport;
 
 /// Unit tests that unmap memory and then probe the hole must not race with other tests that

@@ -66,6 +66,17 @@
 //! spin. With the defaults a write is two polling periods of `sched_yield` + turn (~2.2 us
 //! each here) plus two residency scans (~1.8 us each, when the last verdict is older than
 //! its 20 us bound) plus ~2 us of posting and copying.
+//!
+//! An idle turn (nothing received, nothing to send) is what every polling thread repeats, so
+//! it reads neither the clock (~35 ns a read on the development VM; `perf` found 21-29% of
+//! two spinning threads' cycles in `clock_gettime`) nor the ring's consumer index (a line the
+//! peer writes): the clock is read once by a turn that has work, and an idle turn checks the
+//! engine's deadline every [`DEADLINE_CHECK_TURNS`]th time (60 -> 24-28 ns per idle turn).
+//! The 8 B write did not get measurably faster from it (0.9-1.8 us with dedicated cores, i.e.
+//! 4-7 ring hand-offs of the same run at load 3.7-8.7; see `crates/livebench/src/bench.rs`
+//! for the traced phases). A progress thread that finds the engine held by a posting caller
+//! yields instead of going through the transport's sleeper, which returned at once (the rings
+//! had data): a sleep / wake pair every ~0.1 us for the length of the post.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -87,6 +98,10 @@ use crate::transport::{InPlace, SendError, Sleeper, Transport};
 /// Environment variable: set (to anything) to keep the CRC32 of every packet on the
 /// shared-memory transport too (it is skipped there: shared memory does not corrupt bytes).
 pub const ENV_FORCE_CHECKSUM: &str = "UNPINNED_SHM_CHECKSUM";
+
+/// An idle turn (nothing received, nothing to send) checks the engine's deadline only every
+/// this many turns, saving the clock read; any turn with work checks it.
+pub const DEADLINE_CHECK_TURNS: u32 = 16;
 
 /// Maps the monotonic clock onto the engine's time.
 #[derive(Clone, Copy, Debug)]
@@ -279,6 +294,10 @@ pub(crate) struct Core {
     last_dst: u32,
     full_since: Vec<Option<StdInstant>>,
     stats: RuntimeStats,
+    /// This rank (for the [`crate::trace`]).
+    rank: u32,
+    /// Turns since the last one that did work (deadline checks of idle turns).
+    idle_turns: u32,
 }
 
 impl Core {
@@ -301,6 +320,7 @@ impl Core {
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
+        let rank = transport.rank();
         // `UNPINNED_SHM_CHECKSUM` (any value) keeps the CRC on a reliable transport too: a
         // diagnostic for suspected corruption in shared memory.
         let reliable = transport.reliable() && std::env::var_os(ENV_FORCE_CHECKSUM).is_none();
@@ -329,6 +349,8 @@ impl Core {
             last_dst: 0,
             full_since: vec![None; n],
             stats: RuntimeStats::default(),
+            rank,
+            idle_turns: 0,
         }
     }
 
@@ -416,6 +438,7 @@ impl Core {
         {
             return false;
         }
+        crate::trace::mark(self.rank, crate::trace::Point::PageInStart, 0);
         let t = StdInstant::now();
         // A failure (a range made inaccessible since) goes to the thread, which finds the bad
         // pages and reports them.
@@ -431,6 +454,7 @@ impl Core {
         st.errs.fetch_add(1, Ordering::Relaxed);
         self.mem.paged_in(s, e);
         self.engine.post_err(rec.transfer, rec.block, rec.block_seq);
+        crate::trace::mark(self.rank, crate::trace::Point::PageInEnd, 0);
         true
     }
 
@@ -452,14 +476,18 @@ impl Core {
     /// One turn of the engine (see the module doc). Returns whether anything happened.
     pub fn turn(&mut self) -> bool {
         self.stats.turns += 1;
-        let now = self.clock.now();
-        self.mem.begin_turn();
         // Replies of the reply-based active flush that handlers made due.
         self.post_replies();
         let mut work = false;
+        // The clock, and the expiry of residency verdicts, only for a turn that has something
+        // to handle: a clock read costs ~35 ns on the development VM, more than half of an
+        // idle turn (60 ns), and idle turns are what a waiting thread polls with: each one
+        // saved is detection latency saved on both hops of a write (see the module doc).
+        let mut now: Option<Instant> = None;
 
         // 1. Fault handler outputs.
         while let Ok(out) = self.handler_out.try_recv() {
+            let now = self.now_for_work(&mut now);
             if !work {
                 // Pages were brought in: cached "missing" verdicts are stale.
                 self.mem.forget();
@@ -491,10 +519,17 @@ impl Core {
                 rx,
                 stats,
                 reliable,
+                rank,
+                clock,
                 ..
             } = self;
             for _ in 0..self.opts.batch {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
+                    crate::trace::mark(*rank, crate::trace::Point::RxStart, bytes.len() as u32);
+                    let now = *now.get_or_insert_with(|| {
+                        mem.begin_turn();
+                        clock.now()
+                    });
                     // Every other check (lengths, fields, geometry, protection) applies either way.
                     let r = if *reliable {
                         engine.handle_packet_intact(now, src, bytes, mem)
@@ -504,6 +539,7 @@ impl Core {
                     if r.is_err() {
                         stats.rx_rejected += 1;
                     }
+                    crate::trace::mark(*rank, crate::trace::Point::RxEnd, 0);
                 });
                 if !got {
                     break;
@@ -512,11 +548,21 @@ impl Core {
             }
         }
 
-        // 3. Deadlines.
-        let deadline = self.engine.poll_timeout();
-        if deadline.is_some_and(|t| t <= now) {
-            work = true;
-            self.engine.handle_timeout(now);
+        // 3. Deadlines: checked on every turn that handled something, and on every
+        // [`DEADLINE_CHECK_TURNS`]th idle one (a few hundred ns of polling; the engine's
+        // deadlines are block timeouts of milliseconds).
+        if let Some(deadline) = self.engine.poll_timeout() {
+            self.idle_turns = self.idle_turns.wrapping_add(1);
+            if now.is_some()
+                || self.engine.wants_transmit()
+                || self.idle_turns % DEADLINE_CHECK_TURNS == 0
+            {
+                let t = self.now_for_work(&mut now);
+                if deadline <= t {
+                    work = true;
+                    self.engine.handle_timeout(t);
+                }
+            }
         }
 
         // 4. Events of what arrived, before transmitting: a destination fault paged in inline
@@ -525,8 +571,15 @@ impl Core {
         work |= self.route_events();
 
         // 5. Transmit, written in place into the transport where it allows (the shm ring slot
-        // towards the last destination), else through `tx`.
-        for _ in 0..self.opts.batch {
+        // towards the last destination), else through `tx`. Only if there is something to send:
+        // asking the ring for a slot reads its consumer's index, a cache line the peer writes.
+        let wants = self.pending.is_some() || self.engine.wants_transmit();
+        let now = if wants {
+            self.now_for_work(&mut now)
+        } else {
+            Instant(0)
+        };
+        for _ in 0..if wants { self.opts.batch } else { 0 } {
             let (dst, len) = match self.pending.take() {
                 Some(p) => p,
                 None => {
@@ -537,11 +590,19 @@ impl Core {
                         tx,
                         ..
                     } = self;
+                    let mut filled = 0;
                     let mut fill = |buf: &mut [u8]| {
-                        engine.poll_transmit(now, buf, mem).map(|t| (t.dst, t.len))
+                        let t = engine.poll_transmit(now, buf, mem)?;
+                        filled = t.len;
+                        Some((t.dst, t.len))
                     };
                     match transport.send_in_place(self.last_dst, tx, &mut fill) {
                         InPlace::Sent(dst) => {
+                            crate::trace::mark(
+                                self.rank,
+                                crate::trace::Point::TxSent,
+                                filled as u32,
+                            );
                             work = true;
                             if let Some(f) = self.full_since.get_mut(dst as usize) {
                                 *f = None;
@@ -566,6 +627,7 @@ impl Core {
             work = true;
             match self.transport.send(dst, &self.tx[..len]) {
                 Ok(()) => {
+                    crate::trace::mark(self.rank, crate::trace::Point::TxSent, len as u32);
                     if let Some(f) = self.full_since.get_mut(dst as usize) {
                         *f = None;
                     }
@@ -585,7 +647,19 @@ impl Core {
 
         // 6. Events (again: transmitting can fail transfers or meet source faults).
         work |= self.route_events();
+        if work {
+            self.idle_turns = 0;
+        }
         work
+    }
+
+    /// The turn's time, read once, when the turn first needs it; residency verdicts older
+    /// than their bound expire then, before any memory access of the turn.
+    fn now_for_work(&mut self, now: &mut Option<Instant>) -> Instant {
+        *now.get_or_insert_with(|| {
+            self.mem.begin_turn();
+            self.clock.now()
+        })
     }
 
     /// Completions to the completion queue, fault records to inline page-in or the page-in
@@ -597,8 +671,12 @@ impl Core {
             match ev {
                 // The runtime's own reply writes stay out of the application's queue.
                 Event::Completion(c) if self.reply_completed(&c) => {}
-                Event::Completion(c) => self.shared.push(c),
+                Event::Completion(c) => {
+                    crate::trace::mark(self.rank, crate::trace::Point::Completion, c.len as u32);
+                    self.shared.push(c)
+                }
                 Event::Fault(rec) => {
+                    crate::trace::mark(self.rank, crate::trace::Point::Fault, 0);
                     if self.page_in_inline(&rec) {
                         continue;
                     }
@@ -612,11 +690,15 @@ impl Core {
     }
 }
 
+/// While spinning, the progress thread reads the clock (is the spin over?) once per this many
+/// polls (~2-6 us of polling): only when [`LoopOptions::spin`] is non-zero.
+pub const SPIN_CHECK_POLLS: u32 = 32;
+
 /// The progress thread's body: drive `core` whenever no caller does, until shutdown is asked
 /// and the engine has been idle for `linger` (or 5 s passed since the shutdown request).
 pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper: Sleeper) {
-    let (opts, clock) = match core.lock() {
-        Ok(c) => (c.opts, c.clock),
+    let (opts, clock, rank) = match core.lock() {
+        Ok(c) => (c.opts, c.clock, c.rank),
         Err(_) => return finish(&core, &shared),
     };
     if let Some(cpu) = opts.progress_cpu {
@@ -630,15 +712,18 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     // completion; a third spinning thread on a 2-core machine starves the two that work).
     let mut last_own_work: Option<StdInstant> = None;
     let mut shutdown_at: Option<StdInstant> = None;
+    // Busy polls left before the spin's end is checked again (a clock read per poll was a
+    // third of an idle poll: detection latency of every packet while spinning).
+    let mut spins_unchecked = 0u32;
     loop {
-        let (work, busy, deadline, pending) = match core.try_lock() {
+        let (work, busy, deadline, pending, held) = match core.try_lock() {
             Ok(mut c) => {
                 let w = c.turn();
                 let d = c.engine.poll_timeout();
-                (w, c.busy(), d, c.pending.is_some())
+                (w, c.busy(), d, c.pending.is_some(), false)
             }
             // A caller is driving right now.
-            Err(TryLockError::WouldBlock) => (false, true, None, false),
+            Err(TryLockError::WouldBlock) => (false, true, None, false, true),
             Err(TryLockError::Poisoned(_)) => break,
         };
 
@@ -655,6 +740,22 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if work {
             idle_since = None;
             last_own_work = Some(StdInstant::now());
+            if !opts.spin.is_zero() {
+                spins_unchecked = SPIN_CHECK_POLLS;
+            }
+            continue;
+        }
+        if spins_unchecked > 0 && !pending {
+            spins_unchecked -= 1;
+            std::hint::spin_loop();
+            continue;
+        }
+        if held && shutdown_at.is_none() && shared.drivers.load(Ordering::SeqCst) == 0 {
+            // A caller holds the engine outside a wait (posting, exposing): it handles what
+            // is in the rings, so the transport's sleeper would return at once (the rings
+            // have data) and this loop would spin through it (traced: a sleep / wake pair
+            // every ~0.1 us for the length of a post). Yield until the caller is done.
+            std::thread::yield_now();
             continue;
         }
         if shared.drivers.load(Ordering::SeqCst) > 0 && shutdown_at.is_none() {
@@ -662,6 +763,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
             // do not announce a sleep on the doorbell (peers would pay a futex wake per packet).
             // The engine counts as active: when the caller stops driving (a long wait), this
             // thread takes over hot, spinning first, not asleep.
+            crate::trace::mark(rank, crate::trace::Point::DrivenSleep, 0);
             std::thread::sleep(opts.driven_sleep);
             idle_since = None;
             continue;
@@ -669,6 +771,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         let since = *idle_since.get_or_insert_with(StdInstant::now);
         let idle = since.elapsed();
         if !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
+            spins_unchecked = SPIN_CHECK_POLLS;
             std::hint::spin_loop();
         } else if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another
@@ -689,7 +792,9 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
             }
             if !sleep.is_zero() {
                 shared.sleeps.fetch_add(1, Ordering::Relaxed);
+                crate::trace::mark(rank, crate::trace::Point::Sleep, sleep.as_micros() as u32);
                 sleeper(sleep);
+                crate::trace::mark(rank, crate::trace::Point::Woken, 0);
             }
         }
     }

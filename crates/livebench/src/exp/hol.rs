@@ -42,6 +42,8 @@ pub struct HolParams {
     /// The faulting destination is fresh anonymous memory (minor faults) instead of a file
     /// whose page cache was dropped (major faults): `--set exp.fault_memory=anon`.
     pub anon_fault: bool,
+    /// Slots per shared-memory ring (`--set exp.ring_slots=N`; default [`super::ring_slots`]).
+    pub ring_slots: u32,
 }
 
 /// Median latency (us) per transfer for `engine`: `other-0..` then `faulting` (absent for
@@ -83,7 +85,14 @@ pub fn hol(
     };
     let fsrc = pattern(77, p.fault_bytes);
     // Started after the buffers, so dropped (engines stopped) before them on every path.
-    let pair = Pair::new(&ctx.profile, mode, HandlerConfig::default())?;
+    let pair = Pair::with_ring(
+        &ctx.profile,
+        mode,
+        HandlerConfig::default(),
+        super::fill_pages_from_env(),
+        p.ring_slots,
+        |_, _| {},
+    )?;
     // SAFETY: the destinations outlive the pair (declared before it).
     let keys: Vec<u32> = dsts
         .iter()
@@ -150,6 +159,7 @@ pub fn params(ctx: &RunContext) -> Result<HolParams, ExperimentError> {
         other_bytes: ctx.param("other_bytes", 256 << 10)?,
         fault_bytes: ctx.param("fault_bytes", 1 << 20)?,
         reps: ctx.param("reps", 7)?,
+        ring_slots: ctx.param("ring_slots", super::ring_slots()?)?,
         anon_fault: match ctx.params.get("fault_memory").map(String::as_str) {
             None | Some("file") => false,
             Some("anon") => true,
@@ -183,7 +193,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         .bars()],
         sim_events: 0,
         meta: json!({
-            "others": p.others, "other_bytes": p.other_bytes, "fault_bytes": p.fault_bytes, "reps": p.reps, "fault_memory": if p.anon_fault { "anon" } else { "file" },
+            "others": p.others, "other_bytes": p.other_bytes, "ring_slots": p.ring_slots, "fault_bytes": p.fault_bytes, "reps": p.reps, "fault_memory": if p.anon_fault { "anon" } else { "file" },
             "note": "All transfers posted together (the faulting one first); latency = post to completion seen by the poster; medians of reps. The faulting destination is a shared file mapping in the temp directory with its page cache dropped and MADV_RANDOM (one major fault per page).",
             "transport": "shm (two runtimes in one process)",
         }),

@@ -94,6 +94,36 @@ pub struct Pair {
 
 static SEGMENTS: AtomicU64 = AtomicU64::new(0);
 
+/// Page-in on access limit from `UNPINNED_FILL_ON_ACCESS_PAGES` (0, off, when unset).
+pub fn fill_pages_from_env() -> u64 {
+    std::env::var(unpinned_live::api::ENV_FILL_ON_ACCESS_PAGES)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// Environment variable: slots per shared-memory ring of the experiments' rank pairs (default
+/// [`DEFAULT_RING_SLOTS`], the launcher's).
+pub const ENV_RING_SLOTS: &str = "UNPINNED_RING_SLOTS";
+
+/// Slots per ring of `unpinned run` ([`unpinned_live::launch::LaunchOptions::new`]), and of the
+/// experiments' pairs unless [`ENV_RING_SLOTS`] says otherwise.
+pub const DEFAULT_RING_SLOTS: u32 = 512;
+
+/// The experiments' ring slots: [`ENV_RING_SLOTS`] or [`DEFAULT_RING_SLOTS`]; a value that is
+/// not a number of at least 2 is an error naming the variable.
+pub fn ring_slots() -> Result<u32, ExperimentError> {
+    match std::env::var(ENV_RING_SLOTS) {
+        Err(_) => Ok(DEFAULT_RING_SLOTS),
+        Ok(v) => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n >= 2)
+            .ok_or(ExperimentError::BadParam(ENV_RING_SLOTS.into(), v)),
+    }
+}
+
 impl Pair {
     /// Start both ranks with the engine parameters of `profile`, memory `mode` and page-in
     /// `handler` configuration.
@@ -107,11 +137,7 @@ impl Pair {
         mode: MemoryMode,
         handler: HandlerConfig,
     ) -> Result<Pair, ExperimentError> {
-        let fill = std::env::var(unpinned_live::api::ENV_FILL_ON_ACCESS_PAGES)
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        Pair::with_fill(profile, mode, handler, fill)
+        Pair::with_fill(profile, mode, handler, fill_pages_from_env())
     }
 
     /// [`Pair::new`] with page-in on access for remote writes of at most `fill_pages` pages
@@ -134,6 +160,24 @@ impl Pair {
         fill_pages: u64,
         tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
     ) -> Result<Pair, ExperimentError> {
+        Pair::with_ring(profile, mode, handler, fill_pages, ring_slots()?, tune)
+    }
+
+    /// [`Pair::with_loop`] over rings of `slots` slots (instead of [`ring_slots`]).
+    pub fn with_ring(
+        profile: &Profile,
+        mode: MemoryMode,
+        handler: HandlerConfig,
+        fill_pages: u64,
+        slots: u32,
+        tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
+    ) -> Result<Pair, ExperimentError> {
+        if slots < 2 {
+            return Err(ExperimentError::BadParam(
+                ENV_RING_SLOTS.into(),
+                format!("{slots} (a ring needs at least 2 slots)"),
+            ));
+        }
         let mut cfgs: Vec<Config> = (0..2)
             .map(|r| {
                 let mut c = Config::new(r, 2);
@@ -174,7 +218,7 @@ impl Pair {
             std::process::id(),
             SEGMENTS.fetch_add(1, Ordering::Relaxed)
         ));
-        create_segment(&path, ShmGeometry::new(2, cfgs[0].max_packet(), 512)).map_err(fail)?;
+        create_segment(&path, ShmGeometry::new(2, cfgs[0].max_packet(), slots)).map_err(fail)?;
         let ts: Result<Vec<_>, _> = (0..2).map(|r| ShmTransport::open(&path, r)).collect();
         // Both ranks have the segment mapped: the name is no longer needed.
         let _ = std::fs::remove_file(&path);
@@ -290,3 +334,39 @@ pub fn sizes_param(ctx: &RunContext, default: &[u64]) -> Result<Vec<u64>, Experi
 
 /// The simulator's fault size sweep: 4, 16, 64, 256 KiB, 1 and 4 MiB.
 pub const FAULT_SIZES: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
+
+#[cfg(test)]
+mod ring_tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_of_fewer_than_two_slots_is_a_typed_error_and_small_rings_work() {
+        let p = live_profile();
+        let e = Pair::with_ring(
+            &p,
+            MemoryMode::Part,
+            HandlerConfig::default(),
+            0,
+            1,
+            |_, _| {},
+        );
+        assert!(matches!(e, Err(ExperimentError::BadParam(ref k, _)) if k == ENV_RING_SLOTS));
+        // Two slots per ring: every write still completes (the ring is back-pressure only).
+        let pair = Pair::with_ring(
+            &p,
+            MemoryMode::Part,
+            HandlerConfig::default(),
+            0,
+            2,
+            |_, _| {},
+        )
+        .unwrap();
+        let dst = present(64 << 10).unwrap();
+        // SAFETY: `dst` outlives the pair (the pair is dropped first, below).
+        let k = unsafe { pair.expose(dst.ptr(), dst.len()) }.unwrap();
+        let src = pattern(5, 64 << 10);
+        pair.write_us(&src, dst.addr(), k).unwrap();
+        verify(&dst, &src, "64 KiB through 2-slot rings").unwrap();
+        drop(pair);
+    }
+}
