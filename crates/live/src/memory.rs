@@ -178,6 +178,18 @@ pub struct MemStats {
     pub filled_pages: u64,
     /// Time spent paging in on access, ns.
     pub fill_ns: u64,
+    /// Exposed ranges registered with the translation cache's userfaultfd
+    /// ([`crate::residency_cache`]): their verdicts are trusted until an unmap / remove /
+    /// remap event instead of for the TTL.
+    pub cache_registrations: u64,
+    /// Exposed anonymous ranges that could not be registered (another userfaultfd owns them,
+    /// no permission, old kernel, active swap): they keep the TTL rule.
+    pub cache_fallbacks: u64,
+    /// Scans whose verdict was taken under the cache (trusted until an event).
+    pub cache_verdicts: u64,
+    /// Events the cache's reader thread read (unmap + remove + remap); each one invalidated
+    /// every verdict.
+    pub cache_events: u64,
 }
 
 /// How the engine reaches application memory: PART's residency check, or one of the two
@@ -225,13 +237,17 @@ pub const SCAN_AHEAD_BYTES: u64 = 256 << 10;
 /// the pagemap windows).
 const RANGES: usize = 8;
 
-/// `[start, end)` was seen good for reading (and for writing if `write`) at `at`.
+/// `[start, end)` was seen good for reading (and for writing if `write`) at `at`, while the
+/// cache's epoch was `epoch`; `long`: the range is watched, the verdict is trusted past the TTL
+/// until the epoch changes.
 #[derive(Clone, Copy)]
 struct Verdict {
     start: u64,
     end: u64,
     write: bool,
     at: Option<StdInstant>,
+    epoch: u64,
+    long: bool,
 }
 
 impl Verdict {
@@ -240,7 +256,42 @@ impl Verdict {
         end: 0,
         write: false,
         at: None,
+        epoch: 0,
+        long: false,
     };
+}
+
+/// Environment variable: set (to anything) to switch the translation cache off (every
+/// verdict keeps the TTL rule), for comparison.
+pub const ENV_NO_CACHE: &str = "UNPINNED_NO_RESIDENCY_CACHE";
+
+/// An exposure is registered with the cache's userfaultfd at its this-many-th scan, not at
+/// `expose`: a registration costs an `ioctl` that takes the mmap lock for writing and may split
+/// the mapping (measured in the tests of [`crate::residency_cache`]), which a short-lived
+/// exposure (one message's rendezvous buffer, a single small write) would pay for nothing.
+pub const REGISTER_AFTER_SCANS: u32 = 3;
+
+/// How far past an access one scan looks inside a watched range: its verdict lives until an
+/// event, so the whole range (up to this) is worth one scan (~3 ns per page).
+pub const WATCHED_SCAN_AHEAD_BYTES: u64 = 64 << 20;
+
+/// What became of an exposure for the cache.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WatchState {
+    /// Not registered yet: counting scans.
+    Pending(u32),
+    /// Registered with the userfaultfd.
+    Registered,
+    /// Registration refused: TTL rule.
+    Refused,
+}
+
+/// An exposed private anonymous range (page aligned).
+#[derive(Clone, Copy, Debug)]
+struct Watched {
+    start: u64,
+    end: u64,
+    state: WatchState,
 }
 
 /// `len` pagemap entries from page `base` on, fetched this turn.
@@ -293,6 +344,12 @@ pub struct LiveMemory {
     stats: MemStats,
     mode: MemoryMode,
     ttl: std::time::Duration,
+    /// The translation cache's invalidation (opened at the first registration).
+    watch: Option<crate::residency_cache::Watch>,
+    /// The cache is on (not [`ENV_NO_CACHE`], and the userfaultfd could be opened).
+    cache: bool,
+    /// Exposed private anonymous ranges, candidates for the cache.
+    watched: Vec<Watched>,
 }
 
 /// How long a page stays marked bad after a failed page-in (the application may fix the
@@ -319,6 +376,9 @@ impl LiveMemory {
             mode: MemoryMode::Part,
             // One turn, as before caller-driven progress; the runtime sets its own bound.
             ttl: std::time::Duration::ZERO,
+            watch: None,
+            cache: std::env::var_os(ENV_NO_CACHE).is_none(),
+            watched: Vec::new(),
         })
     }
 
@@ -407,7 +467,138 @@ impl LiveMemory {
 
     /// Counters so far.
     pub fn stats(&self) -> MemStats {
-        self.stats
+        let mut s = self.stats;
+        if let Some(w) = &self.watch {
+            let w = w.stats();
+            s.cache_events = w.unmaps + w.removes + w.remaps;
+        }
+        s
+    }
+
+    /// Switch the translation cache on or off (on by default unless [`ENV_NO_CACHE`] is
+    /// set); off drops every watched verdict.
+    pub fn set_cache(&mut self, on: bool) {
+        self.cache = on;
+        if !on {
+            for r in &mut self.ranges {
+                if r.long {
+                    *r = Verdict::EMPTY;
+                }
+            }
+        }
+    }
+
+    /// The counters of the cache's userfaultfd reader (`None`: nothing registered yet).
+    pub fn cache_stats(&self) -> Option<crate::residency_cache::WatchStats> {
+        self.watch.as_ref().map(|w| w.stats())
+    }
+
+    /// `[start, end)` was exposed and is private anonymous memory: a candidate for the
+    /// translation cache (registered at its [`REGISTER_AFTER_SCANS`]-th scan, PART mode only).
+    pub fn watch_exposure(&mut self, start: u64, end: u64) {
+        if self.mode != MemoryMode::Part || end <= start {
+            return;
+        }
+        self.watched.push(Watched {
+            start: page_of(start),
+            end: end.next_multiple_of(PAGE_BYTES),
+            state: WatchState::Pending(0),
+        });
+    }
+
+    /// The exposure `[start, end)` of [`LiveMemory::watch_exposure`] was revoked: unregister
+    /// what no other exposure still needs.
+    pub fn unwatch_exposure(&mut self, start: u64, end: u64) {
+        let (s, e) = (page_of(start), end.next_multiple_of(PAGE_BYTES));
+        let Some(i) = self.watched.iter().position(|w| (w.start, w.end) == (s, e)) else {
+            return;
+        };
+        let w = self.watched.remove(i);
+        if w.state != WatchState::Registered {
+            return;
+        }
+        let Some(watch) = &self.watch else { return };
+        // The pieces of [s, e) that no other registered exposure covers.
+        let mut pieces = vec![(s, e)];
+        for o in self
+            .watched
+            .iter()
+            .filter(|o| o.state == WatchState::Registered)
+        {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(a, b)| {
+                    if o.end <= a || o.start >= b {
+                        vec![(a, b)]
+                    } else {
+                        [(a, o.start.max(a)), (o.end.min(b), b)]
+                            .into_iter()
+                            .filter(|(x, y)| x < y)
+                            .collect()
+                    }
+                })
+                .collect();
+        }
+        for (a, b) in pieces {
+            watch.unregister(a, b);
+        }
+    }
+
+    /// The current epoch of the cache (0 without one).
+    #[inline]
+    fn epoch(&self) -> u64 {
+        self.watch.as_ref().map_or(0, |w| w.epoch())
+    }
+
+    /// If `[page, end)` lies in a watched range (registering its exposure if due), the end of
+    /// that range: a verdict over it may be trusted until the cache's epoch changes.
+    fn watched_end(&mut self, page: u64, end: u64) -> Option<u64> {
+        if !self.cache || self.mode != MemoryMode::Part || crate::scan::forked() {
+            return None;
+        }
+        let i = self
+            .watched
+            .iter()
+            .position(|w| w.start <= page && end <= w.end)?;
+        match self.watched[i].state {
+            WatchState::Refused => return None,
+            WatchState::Registered => {}
+            WatchState::Pending(n) if n + 1 < REGISTER_AFTER_SCANS => {
+                self.watched[i].state = WatchState::Pending(n + 1);
+                return None;
+            }
+            WatchState::Pending(_) => {
+                if self.watch.is_none() {
+                    match crate::residency_cache::Watch::open() {
+                        Ok(w) => self.watch = Some(w),
+                        Err(_) => {
+                            // No userfaultfd for this process: never try again.
+                            self.cache = false;
+                            self.stats.cache_fallbacks += 1;
+                            return None;
+                        }
+                    }
+                }
+                let w = self.watched[i];
+                let ok = self
+                    .watch
+                    .as_ref()
+                    .is_some_and(|x| x.register(w.start, w.end).is_ok());
+                if ok {
+                    self.watched[i].state = WatchState::Registered;
+                    self.stats.cache_registrations += 1;
+                } else {
+                    self.watched[i].state = WatchState::Refused;
+                    self.stats.cache_fallbacks += 1;
+                    return None;
+                }
+            }
+        }
+        let watch = self.watch.as_ref()?;
+        if !watch.usable() {
+            return None;
+        }
+        watch.covering(page, end)
     }
 
     /// Start a new engine turn: forget every pagemap window read more than the TTL ago
@@ -418,8 +609,11 @@ impl LiveMemory {
             return;
         }
         let now = StdInstant::now();
+        let epoch = self.epoch();
         for r in &mut self.ranges {
-            if r.at.is_some_and(|at| now.duration_since(at) >= self.ttl) {
+            if r.epoch != epoch
+                || (!r.long && r.at.is_some_and(|at| now.duration_since(at) >= self.ttl))
+            {
                 *r = Verdict::EMPTY;
             }
         }
@@ -430,9 +624,19 @@ impl LiveMemory {
         }
     }
 
-    /// Forget every pagemap window now (pages were just brought in or marked bad).
+    /// Forget every pagemap window now (pages were just brought in): the per-page entries and
+    /// the range verdicts under the TTL rule. Watched verdicts stay: they only say "good", and
+    /// a page-in makes no good page bad.
     pub fn forget(&mut self) {
-        self.forget_windows();
+        for w in &mut self.windows {
+            w.len = 0;
+            w.at = None;
+        }
+        for r in &mut self.ranges {
+            if !r.long {
+                *r = Verdict::EMPTY;
+            }
+        }
     }
 
     /// `[start, end)` was just paged in for writing (`MADV_POPULATE_WRITE` succeeded): drop
@@ -448,11 +652,15 @@ impl LiveMemory {
         if end > start {
             let v = self.range_victim;
             self.range_victim = (v + 1) % RANGES;
+            // Under the TTL rule: the page-in happened before this call, and an event in
+            // between would not be told apart by an epoch read now.
             self.ranges[v] = Verdict {
                 start: page_of(start),
                 end,
                 write: true,
                 at: Some(StdInstant::now()),
+                epoch: self.epoch(),
+                long: false,
             };
         }
     }
@@ -470,8 +678,14 @@ impl LiveMemory {
     /// only from there on page by page.
     fn covered(&mut self, page: u64, end: u64, access: Access) -> u64 {
         let write = access == Access::Write;
+        let epoch = self.epoch();
         for r in &self.ranges {
-            if r.at.is_some() && (r.write || !write) && page >= r.start && end <= r.end {
+            if r.at.is_some()
+                && r.epoch == epoch
+                && (r.write || !write)
+                && page >= r.start
+                && end <= r.end
+            {
                 self.stats.range_hits += 1;
                 return end;
             }
@@ -486,7 +700,15 @@ impl LiveMemory {
         } else {
             crate::scan::Need::Read
         };
-        let ahead = page.saturating_add(SCAN_AHEAD_BYTES).max(end);
+        let watched = self.watched_end(page, end);
+        let ahead = match watched {
+            Some(w) => w
+                .min(page.saturating_add(WATCHED_SCAN_AHEAD_BYTES))
+                .max(end),
+            None => page.saturating_add(SCAN_AHEAD_BYTES).max(end),
+        };
+        // Read before the scan: an event during the scan leaves the verdict with an old epoch.
+        let epoch = self.epoch();
         self.stats.range_scans += 1;
         let Some(good) = crate::scan::good_prefix(&self.pagemap, page, ahead, need) else {
             self.scan = false;
@@ -500,7 +722,10 @@ impl LiveMemory {
                 end: good,
                 write,
                 at: Some(StdInstant::now()),
+                epoch,
+                long: watched.is_some(),
             };
+            self.stats.cache_verdicts += watched.is_some() as u64;
         }
         good.min(end)
     }
@@ -1076,6 +1301,161 @@ mod tests {
         assert_eq!(m.check(base + 4096, 8, Access::Read), missing);
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+    }
+
+    /// Brings an exposure of `pages` pages at `base` under the cache: `REGISTER_AFTER_SCANS`
+    /// scans (each after `forget`, which drops verdicts under the TTL rule). `false`: no
+    /// userfaultfd or no scan here.
+    fn watched(m: &mut LiveMemory, base: u64, pages: u64) -> bool {
+        m.set_ttl(std::time::Duration::from_secs(3600));
+        m.watch_exposure(base, base + pages * 4096);
+        for _ in 0..REGISTER_AFTER_SCANS {
+            m.forget();
+            assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
+        }
+        let s = m.stats();
+        if s.cache_registrations == 0 || s.cache_verdicts == 0 {
+            eprintln!("no PAGEMAP_SCAN or userfaultfd here: skipped");
+            return false;
+        }
+        true
+    }
+
+    /// Waits (bounded) until the cache's reader counted `n` events: it counts just after
+    /// reading one, and the unmapping thread may run first.
+    fn events_reach(m: &LiveMemory, n: u64) -> bool {
+        let t0 = std::time::Instant::now();
+        while m.stats().cache_events < n {
+            if t0.elapsed().as_secs() >= 5 {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        true
+    }
+
+    /// The stale-translation bug class PART avoids: memory unmapped and mapped again at the
+    /// same address (fresh, not present) must not be trusted from a verdict of the old
+    /// mapping, however long verdicts live. Both ways: `munmap` then `mmap` at the same
+    /// address, and `mmap(MAP_FIXED)` over the old mapping.
+    #[test]
+    fn unmap_and_map_at_the_same_address_invalidates_the_cache() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        for fixed in [false, true] {
+            // Another test's thread may take the hole between munmap and mmap: try again.
+            for attempt in 0.. {
+                match remap_once(fixed) {
+                    Some(true) => break,
+                    Some(false) if attempt < 5 => continue,
+                    Some(false) => panic!("the hole was always taken"),
+                    None => return,
+                }
+            }
+        }
+    }
+
+    /// One round of the test above; `Some(false)`: the address was taken in between,
+    /// `None`: no cache here.
+    fn remap_once(fixed: bool) -> Option<bool> {
+        let base = anon(16);
+        // SAFETY: touching our own mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 16 * 4096) };
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        if !watched(&mut m, base, 16) {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(base as *mut libc::c_void, 16 * 4096) };
+            return None;
+        }
+        // The whole exposure was scanned once; later accesses hit, across turns, past any TTL.
+        let scans = m.stats().range_scans;
+        m.set_ttl(std::time::Duration::ZERO);
+        m.begin_turn();
+        m.forget();
+        assert_eq!(m.check(base + 15 * 4096, 4096, Access::Write), Ok(()));
+        assert_eq!(m.stats().range_scans, scans);
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | if fixed {
+                libc::MAP_FIXED
+            } else {
+                libc::MAP_FIXED_NOREPLACE
+            };
+        // SAFETY: unmapping our own mapping (or replacing it), then a fresh one at the same
+        // address; MAP_FIXED only ever replaces our own mapping.
+        let again = unsafe {
+            if !fixed {
+                libc::munmap(base as *mut libc::c_void, 16 * 4096);
+            }
+            libc::mmap(
+                base as *mut libc::c_void,
+                16 * 4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                -1,
+                0,
+            )
+        };
+        if again == libc::MAP_FAILED {
+            eprintln!("mmap at {base:#x}: {}", std::io::Error::last_os_error());
+            return Some(false);
+        }
+        assert_eq!(again as u64, base);
+        // No turn began, no forget: only the event can have invalidated the verdict.
+        assert_eq!(
+            m.check(base + 4096, 8, Access::Write),
+            Err(MemError::NotPresent {
+                page_addr: base + 4096
+            })
+        );
+        assert!(events_reach(&m, 1));
+        // The new mapping is not watched (not exposed): its verdicts keep the TTL rule.
+        // SAFETY: touching our own new mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 16 * 4096) };
+        m.forget();
+        let v = m.stats().cache_verdicts;
+        assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
+        assert_eq!(m.stats().cache_verdicts, v);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 16 * 4096) };
+        Some(true)
+    }
+
+    /// `madvise(MADV_DONTNEED)` of watched memory: the dropped page is scanned again.
+    #[test]
+    fn dontneed_invalidates_the_cache_and_revoke_unregisters() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(8);
+        // SAFETY: touching our own mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 8 * 4096) };
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        if !watched(&mut m, base, 8) {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+            return;
+        }
+        assert_eq!(m.check(base + 3 * 4096, 4096, Access::Write), Ok(()));
+        // SAFETY: dropping a page of our own mapping.
+        unsafe {
+            libc::madvise(
+                (base + 3 * 4096) as *mut libc::c_void,
+                4096,
+                libc::MADV_DONTNEED,
+            )
+        };
+        assert_eq!(
+            m.check(base + 3 * 4096, 8, Access::Write),
+            Err(MemError::NotPresent {
+                page_addr: base + 3 * 4096
+            })
+        );
+        assert!(events_reach(&m, 1));
+        // Revoked: unregistered, so an unmap sends no event (and does not block).
+        m.unwatch_exposure(base, base + 8 * 4096);
+        let events = m.stats().cache_events;
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert_eq!(m.stats().cache_events, events);
     }
 
     #[test]

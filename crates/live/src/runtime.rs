@@ -375,12 +375,17 @@ impl Core {
         if anonymous {
             self.anon_exposures.push((base, end, key));
             self.update_fill();
+            // A candidate for the translation cache (crate::residency_cache).
+            self.mem.watch_exposure(base, end);
         }
         Some(key)
     }
 
     /// Withdraw an exposure.
     pub fn revoke(&mut self, key: RemoteKey) -> bool {
+        if let Some(&(b, e, _)) = self.anon_exposures.iter().find(|x| x.2 == key) {
+            self.mem.unwatch_exposure(b, e);
+        }
         self.anon_exposures.retain(|e| e.2 != key);
         self.update_fill();
         self.engine.revoke(key)
