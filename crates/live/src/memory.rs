@@ -286,12 +286,28 @@ enum WatchState {
     Refused,
 }
 
-/// An exposed private anonymous range (page aligned).
+/// Local buffers of posts (a write's source, a read's destination) at least this long are
+/// candidates for the cache too. A transfer of 256 KiB or more outlives a verdict under the
+/// TTL rule (20 us at ~5 GB/s is ~100 KiB), so its source was scanned again and again (23-32
+/// scans per 4 MiB write at the sender here, against 0 at the target once watched); a
+/// 64 KiB write costs one scan (~2 us) per write, several percent of its time. Smaller
+/// buffers are left alone: a scan is a smaller share of nothing, and their registrations
+/// would split the heap's mapping into many.
+pub const LOCAL_WATCH_MIN_BYTES: u64 = 64 << 10;
+
+/// Local buffers watched at once; the oldest is unregistered when a new one comes (local
+/// buffers, unlike exposures, have no revoke that would tell when they stop being used).
+pub const LOCAL_WATCH_MAX: usize = 16;
+
+/// An exposed (or, `local`, a posted local) private anonymous range (page aligned).
 #[derive(Clone, Copy, Debug)]
 struct Watched {
     start: u64,
     end: u64,
     state: WatchState,
+    /// A local buffer of a post, not an exposure: its kind of memory is checked (procmap)
+    /// when it is registered.
+    local: bool,
 }
 
 /// `len` pagemap entries from page `base` on, fetched this turn.
@@ -503,6 +519,36 @@ impl LiveMemory {
             start: page_of(start),
             end: end.next_multiple_of(PAGE_BYTES),
             state: WatchState::Pending(0),
+            local: false,
+        });
+    }
+
+    /// The local buffer `[addr, addr+len)` of a post (the source of a write, the destination
+    /// of a read): a candidate for the translation cache if it is at least
+    /// [`LOCAL_WATCH_MIN_BYTES`] long, registered like an exposure at its
+    /// [`REGISTER_AFTER_SCANS`]-th scan if it is private anonymous memory. At most
+    /// [`LOCAL_WATCH_MAX`] are kept (the oldest is unregistered).
+    pub fn watch_local(&mut self, addr: u64, len: u64) {
+        if self.mode != MemoryMode::Part || !self.cache || len < LOCAL_WATCH_MIN_BYTES {
+            return;
+        }
+        let Some(end) = addr.checked_add(len) else {
+            return;
+        };
+        let (s, e) = (page_of(addr), end.next_multiple_of(PAGE_BYTES));
+        if self.watched.iter().any(|w| w.start <= s && e <= w.end) {
+            return;
+        }
+        if self.watched.iter().filter(|w| w.local).count() >= LOCAL_WATCH_MAX {
+            if let Some(i) = self.watched.iter().position(|w| w.local) {
+                self.drop_watched(i);
+            }
+        }
+        self.watched.push(Watched {
+            start: s,
+            end: e,
+            state: WatchState::Pending(0),
+            local: true,
         });
     }
 
@@ -510,10 +556,19 @@ impl LiveMemory {
     /// what no other exposure still needs.
     pub fn unwatch_exposure(&mut self, start: u64, end: u64) {
         let (s, e) = (page_of(start), end.next_multiple_of(PAGE_BYTES));
-        let Some(i) = self.watched.iter().position(|w| (w.start, w.end) == (s, e)) else {
-            return;
-        };
+        if let Some(i) = self
+            .watched
+            .iter()
+            .position(|w| !w.local && (w.start, w.end) == (s, e))
+        {
+            self.drop_watched(i);
+        }
+    }
+
+    /// Forget watched range `i`, unregistering what no other registered range covers.
+    fn drop_watched(&mut self, i: usize) {
         let w = self.watched.remove(i);
+        let (s, e) = (w.start, w.end);
         if w.state != WatchState::Registered {
             return;
         }
@@ -580,10 +635,15 @@ impl LiveMemory {
                     }
                 }
                 let w = self.watched[i];
-                let ok = self
-                    .watch
-                    .as_ref()
-                    .is_some_and(|x| x.register(w.start, w.end).is_ok());
+                // A local buffer was never checked: only private anonymous memory is watched
+                // (file pages can be evicted without an event).
+                let anon = !w.local
+                    || check_mapped_kind(w.start, w.end - w.start, true, false) == Ok(true);
+                let ok = anon
+                    && self
+                        .watch
+                        .as_ref()
+                        .is_some_and(|x| x.register(w.start, w.end).is_ok());
                 if ok {
                     self.watched[i].state = WatchState::Registered;
                     self.stats.cache_registrations += 1;
@@ -598,18 +658,32 @@ impl LiveMemory {
         if !watch.usable() {
             return None;
         }
-        watch.covering(page, end)
+        let covering = watch.covering(page, end);
+        if covering.is_none() {
+            // Unmapped (or moved) since it was registered: the registration went with the
+            // mapping. Memory mapped there again is counted and registered afresh.
+            self.watched[i].state = WatchState::Pending(1);
+        }
+        covering
     }
 
     /// Start a new engine turn: forget every pagemap window read more than the TTL ago
     /// (all of them with a zero TTL).
     pub fn begin_turn(&mut self) {
-        if self.windows.iter().all(|w| w.at.is_none()) && self.ranges.iter().all(|r| r.at.is_none())
-        {
+        // Watched verdicts need no clock, only the epoch: a turn that holds nothing else
+        // reads no time.
+        let short = self.windows.iter().any(|w| w.at.is_some())
+            || self.ranges.iter().any(|r| r.at.is_some() && !r.long);
+        let epoch = self.epoch();
+        if !short {
+            for r in &mut self.ranges {
+                if r.at.is_some() && r.epoch != epoch {
+                    *r = Verdict::EMPTY;
+                }
+            }
             return;
         }
         let now = StdInstant::now();
-        let epoch = self.epoch();
         for r in &mut self.ranges {
             if r.epoch != epoch
                 || (!r.long && r.at.is_some_and(|at| now.duration_since(at) >= self.ttl))

@@ -335,6 +335,8 @@ impl Core {
     /// Post a work request; one the engine refuses completes at once with `Invalid`.
     pub fn post(&mut self, wr: WorkRequest) {
         let now = self.clock.now();
+        // A candidate for the translation cache if large (crate::residency_cache).
+        self.mem.watch_local(wr.local_addr, wr.len);
         if self.engine.post(now, wr).is_err() {
             self.shared.push(Completion {
                 wr_id: wr.wr_id,

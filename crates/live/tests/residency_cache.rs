@@ -82,3 +82,44 @@ fn remap_at_the_same_address_takes_the_fault_path_again() {
     // SAFETY: unmapping the test's own mapping.
     unsafe { libc::munmap(dst as *mut libc::c_void, LEN) };
 }
+
+/// A large local source (not exposed) is watched too: once registered, repeated writes from
+/// it need no scan at either side.
+#[test]
+fn a_large_source_is_watched_after_a_few_writes() {
+    let rts = pair();
+    let dst = anon_at(0, 0);
+    // SAFETY: dst stays mapped while exposed.
+    let key = unsafe { rts[1].expose(dst as *const u8, LEN, Perms::RW).unwrap() };
+    let src = anon_at(0, 0);
+    // SAFETY: the test's own mapping, not exposed; only read by the engine during writes.
+    unsafe { std::ptr::write_bytes(src as *mut u8, 5, LEN) };
+    // SAFETY: as above.
+    let s = unsafe { std::slice::from_raw_parts(src as *const u8, LEN) };
+    for _ in 0..6 {
+        rts[0].write_blocking(1, s, dst, key).unwrap();
+    }
+    let m = rts[0].stats().unwrap().memory;
+    if m.cache_registrations == 0 {
+        eprintln!("no userfaultfd or PAGEMAP_SCAN here ({m:?}): skipped");
+        return;
+    }
+    let scans = |r: &Runtime| r.stats().unwrap().memory.range_scans;
+    let (a, b) = (scans(&rts[0]), scans(&rts[1]));
+    for _ in 0..5 {
+        rts[0].write_blocking(1, s, dst, key).unwrap();
+    }
+    assert_eq!((scans(&rts[0]), scans(&rts[1])), (a, b));
+    // SAFETY: written above, complete.
+    assert_eq!(
+        unsafe { std::slice::from_raw_parts(dst as *const u8, LEN) },
+        s
+    );
+    rts[1].revoke(key).unwrap();
+    drop(rts);
+    // SAFETY: unmapping the test's own mappings.
+    unsafe {
+        libc::munmap(dst as *mut libc::c_void, LEN);
+        libc::munmap(src as *mut libc::c_void, LEN);
+    }
+}
