@@ -1471,6 +1471,19 @@ mod tests {
         };
         if again == libc::MAP_FAILED {
             eprintln!("mmap at {base:#x}: {}", std::io::Error::last_os_error());
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+            for l in maps.lines() {
+                let Some((a, b)) = l.split(' ').next().and_then(|r| r.split_once('-')) else {
+                    continue;
+                };
+                let (a, b) = (
+                    u64::from_str_radix(a, 16).unwrap_or(0),
+                    u64::from_str_radix(b, 16).unwrap_or(0),
+                );
+                if a < base + 16 * 4096 && b > base {
+                    eprintln!("  taken by: {l}");
+                }
+            }
             return Some(false);
         }
         assert_eq!(again as u64, base);

@@ -234,13 +234,18 @@ impl Watch {
         let uffd = Arc::new(uffd);
         let shared = Arc::new(Shared::default());
         shared.swap.store(swap_active(), Ordering::SeqCst);
+        let (ready_tx, ready) = std::sync::mpsc::channel();
         let thread = {
             let (uffd, stop, shared) = (uffd.clone(), stop.clone(), shared.clone());
             std::thread::Builder::new()
                 .name("unpinned-uffd".into())
-                .spawn(move || read_events(&uffd, &stop, &shared))
+                .spawn(move || read_events(&uffd, &stop, &shared, ready_tx))
                 .map_err(|_| WatchError::Thread)?
         };
+        // The thread's own set-up maps memory (its signal stack, its malloc arena): let it
+        // finish now, not right after an application's munmap, where it would take the hole
+        // the application may be about to map again.
+        ready.recv().map_err(|_| WatchError::Thread)?;
         Ok(Watch {
             uffd,
             stop,
@@ -374,11 +379,16 @@ fn subtract(live: &mut Vec<(u64, u64)>, start: u64, end: u64) {
 }
 
 /// The reader thread's body (see the module doc).
-fn read_events(uffd: &OwnedFd, stop: &OwnedFd, shared: &Shared) {
+fn read_events(
+    uffd: &OwnedFd,
+    stop: &OwnedFd,
+    shared: &Shared,
+    ready: std::sync::mpsc::Sender<()>,
+) {
     // The first allocation of a thread makes glibc map a new arena (a large reservation,
-    // trimmed at once): done now rather than right after an application's munmap, where it
-    // would grab the hole the application may be about to map again.
+    // trimmed at once): done before `open` returns (see there).
     drop(std::hint::black_box(Vec::<u64>::with_capacity(64)));
+    let _ = ready.send(());
     let mut fds = [
         libc::pollfd {
             fd: uffd.as_raw_fd(),
