@@ -165,6 +165,10 @@ pub struct LoopOptions {
     /// caller it waits for, it kept that caller off the core for its whole spin (8 B write
     /// 1.7 us or ~110 us from run to run with 100 us of spin on this 2-vCPU VM).
     pub progress_cpu: Option<usize>,
+    /// Trust residency verdicts of watched memory until the kernel reports a change
+    /// (the translation cache, [`crate::residency_cache`]; default on, off with
+    /// `UNPINNED_NO_RESIDENCY_CACHE` too); off: every verdict lives [`LoopOptions::residency_ttl`].
+    pub residency_cache: bool,
 }
 
 impl Default for LoopOptions {
@@ -185,6 +189,7 @@ impl Default for LoopOptions {
             // default; page-in on access is an opt-in policy that skips the protocol.
             fill_on_access_max_pages: 0,
             progress_cpu: None,
+            residency_cache: true,
         }
     }
 }
@@ -310,6 +315,9 @@ impl Core {
         }
         let mut mem = mem;
         mem.set_ttl(opts.residency_ttl);
+        if !opts.residency_cache {
+            mem.set_cache(false);
+        }
         Core {
             engine,
             mem,

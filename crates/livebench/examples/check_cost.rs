@@ -3,6 +3,7 @@
 //! second was measured faster) and a pause before each block (the other pair's threads fall
 //! asleep), with PART's scans and pagemap reads per write on each side.
 //! `cargo run --release -p unpinned-livebench --example check_cost -- SIZE_BYTES[,SIZE..] [ROUNDS]`
+//! (`SETS="engine.max_outstanding_blocks=16"`: engine overrides).
 use unpinned_live::MemoryMode;
 use unpinned_livebench::exp::{live_profile, median, pattern, present, Pair};
 
@@ -15,7 +16,11 @@ fn main() {
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(30);
     let block = 5;
     let max = sizes.iter().copied().max().unwrap_or(4 << 20);
-    let prof = live_profile();
+    // `SETS="engine.max_outstanding_blocks=16 engine.packet_bytes=32768"`: profile overrides.
+    let mut prof = live_profile();
+    for set in std::env::var("SETS").unwrap_or_default().split_whitespace() {
+        prof = prof.with_override(set).expect("a valid profile override");
+    }
     let dst = present(max).unwrap();
     let part = Pair::new(&prof, MemoryMode::Part, Default::default()).unwrap();
     let to = Pair::new(&prof, MemoryMode::TransferOnly, Default::default()).unwrap();
