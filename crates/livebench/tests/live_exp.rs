@@ -256,6 +256,10 @@ fn live_residency_rows_and_the_cache_removes_the_target_scans() {
         ]
     );
     assert_eq!(o.table.rows.len(), 6);
+    // Every plot renders (the files need distinct suffixes).
+    for p in &o.plots {
+        unpinned_report::render_svg(&o.table, p).expect("plot renders");
+    }
     for r in 0..6 {
         assert!(num(&o.table, r, "latency_us") > 0.0);
         assert_eq!(num(&o.table, r, "writes"), 4.0);

@@ -175,7 +175,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 Some("engine"),
             )
             .log(true, false)
-            .only_any("engine", &["part-cache", "part-ttl"]),
+            .only_any("engine", &["part-cache", "part-ttl"])
+            .suffix("scans"),
         ],
         sim_events: 0,
         meta: json!({
