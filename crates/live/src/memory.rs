@@ -1547,6 +1547,38 @@ mod tests {
         Some(true)
     }
 
+    /// A range another userfaultfd owns (here: another memory checker's) is not watched: the
+    /// TTL rule, counted as a fallback, and still correct answers.
+    #[test]
+    fn a_range_owned_elsewhere_falls_back_to_the_ttl_counted() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(8);
+        // SAFETY: touching our own mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 8 * 4096) };
+        let mut first = LiveMemory::new(LOCAL_PDID).unwrap();
+        if !watched(&mut first, base, 8) {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+            return;
+        }
+        let mut second = LiveMemory::new(LOCAL_PDID).unwrap();
+        second.set_ttl(std::time::Duration::from_secs(3600));
+        second.watch_exposure(base, base + 8 * 4096);
+        for _ in 0..REGISTER_AFTER_SCANS + 1 {
+            second.forget();
+            assert_eq!(second.check(base, 4096, Access::Write), Ok(()));
+        }
+        let s = second.stats();
+        assert_eq!(
+            (s.cache_registrations, s.cache_fallbacks, s.cache_verdicts),
+            (0, 1, 0)
+        );
+        drop(first);
+        drop(second);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+    }
+
     /// `madvise(MADV_DONTNEED)` of watched memory: the dropped page is scanned again.
     #[test]
     fn dontneed_invalidates_the_cache_and_revoke_unregisters() {
