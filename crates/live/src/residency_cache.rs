@@ -40,7 +40,11 @@
 //! - Reclaim of anonymous pages to swap: no event. The cache is used only while the system has
 //!   no active swap (`/proc/swaps`, read at registration and every second by the reader
 //!   thread; a swap appearing bumps the epoch and stops the cache).
-//! - Page-cache eviction of file pages: file and shared mappings are never registered.
+//! - Page-cache eviction of file pages: file and shared mappings are never registered. Shared
+//!   memory (shmem, memfd, hugetlbfs) is not either, although userfaultfd could register it in
+//!   WP mode: any process sharing the file can `ftruncate` it or punch a hole
+//!   (`fallocate`, `MADV_REMOVE` in *its* address space), which zaps the pages from our
+//!   mapping too and sends no event to our userfaultfd.
 //! - Copy-on-write sharing after `fork`: once this process has forked
 //!   ([`crate::scan::forked`]) no verdict is trusted longer than the TTL.
 //! - Page migration (compaction, NUMA balancing), NUMA hinting faults, KSM merging and
