@@ -187,12 +187,20 @@
 //! | scans x scan time / 4 MiB write time      | <= 0.05    | 0.051 [0.026-0.056]    | 0                      |
 //! | live-hol others, PART / no-fault          | <= 1.2x    | 1.53x [0.65-6.36]      | 2.96x [0.60-4.30]      |
 //!
+//! Two more pairs of runs when the load had dropped to ~1.3 (after, before): 4 MiB 9.05 and
+//! 8.66 GB/s against 6.87 and 6.62 GB/s (the two-copy bound 5.5-12.8 GB/s in the same runs,
+//! memcpy 26-31 GB/s); pin per transfer / PART 2.14x and 2.29x against 1.63x and 1.66x;
+//! PART / Transfer-Only 0.98 / 1.11 / 1.11 / 0.97 and 1.09 / 0.99 / 0.76 / 0.95 (64 KiB,
+//! 256 KiB, 1 MiB, 4 MiB) against 1.98 / 1.44 / 1.82 / 1.25 and 1.66 / 1.18 / 1.21 / 1.14;
+//! check cost 0 against 0.093 and 0.067.
+//!
 //! The bench's PART / Transfer-Only lines rest on 15-50 writes per size and swing by tens of
 //! percent; `unpinned live live-residency --set exp.rounds=60` (300 writes per engine and size,
 //! the order of the three engines rotating) measured, three runs at load 4.5-4.8, median of
 //! the runs' ratios [range]: with the cache 0.95 [0.95-1.01] at 64 KiB, 0.95 [0.75-1.01] at
 //! 256 KiB, 0.86 [0.72-1.03] at 1 MiB, 1.02 [0.82-1.08] at 4 MiB; the same binary with the
-//! cache off (TTL rule) 1.25 / 1.15 / 1.27 / 1.29, with 0.8-0.9 / 2 / 6-8 / 23-32 scans per
+//! cache off (TTL rule) 1.25 / 1.15 / 1.27 / 1.29 (a fourth run at load ~1.4: cache 0.97 /
+//! 1.01 / 1.04 / 0.93, TTL 1.33 / 1.35 / 1.21 / 1.04), with 0.8-0.9 / 2 / 6-8 / 23-32 scans per
 //! write on each side, against 0 with the cache at every size (the 64 KiB source is watched
 //! too). The residency target is met where this machine's noise lets a ratio be read: the
 //! check now costs no system call on present, watched memory.
