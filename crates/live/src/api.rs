@@ -217,7 +217,10 @@ pub struct Config {
 ///   `livemem`, `examples/check_cost` 4 MiB and 1 MiB, 30 rounds, four interleaved runs of 8,
 ///   16 and 32 at load ~4): 4 MiB PART writes took 963 / 786 / 793 / 945 us with 8 and
 ///   773 / 689 / 651 / 940 us with 16 (faster in each of the four rounds; 32: 684-856 us, no
-///   better than 16); 1 MiB alike within noise. 16 is the default since.
+///   better than 16); 1 MiB alike within noise. A later set at load ~1.2 (three rounds,
+///   4 MiB) gave no clear order: 483-852 us with 8, 468-715 with 16, 498-716 with 32. 16 is
+///   the default since: never worse in the sets measured, and more slack for a descheduled
+///   target.
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
