@@ -201,7 +201,7 @@ pub struct Config {
 ///   IP fragmentation (set `engine.packet_bytes` lower for a lossy network).
 /// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
 ///   7: a descheduled process on a busy host is not a dead one.
-/// - `engine.max_outstanding_blocks=8`: the window must cover the bandwidth-delay product.
+/// - `engine.max_outstanding_blocks=16`: the window must cover the bandwidth-delay product.
 ///   Here an ACK comes back 5-10 us after its block's last packet (two thread hand-offs on a
 ///   shared 2-vCPU VM) while a packet leaves every ~1-3 us; 2 blocks (32 KiB) stalled the
 ///   sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then). With
@@ -213,18 +213,24 @@ pub struct Config {
 ///   and ~20 ms of silence failed the transfer (`RetryExceeded`; the failing rank then exited
 ///   and its peers saw the rest). Silent *periods* are counted now (crates/part
 ///   `requester.rs`): with 16 blocks the test passed 75 of 75 runs three at a time (load
-///   ~9), against 9 failures in 60 runs two at a time before. 8 stays the default until
-///   16 is measured again for bandwidth.
+///   ~9), against 9 failures in 60 runs two at a time before. Measured again (branch
+///   `livemem`, `examples/check_cost` 4 MiB and 1 MiB, 30 rounds, four interleaved runs of 8,
+///   16 and 32 at load ~4): 4 MiB PART writes took 963 / 786 / 793 / 945 us with 8 and
+///   773 / 689 / 651 / 940 us with 16 (faster in each of the four rounds; 32: 684-856 us, no
+///   better than 16); 1 MiB alike within noise. A later set at load ~1.2 (three rounds,
+///   4 MiB) gave no clear order: 483-852 us with 8, 468-715 with 16, 498-716 with 32. 16 is
+///   the default since: never worse in the sets measured, and more slack for a descheduled
+///   target.
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
     "engine.packet_bytes=16384",
-    "engine.max_outstanding_blocks=8",
+    "engine.max_outstanding_blocks=16",
 ];
 
 impl Config {
     /// Defaults for `rank` of `size`: the `forth-arm` engine parameters (16 KiB blocks, 2
-    /// outstanding blocks) with [`LIVE_DEFAULTS`] (16 KiB packets, 8 outstanding blocks), PIA
+    /// outstanding blocks) with [`LIVE_DEFAULTS`] (16 KiB packets, 16 outstanding blocks), PIA
     ///
     pub fn new(rank: u32, size: u32) -> Config {
         let mut p = Profile::forth_arm();

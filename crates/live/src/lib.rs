@@ -53,6 +53,7 @@ pub mod mapping;
 pub mod memory;
 pub mod msg;
 pub mod procmap;
+pub mod residency_cache;
 pub mod runtime;
 pub mod scan;
 pub mod trace;

@@ -21,6 +21,45 @@
 //! pagemap entries described next. `UNPINNED_NO_PAGEMAP_SCAN` ([`ENV_NO_SCAN`]) switches
 //! the scan off.
 //!
+//! # The translation cache: verdicts trusted until the kernel reports a change
+//!
+//! The TTL exists because a verdict cannot see the page table change after the scan. For
+//! watched memory it can: [`crate::residency_cache`] registers ranges with a userfaultfd in
+//! write-protect mode *only for its events* (no page is ever write-protected, so no fault is
+//! ever routed to it: first touches, `MADV_POPULATE_WRITE` and copy-on-write of the zero page
+//! behave as before, tested), and a reader thread bumps an epoch for every `munmap`,
+//! `madvise(MADV_DONTNEED / FREE / REMOVE)` and `mremap` of a watched range *before* that call
+//! returns to the application (the kernel blocks the caller until the event is read). A
+//! verdict taken inside a watched range carries the epoch read before its scan and is trusted,
+//! past the TTL, until the epoch changes; any event drops every verdict of this memory.
+//! `munmap` + `mmap` at the same address therefore always scans the new mapping again
+//! (`unmap_and_map_at_the_same_address_invalidates_the_cache`, and the runtime-level test in
+//! `tests/residency_cache.rs`, both fail without the invalidation).
+//!
+//! What is watched ([`LiveMemory::watch_exposure`], [`LiveMemory::watch_local`]): exposures of
+//! private anonymous memory (anonymity read at `expose`) and local buffers of posts of at least
+//! [`LOCAL_WATCH_MIN_BYTES`] that are private anonymous (checked when registered; at most
+//! [`LOCAL_WATCH_MAX`], the oldest unregistered first), each registered at its
+//! [`REGISTER_AFTER_SCANS`]-th scan (a registration costs ~10 us and takes the mmap lock for
+//! writing; a one-shot small exposure never pays it). A watched verdict scans ahead up to the
+//! end of the watched range ([`WATCHED_SCAN_AHEAD_BYTES`]): a 4 MiB write into a watched
+//! exposure from a watched source costs no scan at all once both are registered (23-32 per
+//! side per write before). Revoking an exposure unregisters it.
+//!
+//! What keeps the TTL rule: file and shared mappings (page-cache eviction sends no event),
+//! anonymous memory while the system has an active swap area (reclaim to swap sends none;
+//! `/proc/swaps` is read at registration and every second), every verdict once the process has
+//! forked (copy-on-write sharing), ranges another userfaultfd owns (`EBUSY`, e.g.
+//! crates/dsm-live's write protection), and everything when userfaultfd is unavailable
+//! (`EPERM`, old kernels): silently, counted in [`MemStats::cache_fallbacks`]. Page migration,
+//! NUMA hinting and KSM merging change a present page's entry without an event; the engine
+//! then meets at most one transient minor fault, resolved by the kernel. `UNPINNED_NO_RESIDENCY_CACHE`
+//! ([`ENV_NO_CACHE`]) or `LoopOptions::residency_cache = false` switch the cache off.
+//!
+//! Measured (`unpinned live live-residency --set exp.rounds=60`, three runs at load 4.5-4.8
+//! on the 2-vCPU VM; median of the runs' PART / Transfer-Only ratios of median latency):
+//! 64 KiB 0.95 (TTL rule 1.25), 256 KiB 0.95 (1.15), 1 MiB 0.86 (1.27), 4 MiB 1.02 (1.29).
+//!
 //! Candidates considered for the per-page answer:
 //!
 //! - `mincore(2)`: for a *file* mapping it reports page-cache residency, not whether this
@@ -38,7 +77,8 @@
 //!   fork) or a file / shared page. Chosen.
 //! - A software translation cache validated by pagemap: a cache that outlives the check cannot
 //!   see `munmap`, `madvise(DONTNEED)` or reclaim, which is exactly the stale registration-cache
-//!   bug class PART exists to avoid. We keep a window only for a bounded time: a `pread`
+//!   bug class PART exists to avoid (unless the kernel tells it: the translation cache above,
+//!   for the memory it can watch). Otherwise we keep a window only for a bounded time: a `pread`
 //!   fetches [`WINDOW_PAGES`] entries at once, and lookups within the window are free during
 //!   the engine turn that read it and the turns that *begin* within [`RESIDENCY_TTL`] of the
 //!   read (see [`LiveMemory::begin_turn`]); page-ins (the runtime calls [`LiveMemory::forget`]
@@ -178,6 +218,18 @@ pub struct MemStats {
     pub filled_pages: u64,
     /// Time spent paging in on access, ns.
     pub fill_ns: u64,
+    /// Exposed ranges registered with the translation cache's userfaultfd
+    /// ([`crate::residency_cache`]): their verdicts are trusted until an unmap / remove /
+    /// remap event instead of for the TTL.
+    pub cache_registrations: u64,
+    /// Exposed anonymous ranges that could not be registered (another userfaultfd owns them,
+    /// no permission, old kernel, active swap): they keep the TTL rule.
+    pub cache_fallbacks: u64,
+    /// Scans whose verdict was taken under the cache (trusted until an event).
+    pub cache_verdicts: u64,
+    /// Events the cache's reader thread read (unmap + remove + remap); each one invalidated
+    /// every verdict.
+    pub cache_events: u64,
 }
 
 /// How the engine reaches application memory: PART's residency check, or one of the two
@@ -225,13 +277,17 @@ pub const SCAN_AHEAD_BYTES: u64 = 256 << 10;
 /// the pagemap windows).
 const RANGES: usize = 8;
 
-/// `[start, end)` was seen good for reading (and for writing if `write`) at `at`.
+/// `[start, end)` was seen good for reading (and for writing if `write`) at `at`, while the
+/// cache's epoch was `epoch`; `long`: the range is watched, the verdict is trusted past the TTL
+/// until the epoch changes.
 #[derive(Clone, Copy)]
 struct Verdict {
     start: u64,
     end: u64,
     write: bool,
     at: Option<StdInstant>,
+    epoch: u64,
+    long: bool,
 }
 
 impl Verdict {
@@ -240,7 +296,58 @@ impl Verdict {
         end: 0,
         write: false,
         at: None,
+        epoch: 0,
+        long: false,
     };
+}
+
+/// Environment variable: set (to anything) to switch the translation cache off (every
+/// verdict keeps the TTL rule), for comparison.
+pub const ENV_NO_CACHE: &str = "UNPINNED_NO_RESIDENCY_CACHE";
+
+/// An exposure is registered with the cache's userfaultfd at its this-many-th scan, not at
+/// `expose`: a registration costs an `ioctl` that takes the mmap lock for writing and may split
+/// the mapping (measured in the tests of [`crate::residency_cache`]), which a short-lived
+/// exposure (one message's rendezvous buffer, a single small write) would pay for nothing.
+pub const REGISTER_AFTER_SCANS: u32 = 3;
+
+/// How far past an access one scan looks inside a watched range: its verdict lives until an
+/// event, so the whole range (up to this) is worth one scan (~3 ns per page).
+pub const WATCHED_SCAN_AHEAD_BYTES: u64 = 64 << 20;
+
+/// What became of an exposure for the cache.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WatchState {
+    /// Not registered yet: counting scans.
+    Pending(u32),
+    /// Registered with the userfaultfd.
+    Registered,
+    /// Registration refused: TTL rule.
+    Refused,
+}
+
+/// Local buffers of posts (a write's source, a read's destination) at least this long are
+/// candidates for the cache too. A transfer of 256 KiB or more outlives a verdict under the
+/// TTL rule (20 us at ~5 GB/s is ~100 KiB), so its source was scanned again and again (23-32
+/// scans per 4 MiB write at the sender here, against 0 at the target once watched); a
+/// 64 KiB write costs one scan (~2 us) per write, several percent of its time. Smaller
+/// buffers are left alone: a scan is a smaller share of nothing, and their registrations
+/// would split the heap's mapping into many.
+pub const LOCAL_WATCH_MIN_BYTES: u64 = 64 << 10;
+
+/// Local buffers watched at once; the oldest is unregistered when a new one comes (local
+/// buffers, unlike exposures, have no revoke that would tell when they stop being used).
+pub const LOCAL_WATCH_MAX: usize = 16;
+
+/// An exposed (or, `local`, a posted local) private anonymous range (page aligned).
+#[derive(Clone, Copy, Debug)]
+struct Watched {
+    start: u64,
+    end: u64,
+    state: WatchState,
+    /// A local buffer of a post, not an exposure: its kind of memory is checked (procmap)
+    /// when it is registered.
+    local: bool,
 }
 
 /// `len` pagemap entries from page `base` on, fetched this turn.
@@ -293,6 +400,12 @@ pub struct LiveMemory {
     stats: MemStats,
     mode: MemoryMode,
     ttl: std::time::Duration,
+    /// The translation cache's invalidation (opened at the first registration).
+    watch: Option<crate::residency_cache::Watch>,
+    /// The cache is on (not [`ENV_NO_CACHE`], and the userfaultfd could be opened).
+    cache: bool,
+    /// Exposed private anonymous ranges, candidates for the cache.
+    watched: Vec<Watched>,
 }
 
 /// How long a page stays marked bad after a failed page-in (the application may fix the
@@ -319,6 +432,9 @@ impl LiveMemory {
             mode: MemoryMode::Part,
             // One turn, as before caller-driven progress; the runtime sets its own bound.
             ttl: std::time::Duration::ZERO,
+            watch: None,
+            cache: std::env::var_os(ENV_NO_CACHE).is_none(),
+            watched: Vec::new(),
         })
     }
 
@@ -407,19 +523,211 @@ impl LiveMemory {
 
     /// Counters so far.
     pub fn stats(&self) -> MemStats {
-        self.stats
+        let mut s = self.stats;
+        if let Some(w) = &self.watch {
+            let w = w.stats();
+            s.cache_events = w.unmaps + w.removes + w.remaps;
+        }
+        s
+    }
+
+    /// Switch the translation cache on or off (on by default unless [`ENV_NO_CACHE`] is
+    /// set); off drops every watched verdict.
+    pub fn set_cache(&mut self, on: bool) {
+        self.cache = on;
+        if !on {
+            for r in &mut self.ranges {
+                if r.long {
+                    *r = Verdict::EMPTY;
+                }
+            }
+        }
+    }
+
+    /// The counters of the cache's userfaultfd reader (`None`: nothing registered yet).
+    pub fn cache_stats(&self) -> Option<crate::residency_cache::WatchStats> {
+        self.watch.as_ref().map(|w| w.stats())
+    }
+
+    /// `[start, end)` was exposed and is private anonymous memory: a candidate for the
+    /// translation cache (registered at its [`REGISTER_AFTER_SCANS`]-th scan, PART mode only).
+    pub fn watch_exposure(&mut self, start: u64, end: u64) {
+        if self.mode != MemoryMode::Part || end <= start {
+            return;
+        }
+        self.watched.push(Watched {
+            start: page_of(start),
+            end: end.next_multiple_of(PAGE_BYTES),
+            state: WatchState::Pending(0),
+            local: false,
+        });
+    }
+
+    /// The local buffer `[addr, addr+len)` of a post (the source of a write, the destination
+    /// of a read): a candidate for the translation cache if it is at least
+    /// [`LOCAL_WATCH_MIN_BYTES`] long, registered like an exposure at its
+    /// [`REGISTER_AFTER_SCANS`]-th scan if it is private anonymous memory. At most
+    /// [`LOCAL_WATCH_MAX`] are kept (the oldest is unregistered).
+    pub fn watch_local(&mut self, addr: u64, len: u64) {
+        if self.mode != MemoryMode::Part || !self.cache || len < LOCAL_WATCH_MIN_BYTES {
+            return;
+        }
+        let Some(end) = addr.checked_add(len) else {
+            return;
+        };
+        let (s, e) = (page_of(addr), end.next_multiple_of(PAGE_BYTES));
+        if self.watched.iter().any(|w| w.start <= s && e <= w.end) {
+            return;
+        }
+        if self.watched.iter().filter(|w| w.local).count() >= LOCAL_WATCH_MAX {
+            if let Some(i) = self.watched.iter().position(|w| w.local) {
+                self.drop_watched(i);
+            }
+        }
+        self.watched.push(Watched {
+            start: s,
+            end: e,
+            state: WatchState::Pending(0),
+            local: true,
+        });
+    }
+
+    /// The exposure `[start, end)` of [`LiveMemory::watch_exposure`] was revoked: unregister
+    /// what no other exposure still needs.
+    pub fn unwatch_exposure(&mut self, start: u64, end: u64) {
+        let (s, e) = (page_of(start), end.next_multiple_of(PAGE_BYTES));
+        if let Some(i) = self
+            .watched
+            .iter()
+            .position(|w| !w.local && (w.start, w.end) == (s, e))
+        {
+            self.drop_watched(i);
+        }
+    }
+
+    /// Forget watched range `i`, unregistering what no other registered range covers.
+    fn drop_watched(&mut self, i: usize) {
+        let w = self.watched.remove(i);
+        let (s, e) = (w.start, w.end);
+        if w.state != WatchState::Registered {
+            return;
+        }
+        let Some(watch) = &self.watch else { return };
+        // The pieces of [s, e) that no other registered exposure covers.
+        let mut pieces = vec![(s, e)];
+        for o in self
+            .watched
+            .iter()
+            .filter(|o| o.state == WatchState::Registered)
+        {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(a, b)| {
+                    if o.end <= a || o.start >= b {
+                        vec![(a, b)]
+                    } else {
+                        [(a, o.start.max(a)), (o.end.min(b), b)]
+                            .into_iter()
+                            .filter(|(x, y)| x < y)
+                            .collect()
+                    }
+                })
+                .collect();
+        }
+        for (a, b) in pieces {
+            watch.unregister(a, b);
+        }
+    }
+
+    /// The current epoch of the cache (0 without one).
+    #[inline]
+    fn epoch(&self) -> u64 {
+        self.watch.as_ref().map_or(0, |w| w.epoch())
+    }
+
+    /// If `[page, end)` lies in a watched range (registering its exposure if due), the end of
+    /// that range: a verdict over it may be trusted until the cache's epoch changes.
+    fn watched_end(&mut self, page: u64, end: u64) -> Option<u64> {
+        if !self.cache || self.mode != MemoryMode::Part || crate::scan::forked() {
+            return None;
+        }
+        let i = self
+            .watched
+            .iter()
+            .position(|w| w.start <= page && end <= w.end)?;
+        match self.watched[i].state {
+            WatchState::Refused => return None,
+            WatchState::Registered => {}
+            WatchState::Pending(n) if n + 1 < REGISTER_AFTER_SCANS => {
+                self.watched[i].state = WatchState::Pending(n + 1);
+                return None;
+            }
+            WatchState::Pending(_) => {
+                if self.watch.is_none() {
+                    match crate::residency_cache::Watch::open() {
+                        Ok(w) => self.watch = Some(w),
+                        Err(_) => {
+                            // No userfaultfd for this process: never try again.
+                            self.cache = false;
+                            self.stats.cache_fallbacks += 1;
+                            return None;
+                        }
+                    }
+                }
+                let w = self.watched[i];
+                // A local buffer was never checked: only private anonymous memory is watched
+                // (file pages can be evicted without an event).
+                let anon = !w.local
+                    || check_mapped_kind(w.start, w.end - w.start, true, false) == Ok(true);
+                let ok = anon
+                    && self
+                        .watch
+                        .as_ref()
+                        .is_some_and(|x| x.register(w.start, w.end).is_ok());
+                if ok {
+                    self.watched[i].state = WatchState::Registered;
+                    self.stats.cache_registrations += 1;
+                } else {
+                    self.watched[i].state = WatchState::Refused;
+                    self.stats.cache_fallbacks += 1;
+                    return None;
+                }
+            }
+        }
+        let watch = self.watch.as_ref()?;
+        if !watch.usable() {
+            return None;
+        }
+        let covering = watch.covering(page, end);
+        if covering.is_none() {
+            // Unmapped (or moved) since it was registered: the registration went with the
+            // mapping. Memory mapped there again is counted and registered afresh.
+            self.watched[i].state = WatchState::Pending(1);
+        }
+        covering
     }
 
     /// Start a new engine turn: forget every pagemap window read more than the TTL ago
     /// (all of them with a zero TTL).
     pub fn begin_turn(&mut self) {
-        if self.windows.iter().all(|w| w.at.is_none()) && self.ranges.iter().all(|r| r.at.is_none())
-        {
+        // Watched verdicts need no clock, only the epoch: a turn that holds nothing else
+        // reads no time.
+        let short = self.windows.iter().any(|w| w.at.is_some())
+            || self.ranges.iter().any(|r| r.at.is_some() && !r.long);
+        let epoch = self.epoch();
+        if !short {
+            for r in &mut self.ranges {
+                if r.at.is_some() && r.epoch != epoch {
+                    *r = Verdict::EMPTY;
+                }
+            }
             return;
         }
         let now = StdInstant::now();
         for r in &mut self.ranges {
-            if r.at.is_some_and(|at| now.duration_since(at) >= self.ttl) {
+            if r.epoch != epoch
+                || (!r.long && r.at.is_some_and(|at| now.duration_since(at) >= self.ttl))
+            {
                 *r = Verdict::EMPTY;
             }
         }
@@ -430,9 +738,19 @@ impl LiveMemory {
         }
     }
 
-    /// Forget every pagemap window now (pages were just brought in or marked bad).
+    /// Forget every pagemap window now (pages were just brought in): the per-page entries and
+    /// the range verdicts under the TTL rule. Watched verdicts stay: they only say "good", and
+    /// a page-in makes no good page bad.
     pub fn forget(&mut self) {
-        self.forget_windows();
+        for w in &mut self.windows {
+            w.len = 0;
+            w.at = None;
+        }
+        for r in &mut self.ranges {
+            if !r.long {
+                *r = Verdict::EMPTY;
+            }
+        }
     }
 
     /// `[start, end)` was just paged in for writing (`MADV_POPULATE_WRITE` succeeded): drop
@@ -448,11 +766,15 @@ impl LiveMemory {
         if end > start {
             let v = self.range_victim;
             self.range_victim = (v + 1) % RANGES;
+            // Under the TTL rule: the page-in happened before this call, and an event in
+            // between would not be told apart by an epoch read now.
             self.ranges[v] = Verdict {
                 start: page_of(start),
                 end,
                 write: true,
                 at: Some(StdInstant::now()),
+                epoch: self.epoch(),
+                long: false,
             };
         }
     }
@@ -470,8 +792,14 @@ impl LiveMemory {
     /// only from there on page by page.
     fn covered(&mut self, page: u64, end: u64, access: Access) -> u64 {
         let write = access == Access::Write;
+        let epoch = self.epoch();
         for r in &self.ranges {
-            if r.at.is_some() && (r.write || !write) && page >= r.start && end <= r.end {
+            if r.at.is_some()
+                && r.epoch == epoch
+                && (r.write || !write)
+                && page >= r.start
+                && end <= r.end
+            {
                 self.stats.range_hits += 1;
                 return end;
             }
@@ -486,7 +814,15 @@ impl LiveMemory {
         } else {
             crate::scan::Need::Read
         };
-        let ahead = page.saturating_add(SCAN_AHEAD_BYTES).max(end);
+        let watched = self.watched_end(page, end);
+        let ahead = match watched {
+            Some(w) => w
+                .min(page.saturating_add(WATCHED_SCAN_AHEAD_BYTES))
+                .max(end),
+            None => page.saturating_add(SCAN_AHEAD_BYTES).max(end),
+        };
+        // Read before the scan: an event during the scan leaves the verdict with an old epoch.
+        let epoch = self.epoch();
         self.stats.range_scans += 1;
         let Some(good) = crate::scan::good_prefix(&self.pagemap, page, ahead, need) else {
             self.scan = false;
@@ -500,7 +836,10 @@ impl LiveMemory {
                 end: good,
                 write,
                 at: Some(StdInstant::now()),
+                epoch,
+                long: watched.is_some(),
             };
+            self.stats.cache_verdicts += watched.is_some() as u64;
         }
         good.min(end)
     }
@@ -1076,6 +1415,206 @@ mod tests {
         assert_eq!(m.check(base + 4096, 8, Access::Read), missing);
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+    }
+
+    /// Brings an exposure of `pages` pages at `base` under the cache: `REGISTER_AFTER_SCANS`
+    /// scans (each after `forget`, which drops verdicts under the TTL rule). `false`: no
+    /// userfaultfd or no scan here.
+    fn watched(m: &mut LiveMemory, base: u64, pages: u64) -> bool {
+        m.set_ttl(std::time::Duration::from_secs(3600));
+        m.watch_exposure(base, base + pages * 4096);
+        for _ in 0..REGISTER_AFTER_SCANS {
+            m.forget();
+            assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
+        }
+        let s = m.stats();
+        if s.cache_registrations == 0 || s.cache_verdicts == 0 {
+            eprintln!("no PAGEMAP_SCAN or userfaultfd here: skipped");
+            return false;
+        }
+        true
+    }
+
+    /// Waits (bounded) until the cache's reader counted `n` events: it counts just after
+    /// reading one, and the unmapping thread may run first.
+    fn events_reach(m: &LiveMemory, n: u64) -> bool {
+        let t0 = std::time::Instant::now();
+        while m.stats().cache_events < n {
+            if t0.elapsed().as_secs() >= 5 {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        true
+    }
+
+    /// The stale-translation bug class PART avoids: memory unmapped and mapped again at the
+    /// same address (fresh, not present) must not be trusted from a verdict of the old
+    /// mapping, however long verdicts live. Both ways: `munmap` then `mmap` at the same
+    /// address, and `mmap(MAP_FIXED)` over the old mapping.
+    #[test]
+    fn unmap_and_map_at_the_same_address_invalidates_the_cache() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        for fixed in [false, true] {
+            // Another test's thread may take the hole between munmap and mmap: try again.
+            for attempt in 0.. {
+                match remap_once(fixed) {
+                    Some(true) => break,
+                    Some(false) if attempt < 5 => continue,
+                    Some(false) => panic!("the hole was always taken"),
+                    None => return,
+                }
+            }
+        }
+    }
+
+    /// One round of the test above; `Some(false)`: the address was taken in between,
+    /// `None`: no cache here.
+    fn remap_once(fixed: bool) -> Option<bool> {
+        let base = anon(16);
+        // SAFETY: touching our own mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 16 * 4096) };
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        if !watched(&mut m, base, 16) {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(base as *mut libc::c_void, 16 * 4096) };
+            return None;
+        }
+        // The whole exposure was scanned once; later accesses hit, across turns, past any TTL.
+        let scans = m.stats().range_scans;
+        m.set_ttl(std::time::Duration::ZERO);
+        m.begin_turn();
+        m.forget();
+        assert_eq!(m.check(base + 15 * 4096, 4096, Access::Write), Ok(()));
+        assert_eq!(m.stats().range_scans, scans);
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | if fixed {
+                libc::MAP_FIXED
+            } else {
+                libc::MAP_FIXED_NOREPLACE
+            };
+        // SAFETY: unmapping our own mapping (or replacing it), then a fresh one at the same
+        // address; MAP_FIXED only ever replaces our own mapping.
+        let again = unsafe {
+            if !fixed {
+                libc::munmap(base as *mut libc::c_void, 16 * 4096);
+            }
+            libc::mmap(
+                base as *mut libc::c_void,
+                16 * 4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                -1,
+                0,
+            )
+        };
+        if again == libc::MAP_FAILED {
+            eprintln!("mmap at {base:#x}: {}", std::io::Error::last_os_error());
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+            for l in maps.lines() {
+                let Some((a, b)) = l.split(' ').next().and_then(|r| r.split_once('-')) else {
+                    continue;
+                };
+                let (a, b) = (
+                    u64::from_str_radix(a, 16).unwrap_or(0),
+                    u64::from_str_radix(b, 16).unwrap_or(0),
+                );
+                if a < base + 16 * 4096 && b > base {
+                    eprintln!("  taken by: {l}");
+                }
+            }
+            return Some(false);
+        }
+        assert_eq!(again as u64, base);
+        // No turn began, no forget: only the event can have invalidated the verdict.
+        assert_eq!(
+            m.check(base + 4096, 8, Access::Write),
+            Err(MemError::NotPresent {
+                page_addr: base + 4096
+            })
+        );
+        assert!(events_reach(&m, 1));
+        // The new mapping is not watched (not exposed): its verdicts keep the TTL rule.
+        // SAFETY: touching our own new mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 16 * 4096) };
+        m.forget();
+        let v = m.stats().cache_verdicts;
+        assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
+        assert_eq!(m.stats().cache_verdicts, v);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 16 * 4096) };
+        Some(true)
+    }
+
+    /// A range another userfaultfd owns (here: another memory checker's) is not watched: the
+    /// TTL rule, counted as a fallback, and still correct answers.
+    #[test]
+    fn a_range_owned_elsewhere_falls_back_to_the_ttl_counted() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(8);
+        // SAFETY: touching our own mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 8 * 4096) };
+        let mut first = LiveMemory::new(LOCAL_PDID).unwrap();
+        if !watched(&mut first, base, 8) {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+            return;
+        }
+        let mut second = LiveMemory::new(LOCAL_PDID).unwrap();
+        second.set_ttl(std::time::Duration::from_secs(3600));
+        second.watch_exposure(base, base + 8 * 4096);
+        for _ in 0..REGISTER_AFTER_SCANS + 1 {
+            second.forget();
+            assert_eq!(second.check(base, 4096, Access::Write), Ok(()));
+        }
+        let s = second.stats();
+        assert_eq!(
+            (s.cache_registrations, s.cache_fallbacks, s.cache_verdicts),
+            (0, 1, 0)
+        );
+        drop(first);
+        drop(second);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+    }
+
+    /// `madvise(MADV_DONTNEED)` of watched memory: the dropped page is scanned again.
+    #[test]
+    fn dontneed_invalidates_the_cache_and_revoke_unregisters() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(8);
+        // SAFETY: touching our own mapping.
+        unsafe { std::ptr::write_bytes(base as *mut u8, 1, 8 * 4096) };
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        if !watched(&mut m, base, 8) {
+            // SAFETY: unmapping our own mapping.
+            unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+            return;
+        }
+        assert_eq!(m.check(base + 3 * 4096, 4096, Access::Write), Ok(()));
+        // SAFETY: dropping a page of our own mapping.
+        unsafe {
+            libc::madvise(
+                (base + 3 * 4096) as *mut libc::c_void,
+                4096,
+                libc::MADV_DONTNEED,
+            )
+        };
+        assert_eq!(
+            m.check(base + 3 * 4096, 8, Access::Write),
+            Err(MemError::NotPresent {
+                page_addr: base + 3 * 4096
+            })
+        );
+        assert!(events_reach(&m, 1));
+        // Revoked: unregistered, so an unmap sends no event (and does not block).
+        m.unwatch_exposure(base, base + 8 * 4096);
+        let events = m.stats().cache_events;
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        assert_eq!(m.stats().cache_events, events);
     }
 
     #[test]

@@ -180,6 +180,10 @@ pub struct LoopOptions {
     /// caller it waits for, it kept that caller off the core for its whole spin (8 B write
     /// 1.7 us or ~110 us from run to run with 100 us of spin on this 2-vCPU VM).
     pub progress_cpu: Option<usize>,
+    /// Trust residency verdicts of watched memory until the kernel reports a change
+    /// (the translation cache, [`crate::residency_cache`]; default on, off with
+    /// `UNPINNED_NO_RESIDENCY_CACHE` too); off: every verdict lives [`LoopOptions::residency_ttl`].
+    pub residency_cache: bool,
 }
 
 impl Default for LoopOptions {
@@ -200,6 +204,7 @@ impl Default for LoopOptions {
             // default; page-in on access is an opt-in policy that skips the protocol.
             fill_on_access_max_pages: 0,
             progress_cpu: None,
+            residency_cache: true,
         }
     }
 }
@@ -330,6 +335,9 @@ impl Core {
         }
         let mut mem = mem;
         mem.set_ttl(opts.residency_ttl);
+        if !opts.residency_cache {
+            mem.set_cache(false);
+        }
         Core {
             engine,
             mem,
@@ -357,6 +365,8 @@ impl Core {
     /// Post a work request; one the engine refuses completes at once with `Invalid`.
     pub fn post(&mut self, wr: WorkRequest) {
         let now = self.clock.now();
+        // A candidate for the translation cache if large (crate::residency_cache).
+        self.mem.watch_local(wr.local_addr, wr.len);
         if self.engine.post(now, wr).is_err() {
             self.shared.push(Completion {
                 wr_id: wr.wr_id,
@@ -397,12 +407,17 @@ impl Core {
         if anonymous {
             self.anon_exposures.push((base, end, key));
             self.update_fill();
+            // A candidate for the translation cache (crate::residency_cache).
+            self.mem.watch_exposure(base, end);
         }
         Some(key)
     }
 
     /// Withdraw an exposure.
     pub fn revoke(&mut self, key: RemoteKey) -> bool {
+        if let Some(&(b, e, _)) = self.anon_exposures.iter().find(|x| x.2 == key) {
+            self.mem.unwatch_exposure(b, e);
+        }
         self.anon_exposures.retain(|e| e.2 != key);
         self.update_fill();
         self.engine.revoke(key)

@@ -232,3 +232,59 @@ fn aa_notify_measures_both_active_flushes() {
         assert!(num(&o.table, r, "reply_flush_median_us") > 0.0);
     }
 }
+
+/// `live-residency`: one row per engine and size; with the translation cache the target scans
+/// nothing once its exposure is registered, without it at least once per write.
+#[test]
+fn live_residency_rows_and_the_cache_removes_the_target_scans() {
+    let o = run(
+        "live-residency",
+        &[("sizes", "65536,262144"), ("rounds", "2"), ("block", "2")],
+    );
+    assert_eq!(
+        cols(&o.table),
+        [
+            "engine",
+            "size_bytes",
+            "writes",
+            "latency_us",
+            "latency_p25_us",
+            "latency_p75_us",
+            "over_transfer_only",
+            "scans_per_write_sender",
+            "scans_per_write_target"
+        ]
+    );
+    assert_eq!(o.table.rows.len(), 6);
+    // Every plot renders (the files need distinct suffixes).
+    for p in &o.plots {
+        unpinned_report::render_svg(&o.table, p).expect("plot renders");
+    }
+    for r in 0..6 {
+        assert!(num(&o.table, r, "latency_us") > 0.0);
+        assert_eq!(num(&o.table, r, "writes"), 4.0);
+    }
+    // Rows per size: part-cache, part-ttl, transfer-only.
+    assert_eq!(text(&o.table, 2, "engine"), "transfer-only");
+    assert_eq!(num(&o.table, 2, "scans_per_write_target"), 0.0);
+    assert!(num(&o.table, 1, "scans_per_write_target") >= 1.0);
+    if o.meta["cache_registrations"]["target"].as_u64() > Some(0) {
+        for r in [0, 3] {
+            assert_eq!(num(&o.table, r, "scans_per_write_target"), 0.0);
+        }
+        // The 256 KiB source is watched too.
+        assert_eq!(num(&o.table, 3, "scans_per_write_sender"), 0.0);
+    } else {
+        eprintln!("no userfaultfd here: the cache was not used");
+    }
+    // Bad parameters are refused, not a panic.
+    let params: BTreeMap<String, String> = [("sizes".to_string(), "0".to_string())].into();
+    let progress = |_: u64, _: u64| {};
+    let ctx = RunContext {
+        profile: exp::live_profile(),
+        seed: 1,
+        params,
+        progress: &progress,
+    };
+    assert!((exp::find("live-residency").unwrap().run)(&ctx).is_err());
+}

@@ -274,6 +274,14 @@ pub struct ShmTransport {
     rank: u32,
     /// Next source to poll (round-robin fairness).
     next_src: u32,
+    /// Per destination: the consumer's `tail` as last loaded (acquired). Slots below it are
+    /// free, so `tail` is loaded again only when the ring looks full: the line of `tail` is
+    /// written by the consumer at every packet, and loading it at every send cost a transfer
+    /// of that line between the cores per packet.
+    tails: Vec<u64>,
+    /// Per source: the producer's `head` as last loaded (acquired); loaded again only when
+    /// the ring looks empty (the same saving on the consumer's side).
+    heads: Vec<u64>,
 }
 
 impl ShmTransport {
@@ -310,22 +318,56 @@ impl ShmTransport {
             });
         }
         let map = Arc::new(Mapping::map(path, geo.total_bytes())?);
+        // Start from the indices as they are (a segment is normally fresh: all zero).
+        let n = geo.ranks;
+        let tails = (0..n)
+            .map(|d| {
+                map.u64_at(geo.ring_offset(rank, d) + LINE)
+                    .load(Ordering::Acquire)
+            })
+            .collect();
+        let heads = (0..n)
+            .map(|s| map.u64_at(geo.ring_offset(s, rank)).load(Ordering::Acquire))
+            .collect();
         Ok(ShmTransport {
             map,
             geo,
             rank,
             next_src: 0,
+            tails,
+            heads,
         })
     }
 
-    /// After publishing towards `dst`: bump its doorbell, and wake it if it sleeps.
+    /// After publishing towards `dst`: if it announced that it sleeps, bump its doorbell and
+    /// wake it.
+    ///
+    /// The bump is needed only then: a consumer that has not announced yet re-checks its rings
+    /// after announcing (the `SeqCst` fences order our publish-then-read against its
+    /// announce-then-check: one of the two sees the other), and one that announced compares
+    /// the doorbell with the value it read before announcing, so a bump after our read of
+    /// `sleeping` still stops its wait. Bumping at every packet was an atomic read-modify-write
+    /// on a line the consumer also uses, once per packet.
     fn ring_doorbell(&self, dst: NodeId) {
-        let bell = self.map.doorbell(dst);
-        bell.fetch_add(1, Ordering::Release);
         fence(Ordering::SeqCst);
         if self.map.sleeping(dst).load(Ordering::Relaxed) != 0 {
+            let bell = self.map.doorbell(dst);
+            bell.fetch_add(1, Ordering::Release);
             futex_wake(bell);
         }
+    }
+
+    /// Whether the ring towards `dst` has a free slot for `head`, loading the consumer's
+    /// `tail` only when the cached one says full.
+    #[inline]
+    fn has_room(&mut self, off: usize, dst: NodeId, head: u64) -> bool {
+        let slots = self.geo.slots as u64;
+        let d = dst as usize;
+        if head.wrapping_sub(self.tails[d]) < slots {
+            return true;
+        }
+        self.tails[d] = self.map.u64_at(off + LINE).load(Ordering::Acquire);
+        head.wrapping_sub(self.tails[d]) < slots
     }
 
     /// The segment's geometry.
@@ -378,17 +420,17 @@ impl Transport for ShmTransport {
             return InPlace::Unavailable;
         }
         let off = self.geo.ring_offset(self.rank, hint);
-        let head_w = self.map.u64_at(off);
-        let head = head_w.load(Ordering::Relaxed);
-        let tail = self.map.u64_at(off + LINE).load(Ordering::Acquire);
-        if head.wrapping_sub(tail) >= self.geo.slots as u64 {
+        let head = self.map.u64_at(off).load(Ordering::Relaxed);
+        if !self.has_room(off, hint, head) {
             return InPlace::Unavailable;
         }
+        let head_w = self.map.u64_at(off);
         let max = self.geo.max_packet();
         let slot =
             off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
-        // SAFETY: as in `send`: the slot is in bounds and owned by us (the consumer released it,
-        // tail acquired above) until our release store of head, which happens only below. Only
+        // SAFETY: as in `send`: the slot is in bounds and owned by us (the consumer released it:
+        // a tail acquired now or earlier is past it) until our release store of head, which
+        // happens only below. Only
         // this thread (it holds `&mut self`) writes the producer side of the ring.
         let buf = unsafe { std::slice::from_raw_parts_mut(self.map.base.add(slot + 4), max) };
         let Some((dst, len)) = fill(buf) else {
@@ -417,16 +459,20 @@ impl Transport for ShmTransport {
                 continue;
             }
             let off = self.geo.ring_offset(src, self.rank);
-            let head = self.map.u64_at(off).load(Ordering::Acquire);
             let tail_w = self.map.u64_at(off + LINE);
             let tail = tail_w.load(Ordering::Relaxed);
-            if head == tail {
-                continue;
+            if self.heads[src as usize] == tail {
+                // Looks empty: load the producer's head (it is written at every packet, so it
+                // is loaded only when the cached one is used up).
+                self.heads[src as usize] = self.map.u64_at(off).load(Ordering::Acquire);
+                if self.heads[src as usize] == tail {
+                    continue;
+                }
             }
             let slot = off
                 + RING_HDR
                 + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
-            // SAFETY: head (acquired) > tail: the producer published this slot and, keeping to
+            // SAFETY: head (acquired now or earlier) > tail: the producer published this slot and, keeping to
             // the ring protocol, does not write it before our release store of tail below, so
             // the bytes are stable while `f` reads them in place. A length past the slot (only
             // a corrupt segment has one) is dropped without reading. A producer that broke the
@@ -456,18 +502,17 @@ impl Transport for ShmTransport {
             return Err(SendError::Unreachable);
         }
         let off = self.geo.ring_offset(self.rank, dst);
-        let head_w = self.map.u64_at(off);
-        let tail_w = self.map.u64_at(off + LINE);
         // We are the only writer of head: a relaxed load sees our own last store.
-        let head = head_w.load(Ordering::Relaxed);
-        let tail = tail_w.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) >= self.geo.slots as u64 {
+        let head = self.map.u64_at(off).load(Ordering::Relaxed);
+        if !self.has_room(off, dst, head) {
             return Err(SendError::Full);
         }
+        let head_w = self.map.u64_at(off);
         let slot =
             off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
         // SAFETY: the slot is in bounds (slot index < slots, the mapping covers all rings) and
-        // owned by the producer: the consumer released it (tail, acquired above) and will not
+        // owned by the producer: the consumer released it (a tail acquired now or earlier is
+        // past it) and will not
         // read it before our release store of head below. The length prefix is 4-aligned.
         unsafe {
             let p = self.map.base.add(slot);

@@ -26,6 +26,7 @@ mod fault_small;
 pub mod hol;
 mod latency;
 pub mod peers;
+pub mod residency;
 pub mod stale;
 mod timeout;
 mod vs_sim;
@@ -55,6 +56,7 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &timeout::SPEC,
         &hol::SPEC,
         &stale::SPEC,
+        &residency::SPEC,
         &peers::SPEC,
         &vs_sim::SPEC,
         &aa_notify::SPEC,
