@@ -742,10 +742,11 @@ impl Sim {
             }
             return;
         };
-        // The receiver's input port serializes packets too.
+        // The receiver's input port serializes packets too. So a node's arrivals are queued
+        // in their time order: its own lane of the queue.
         let at = arrival.max(*rx_free_at + ser);
         *rx_free_at = at;
-        self.schedule(at, Ev::Arrive { buf });
+        self.queue.push_lane(dst, at, Ev::Arrive { buf });
     }
 
     fn on_arrive(&mut self, b: u32) {
@@ -856,7 +857,7 @@ impl Sim {
         if let Some(t) = node.engine.poll_timeout() {
             if node.engine_timer.is_none_or(|cur| t < cur) {
                 node.engine_timer = Some(t);
-                self.queue.push(t, Ev::EngineTimer { node: n });
+                self.queue.push_far(t, Ev::EngineTimer { node: n });
             }
         }
         if !node.tx_pending && node.engine.wants_transmit() {
@@ -936,7 +937,7 @@ impl Sim {
             if let Some(t) = node.handler.poll_timeout() {
                 if node.handler_timer.is_none_or(|cur| t < cur) {
                     node.handler_timer = Some(t);
-                    self.schedule(t, Ev::HandlerTimer { node: n });
+                    self.queue.push_far(t, Ev::HandlerTimer { node: n });
                 }
             }
         }
@@ -944,7 +945,7 @@ impl Sim {
         if let Some(t) = node.engine.poll_timeout() {
             if node.engine_timer.is_none_or(|cur| t < cur) {
                 node.engine_timer = Some(t);
-                self.schedule(t, Ev::EngineTimer { node: n });
+                self.queue.push_far(t, Ev::EngineTimer { node: n });
             }
         }
         let node = &mut self.nodes[n as usize];
