@@ -191,6 +191,13 @@ impl<T: Packed> EventQueue<T> {
     /// Remove the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Instant, T)> {
+        self.pop_not_after(Instant(u64::MAX))
+    }
+
+    /// Remove the earliest event if it is not later than `limit` (a run loop's peek and pop
+    /// in one).
+    #[inline]
+    pub fn pop_not_after(&mut self, limit: Instant) -> Option<(Instant, T)> {
         let near = match (self.near.top(), self.far.top()) {
             (Some(n), Some(f)) if f.key() < n.key() => None,
             (Some(n), _) => Some(n),
@@ -199,9 +206,15 @@ impl<T: Packed> EventQueue<T> {
         };
         let Some(top) = near else {
             let f = self.far.top().expect("checked");
+            if f.at > limit.0 {
+                return None;
+            }
             self.far.remove_top();
             return Some((Instant(f.at), T::unpack(f.lo & PAYLOAD_MASK)));
         };
+        if top.at > limit.0 {
+            return None;
+        }
         if top.lo & LANE_FLAG == 0 {
             self.near.remove_top();
             return Some((Instant(top.at), T::unpack(top.lo & PAYLOAD_MASK)));
@@ -330,8 +343,20 @@ mod tests {
                         h.peek().map(|Reverse((at, _, _))| Instant(*at)),
                         "seed {seed} step {step}"
                     );
+                    // Every other pop through `pop_not_after`, with a limit just before or
+                    // at the earliest time (nothing popped, or the earliest).
+                    if step % 2 == 0 {
+                        if let Some(Reverse((at, _, _))) = h.peek() {
+                            if *at > 0 {
+                                assert_eq!(q.pop_not_after(Instant(at - 1)), None);
+                            }
+                        }
+                    }
                     let want = h.pop().map(|Reverse((at, _, s))| (Instant(at), s));
-                    let got = q.pop();
+                    let got = match (step % 2, want) {
+                        (0, Some((at, _))) => q.pop_not_after(at),
+                        _ => q.pop(),
+                    };
                     assert_eq!(got, want, "seed {seed} step {step}");
                     now = got.map_or(now, |(at, _)| at.0);
                 }
