@@ -17,8 +17,8 @@
 //!   be last in its lane goes into the heap like any other.
 //! - **Far events.** Events that are usually far ahead (timeouts) can be pushed into a second
 //!   heap ([`EventQueue::push_far`]); a pop takes the smaller of the two heaps' first entries.
-//!   The main heap then holds the near events only (at the standard load of `bench sim`
-//!   ~16 instead of ~40: a level less per pop).
+//!   The main heap then holds the near events only (at the standard load of `bench sim` a
+//!   pop sifts through 1.9 levels on average instead of 2.9).
 //!
 //! Every entry keeps its time and sequence number wherever it waits, and a pop returns the
 //! smallest of all, so the pop order is exactly that of one heap of everything.
