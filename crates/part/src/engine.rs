@@ -138,6 +138,7 @@ pub struct PartEngine {
     /// Keyed by [`rx_key`](crate::responder::rx_key).
     pub(crate) rx: RxTable,
     pub(crate) rx_gc_at: Option<Instant>,
+    /// Bitmap words beyond the inline 64 bits of dropped receive states, for reuse.
     pub(crate) bitmap_pool: Vec<Vec<u64>>,
     /// Reads we initiated, by id.
     pub(crate) reads: FxHashMap<u32, PendingRead>,

@@ -27,6 +27,7 @@
 //! - [`completer`]: reads this node initiated: reassembly bookkeeping and completions.
 //! - [`exposure`]: the ranges this node exposes, with keys and permissions.
 //! - [`timers`]: deadlines with lazy invalidation.
+//! - [`bitmap`]: which packets of a block arrived (the first 64 bits inline).
 //! - [`atomics`]: remote atomics (CAS, fetch-and-add, swap): execute-once at the target,
 //!   resend on timeout or ERR at the initiator.
 
@@ -34,6 +35,7 @@
 #![forbid(unsafe_code)]
 
 pub mod atomics;
+pub mod bitmap;
 pub mod completer;
 pub mod config;
 pub mod engine;

@@ -13,6 +13,7 @@ use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
 use unpinned_core::time::Instant;
 use unpinned_wire::{NackReason, PartRepr};
 
+use crate::bitmap::PacketBitmap;
 use crate::engine::{Ctrl, Event, PartEngine};
 use crate::timers::TimerKind;
 
@@ -22,7 +23,7 @@ pub struct RxBlock {
     /// Attempt being received; packets of older attempts are dropped.
     pub seq: u16,
     /// Packets of this attempt received (bit per packet index).
-    pub bitmap: Vec<u64>,
+    pub bitmap: PacketBitmap,
     /// Packets received.
     pub received: u32,
     /// Packets in the block.
@@ -149,8 +150,7 @@ impl PartEngine {
             return;
         };
         let index = crate::config::div_size(offset - block_start, pb) as usize;
-        let (word, bit) = (index / 64, 1u64 << (index % 64));
-        if entry.done || entry.bitmap[word] & bit != 0 {
+        if entry.done || entry.bitmap.contains(index) {
             self.stats.stale_dropped += 1;
             return;
         }
@@ -174,7 +174,7 @@ impl PartEngine {
         };
         match written {
             Ok(()) => {
-                entry.bitmap[word] |= bit;
+                entry.bitmap.insert(index);
                 entry.received += 1;
                 if entry.received == entry.expected && !entry.failed {
                     entry.done = true;
@@ -322,8 +322,7 @@ impl PartEngine {
         }
         if seq != entry.seq || entry.expected != expected {
             entry.seq = seq;
-            entry.bitmap.iter_mut().for_each(|w| *w = 0);
-            entry.bitmap.resize(expected.div_ceil(64) as usize, 0);
+            entry.bitmap.reset(expected);
             entry.received = 0;
             entry.expected = expected;
             entry.failed = false;
@@ -435,7 +434,10 @@ impl PartEngine {
         self.rx.retain(|_, b| {
             let keep = now.saturating_since(b.last) < idle;
             if !keep {
-                pool.push(std::mem::take(&mut b.bitmap));
+                let rest = b.bitmap.take_rest();
+                if rest.capacity() > 0 {
+                    pool.push(rest);
+                }
             }
             keep
         });
@@ -445,12 +447,11 @@ impl PartEngine {
     }
 }
 
-fn new_bitmap(pool: &mut Vec<Vec<u64>>, packets: u32) -> Vec<u64> {
-    let words = packets.div_ceil(64) as usize;
-    let mut v = pool.pop().unwrap_or_default();
-    v.clear();
-    v.resize(words, 0);
-    v
+fn new_bitmap(pool: &mut Vec<Vec<u64>>, packets: u32) -> PacketBitmap {
+    if packets <= 64 {
+        return PacketBitmap::new(packets);
+    }
+    PacketBitmap::with_rest(packets, pool.pop().unwrap_or_default())
 }
 
 #[cfg(test)]

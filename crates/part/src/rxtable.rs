@@ -148,7 +148,7 @@ mod tests {
     fn block(seq: u16) -> RxBlock {
         RxBlock {
             seq,
-            bitmap: vec![0],
+            bitmap: crate::bitmap::PacketBitmap::new(1),
             received: 0,
             expected: 1,
             failed: false,

@@ -25,6 +25,7 @@ pub mod bench;
 pub mod conformance;
 pub mod dsm;
 pub mod faults;
+mod heap;
 pub mod invariants;
 pub mod linkbuf;
 pub mod memory;

@@ -40,13 +40,7 @@ impl Topology {
         match *self {
             Topology::Uniform { hops } => hops,
             Topology::Torus3d { x, y, z } => {
-                let coord = |n: u32| (n % x, (n / x) % y, n / (x * y) % z);
-                let (a, b) = (coord(a), coord(b));
-                let d = |p: u32, q: u32, size: u32| {
-                    let d = p.abs_diff(q);
-                    d.min(size - d)
-                };
-                (d(a.0, b.0, x) + d(a.1, b.1, y) + d(a.2, b.2, z)).max(1)
+                torus_distance(torus_coord(a, x, y, z), torus_coord(b, x, y, z), [x, y, z])
             }
             Topology::FatTree { down } => {
                 let down = down.max(2);
@@ -62,9 +56,84 @@ impl Topology {
     }
 }
 
+/// A node's (x, y, z) place in a 3-D torus of sizes `x * y * z`.
+fn torus_coord(n: u32, x: u32, y: u32, z: u32) -> [u32; 3] {
+    [n % x, (n / x) % y, n / (x * y) % z]
+}
+
+/// Hops between two places of a 3-D torus of sizes `dims`: the wrap-around Manhattan
+/// distance, at least 1.
+#[inline]
+fn torus_distance(a: [u32; 3], b: [u32; 3], dims: [u32; 3]) -> u32 {
+    let d = |i: usize| {
+        let d = a[i].abs_diff(b[i]);
+        d.min(dims[i] - d)
+    };
+    (d(0) + d(1) + d(2)).max(1)
+}
+
+/// [`Topology::hops`] for a run's nodes, with the torus places computed once: the simulator
+/// asks for every packet, and a torus place costs three divisions per node (six per packet).
+#[derive(Clone, Debug)]
+pub struct Hops {
+    topology: Topology,
+    /// Torus places by node (empty for other topologies, or sizes beyond `u16`).
+    places: Vec<[u16; 3]>,
+}
+
+impl Hops {
+    /// The hop counts between `nodes` nodes connected by `topology`.
+    pub fn new(topology: Topology, nodes: u32) -> Hops {
+        let places = match topology {
+            Topology::Torus3d { x, y, z } if x.max(y).max(z) <= u16::MAX as u32 => (0..nodes)
+                .map(|n| torus_coord(n, x, y, z).map(|c| c as u16))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Hops { topology, places }
+    }
+
+    /// Hops from `a` to `b`, as [`Topology::hops`].
+    #[inline]
+    pub fn get(&self, a: NodeId, b: NodeId) -> u32 {
+        match self.topology {
+            Topology::Uniform { hops } => hops,
+            Topology::Torus3d { x, y, z } => {
+                match (self.places.get(a as usize), self.places.get(b as usize)) {
+                    (Some(pa), Some(pb)) => {
+                        torus_distance(pa.map(u32::from), pb.map(u32::from), [x, y, z])
+                    }
+                    _ => self.topology.hops(a, b),
+                }
+            }
+            Topology::FatTree { .. } => self.topology.hops(a, b),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn precomputed_hops_are_the_topologys() {
+        for t in [
+            Topology::Uniform { hops: 3 },
+            Topology::Torus3d { x: 4, y: 3, z: 5 },
+            Topology::Torus3d { x: 2, y: 2, z: 1 },
+            Topology::FatTree { down: 4 },
+        ] {
+            let nodes = 60;
+            let h = Hops::new(t, nodes);
+            // Beyond the nodes given (a packet to a node that does not exist): still the same.
+            for a in 0..nodes + 2 {
+                for b in 0..nodes + 2 {
+                    assert_eq!(h.get(a, b), t.hops(a, b), "{t:?} {a} -> {b}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn torus_distance_wraps() {
         let t = Topology::Torus3d { x: 4, y: 4, z: 4 };

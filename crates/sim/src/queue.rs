@@ -1,13 +1,27 @@
 //! The event queue: events in (time, insertion sequence) order, the total order that makes
 //! runs deterministic.
 //!
-//! A 4-ary min-heap of 16-byte entries whose sibling groups each fill one 64-byte cache line.
 //! An entry is the event time and one word holding the insertion sequence number above the
 //! event's packed payload ([`Packed`], at most [`PAYLOAD_BITS`] bits); compared as one `u128`,
-//! that is exactly (time, sequence) order, since sequence numbers are unique. At 4096 simulated
-//! nodes the queue holds ~40 000 entries and most of it is out of the L1/L2 caches: a pop walks
-//! from the root to a leaf reading every level's four children, and with 24-byte entries (the
-//! previous layout) they straddled two lines, with 16-byte ones in aligned groups they are one.
+//! that is exactly (time, sequence) order, since sequence numbers are unique. Entries live in
+//! 4-ary heaps of 16-byte entries ([`crate::heap`]).
+//!
+//! A pop costs a walk from the root to a leaf, a level per four-fold of the heap's size, so
+//! the queue keeps its main heap small without changing the order:
+//!
+//! - **Lanes.** Events that are queued in their own (time, sequence) order per some key (a
+//!   node's packet arrivals: its input port serializes them, so each is later than the one
+//!   before) can be pushed into a lane ([`EventQueue::push_lane`]): a FIFO of which only the
+//!   first entry stands in the heap, as a reference to the lane. Popping it puts the lane's
+//!   next entry in its place (one sift instead of a pop and a push). An entry that would not
+//!   be last in its lane goes into the heap like any other.
+//! - **Far events.** Events that are usually far ahead (timeouts) can be pushed into a second
+//!   heap ([`EventQueue::push_far`]); a pop takes the smaller of the two heaps' first entries.
+//!   The main heap then holds the near events only (at the standard load of `bench sim` a
+//!   pop sifts through 1.9 levels on average instead of 2.9).
+//!
+//! Every entry keeps its time and sequence number wherever it waits, and a pop returns the
+//! smallest of all, so the pop order is exactly that of one heap of everything.
 //!
 //! The sequence field has [`SEQ_BITS`] bits. When it runs out, the queued entries are
 //! renumbered 0, 1, 2, ... in their (time, sequence) order and numbering continues after
@@ -17,15 +31,29 @@
 //! Measured alternatives that did not pay off (see the perf notes in docs/ARCHITECTURE.md): a
 //! radix heap (entries are redistributed more often than a heap sifts them at these queue
 //! lengths), a front slot for an event earlier than the whole heap (it almost never is: every
-//! event is scheduled at least one NI or link delay ahead), and a calendar queue of 32 ns
-//! buckets in front of the heap (as many instructions per event).
+//! event is scheduled at least one NI or link delay ahead), a calendar queue of 32 ns
+//! buckets in front of the heap (as many instructions per event), a branch-free choice of the
+//! smallest child (slower), and leaving the popped root vacant for the next push to fill
+//! (no fewer instructions: the pushed event rarely belongs near the root).
+
+use std::collections::VecDeque;
 
 use unpinned_core::time::Instant;
 
+use crate::heap::{Entry, Heap};
+
 /// Bits of an entry's second word that hold the payload.
 pub const PAYLOAD_BITS: u32 = 35;
-/// Bits of an entry's second word that hold the sequence number.
-pub const SEQ_BITS: u32 = 64 - PAYLOAD_BITS;
+/// Bits of an entry's second word that hold the sequence number (above the payload and the
+/// lane flag).
+pub const SEQ_BITS: u32 = 64 - PAYLOAD_BITS - 1;
+/// The payload bits of an entry's second word.
+const PAYLOAD_MASK: u64 = (1 << PAYLOAD_BITS) - 1;
+/// Set in a heap entry that stands for the first entry of a lane: its payload bits are the
+/// lane's number, the payload is in the lane.
+const LANE_FLAG: u64 = 1 << PAYLOAD_BITS;
+/// The sequence bits of an entry's second word.
+const SEQ_SHIFT: u32 = PAYLOAD_BITS + 1;
 
 /// An event payload that packs into [`PAYLOAD_BITS`] bits.
 pub trait Packed: Copy {
@@ -35,34 +63,19 @@ pub trait Packed: Copy {
     fn unpack(bits: u64) -> Self;
 }
 
-/// One queued event: time, then (sequence << PAYLOAD_BITS | payload).
-#[derive(Clone, Copy, Default, PartialEq, Eq)]
-struct Entry {
-    at: u64,
-    lo: u64,
-}
-
-impl Entry {
-    /// (time, sequence) as one integer: one wide compare.
-    #[inline(always)]
-    fn key(self) -> u128 {
-        ((self.at as u128) << 64) | self.lo as u128
-    }
-}
-
-/// Four entries: the children of one heap node, in one cache line.
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(64))]
-struct Line([Entry; 4]);
-
-/// The first entry's position: the root sits in the last lane of line 0, so that the four
-/// children of the entry at position `p` are positions `4p - 8 .. 4p - 4`, all of line `p - 2`.
-const ROOT: usize = 3;
-
 /// Events ordered by (time, insertion order).
 pub struct EventQueue<T> {
-    lines: Vec<Line>,
-    len: usize,
+    /// Near events and the lanes' stand-ins.
+    near: Heap,
+    /// Far events.
+    far: Heap,
+    /// Lanes: entries in (time, sequence) order; the first of a non-empty lane stands in
+    /// `near`.
+    lanes: Vec<VecDeque<Entry>>,
+    /// Entries in the lanes.
+    in_lanes: usize,
+    /// Lanes with entries (each has a stand-in in `near`).
+    active_lanes: usize,
     next_seq: u64,
     /// Renumber when `next_seq` reaches this (`1 << SEQ_BITS`; lower in tests).
     seq_limit: u64,
@@ -79,8 +92,11 @@ impl<T: Packed> EventQueue<T> {
     /// An empty queue.
     pub fn new() -> EventQueue<T> {
         EventQueue {
-            lines: Vec::new(),
-            len: 0,
+            near: Heap::default(),
+            far: Heap::default(),
+            lanes: Vec::new(),
+            in_lanes: 0,
+            active_lanes: 0,
             next_seq: 0,
             seq_limit: 1 << SEQ_BITS,
             _payload: std::marker::PhantomData,
@@ -88,28 +104,20 @@ impl<T: Packed> EventQueue<T> {
     }
 
     /// Events queued.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        // A non-empty lane has one stand-in in the heap and all of its entries in the lane.
+        self.near.len() + self.far.len() - self.active_lanes + self.in_lanes
     }
 
     /// True when nothing is queued.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.near.len() + self.far.len() == 0
     }
 
+    /// The entry of `ev` at `at`, with the next sequence number.
     #[inline(always)]
-    fn get(&self, p: usize) -> Entry {
-        self.lines[p >> 2].0[p & 3]
-    }
-
-    #[inline(always)]
-    fn set(&mut self, p: usize, e: Entry) {
-        self.lines[p >> 2].0[p & 3] = e;
-    }
-
-    /// Queue `ev` at time `at`, after every event queued before it at the same time.
-    #[inline]
-    pub fn push(&mut self, at: Instant, ev: T) {
+    fn entry(&mut self, at: Instant, ev: T) -> Entry {
         if self.next_seq == self.seq_limit {
             self.renumber();
         }
@@ -120,112 +128,152 @@ impl<T: Packed> EventQueue<T> {
         );
         let e = Entry {
             at: at.0,
-            lo: (self.next_seq << PAYLOAD_BITS) | payload,
+            lo: (self.next_seq << SEQ_SHIFT) | payload,
         };
         self.next_seq += 1;
-        let mut p = ROOT + self.len;
-        if p >> 2 == self.lines.len() {
-            self.lines.push(Line::default());
+        e
+    }
+
+    /// Queue `ev` at time `at`, after every event queued before it at the same time.
+    #[inline]
+    pub fn push(&mut self, at: Instant, ev: T) {
+        let e = self.entry(at, ev);
+        self.near.push(e);
+    }
+
+    /// [`EventQueue::push`] for an event that is usually far ahead of the others (a timeout):
+    /// the same order, kept out of the heap of near events.
+    #[inline]
+    pub fn push_far(&mut self, at: Instant, ev: T) {
+        let e = self.entry(at, ev);
+        self.far.push(e);
+    }
+
+    /// [`EventQueue::push`] into lane `lane`: the same order, cheaper when the events of a
+    /// lane are pushed in their time order (each at or after the lane's last one). One that is
+    /// not goes into the heap like any other event.
+    #[inline]
+    pub fn push_lane(&mut self, lane: u32, at: Instant, ev: T) {
+        let e = self.entry(at, ev);
+        let l = lane as usize;
+        if l >= self.lanes.len() {
+            self.lanes.resize_with(l + 1, VecDeque::new);
         }
-        self.len += 1;
-        // Sift up: the parent of position p is p / 4 + 2.
-        while p > ROOT {
-            let parent = (p >> 2) + 2;
-            let pe = self.get(parent);
-            if e.key() >= pe.key() {
-                break;
+        let fifo = &mut self.lanes[l];
+        match fifo.back() {
+            Some(last) if e.key() < last.key() => self.near.push(e),
+            Some(_) => {
+                fifo.push_back(e);
+                self.in_lanes += 1;
             }
-            self.set(p, pe);
-            p = parent;
+            None => {
+                fifo.push_back(e);
+                self.in_lanes += 1;
+                self.active_lanes += 1;
+                self.near.push(Entry {
+                    at: e.at,
+                    lo: (e.lo & !PAYLOAD_MASK) | LANE_FLAG | lane as u64,
+                });
+            }
         }
-        self.set(p, e);
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_at(&self) -> Option<Instant> {
-        (self.len > 0).then(|| Instant(self.get(ROOT).at))
+        match (self.near.top(), self.far.top()) {
+            (Some(n), Some(f)) => Some(Instant(n.at.min(f.at))),
+            (Some(e), None) | (None, Some(e)) => Some(Instant(e.at)),
+            (None, None) => None,
+        }
     }
 
     /// Remove the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Instant, T)> {
-        if self.len == 0 {
-            return None;
-        }
-        let top = self.get(ROOT);
-        self.len -= 1;
-        let end = ROOT + self.len;
-        if self.len > 0 {
-            let last = self.get(end);
-            // Floyd: move the hole down to a leaf along the smaller children, then sift the
-            // last entry up from there (it usually belongs near the bottom).
-            let mut hole = ROOT;
-            loop {
-                let first = 4 * hole - 8;
-                if first >= end {
-                    break;
-                }
-                let line = &self.lines[hole - 2].0;
-                let m = if first + 4 <= end {
-                    // All four children: a compare tree over one cache line.
-                    let a = if line[1].key() < line[0].key() { 1 } else { 0 };
-                    let b = if line[3].key() < line[2].key() { 3 } else { 2 };
-                    if line[b].key() < line[a].key() {
-                        b
-                    } else {
-                        a
-                    }
-                } else {
-                    let mut m = 0;
-                    for c in 1..end - first {
-                        if line[c].key() < line[m].key() {
-                            m = c;
-                        }
-                    }
-                    m
-                };
-                let child = line[m];
-                self.set(hole, child);
-                hole = first + m;
-            }
-            while hole > ROOT {
-                let parent = (hole >> 2) + 2;
-                let pe = self.get(parent);
-                if last.key() >= pe.key() {
-                    break;
-                }
-                self.set(hole, pe);
-                hole = parent;
-            }
-            self.set(hole, last);
-        }
-        Some((
-            Instant(top.at),
-            T::unpack(top.lo & ((1 << PAYLOAD_BITS) - 1)),
-        ))
+        self.pop_not_after(Instant(u64::MAX))
     }
 
-    /// The sequence numbers ran out: renumber the queued entries in their order (a sorted
-    /// array is a valid heap) and continue after them.
+    /// Remove the earliest event if it is not later than `limit` (a run loop's peek and pop
+    /// in one).
+    #[inline]
+    pub fn pop_not_after(&mut self, limit: Instant) -> Option<(Instant, T)> {
+        let near = match (self.near.top(), self.far.top()) {
+            (Some(n), Some(f)) if f.key() < n.key() => None,
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => return None,
+        };
+        let Some(top) = near else {
+            let f = self.far.top().expect("checked");
+            if f.at > limit.0 {
+                return None;
+            }
+            self.far.remove_top();
+            return Some((Instant(f.at), T::unpack(f.lo & PAYLOAD_MASK)));
+        };
+        if top.at > limit.0 {
+            return None;
+        }
+        if top.lo & LANE_FLAG == 0 {
+            self.near.remove_top();
+            return Some((Instant(top.at), T::unpack(top.lo & PAYLOAD_MASK)));
+        }
+        // The first entry of a lane: its next one (if any) takes its place in the heap.
+        let lane = top.lo & PAYLOAD_MASK;
+        let fifo = &mut self.lanes[lane as usize];
+        let first = fifo.pop_front().expect("a lane in the heap has entries");
+        self.in_lanes -= 1;
+        match fifo.front() {
+            Some(next) => {
+                let head = Entry {
+                    at: next.at,
+                    lo: (next.lo & !PAYLOAD_MASK) | LANE_FLAG | lane,
+                };
+                self.near.replace_top(head);
+            }
+            None => {
+                self.active_lanes -= 1;
+                self.near.remove_top();
+            }
+        }
+        Some((Instant(first.at), T::unpack(first.lo & PAYLOAD_MASK)))
+    }
+
+    /// The sequence numbers ran out: renumber the queued entries (heaps and lanes) in their
+    /// order and continue after them. Nothing changes place: each heap stays a heap, every
+    /// lane stays in order, and a lane's stand-in takes its first entry's new number.
     #[cold]
     fn renumber(&mut self) {
-        let mut all: Vec<Entry> = (ROOT..ROOT + self.len).map(|p| self.get(p)).collect();
-        all.sort_unstable_by_key(|e| e.key());
-        let n = all.len() as u64;
+        // Every entry's key and its new number, in order.
+        let mut keys: Vec<u128> = Vec::with_capacity(self.len());
+        keys.extend(
+            self.near
+                .entries()
+                .filter(|e| e.lo & LANE_FLAG == 0)
+                .map(|e| e.key()),
+        );
+        keys.extend(self.far.entries().map(|e| e.key()));
+        keys.extend(self.lanes.iter().flatten().map(|e| e.key()));
+        keys.sort_unstable();
+        let n = keys.len() as u64;
         assert!(
             n < self.seq_limit,
             "more than 2^{SEQ_BITS} events queued at once"
         );
-        for (i, e) in all.iter().enumerate() {
-            let payload = e.lo & ((1 << PAYLOAD_BITS) - 1);
-            self.set(
-                ROOT + i,
-                Entry {
-                    at: e.at,
-                    lo: ((i as u64) << PAYLOAD_BITS) | payload,
-                },
-            );
+        let renumber = |e: &mut Entry| {
+            let seq = keys.binary_search(&e.key()).expect("a queued key") as u64;
+            e.lo = (seq << SEQ_SHIFT) | (e.lo & !(u64::MAX << SEQ_SHIFT));
+        };
+        self.far.entries_mut().for_each(renumber);
+        self.lanes.iter_mut().flatten().for_each(renumber);
+        for e in self.near.entries_mut() {
+            if e.lo & LANE_FLAG == 0 {
+                renumber(e);
+            } else {
+                let first = self.lanes[(e.lo & PAYLOAD_MASK) as usize][0];
+                e.lo = (first.lo & (u64::MAX << SEQ_SHIFT)) | (e.lo & !(u64::MAX << SEQ_SHIFT));
+            }
         }
         self.next_seq = n;
     }
@@ -250,12 +298,15 @@ mod tests {
     /// Against a binary min-heap of (time, seq), over pushes like the simulator's: mostly a
     /// little ahead of the last popped time, some at it, some far ahead; `seq_limit` small
     /// enough to renumber many times in some runs.
-    fn against_model(seq_limit: u64) {
+    /// With `lanes`, half of the pushes go into one of 5 lanes, mostly in the lane's time
+    /// order (like a port's arrivals), sometimes not, and an eighth into the far heap.
+    fn against_model(seq_limit: u64, lanes: bool) {
         for seed in 0..20u64 {
             let mut q = EventQueue::new();
             q.seq_limit = seq_limit;
             let mut h = BinaryHeap::new();
             let (mut now, mut seq, mut x) = (0u64, 0u64, seed);
+            let mut lane_last = [0u64; 5];
             for step in 0..20_000u32 {
                 x = splitmix64(x);
                 if x % 3 != 0 || h.is_empty() {
@@ -266,16 +317,46 @@ mod tests {
                             1 => (x >> 16) % 5_000_000,
                             _ => (x >> 16) % 500,
                         };
-                    q.push(Instant(at), step);
-                    h.push(Reverse((at, seq, step)));
+                    let lane = (x >> 40) % 10;
+                    if lanes && lane < 5 {
+                        // Mostly after the lane's last push (its port serializes), 1 in 8 not.
+                        let last = &mut lane_last[lane as usize];
+                        let at = if (x >> 50) % 8 == 0 {
+                            at
+                        } else {
+                            at.max(*last)
+                        };
+                        *last = at;
+                        q.push_lane(lane as u32, Instant(at), step);
+                        h.push(Reverse((at, seq, step)));
+                    } else if lanes && (x >> 56) % 4 == 0 {
+                        // Far or not, the order is the same.
+                        q.push_far(Instant(at), step);
+                        h.push(Reverse((at, seq, step)));
+                    } else {
+                        q.push(Instant(at), step);
+                        h.push(Reverse((at, seq, step)));
+                    }
                 } else {
                     assert_eq!(
                         q.peek_at(),
                         h.peek().map(|Reverse((at, _, _))| Instant(*at)),
                         "seed {seed} step {step}"
                     );
+                    // Every other pop through `pop_not_after`, with a limit just before or
+                    // at the earliest time (nothing popped, or the earliest).
+                    if step % 2 == 0 {
+                        if let Some(Reverse((at, _, _))) = h.peek() {
+                            if *at > 0 {
+                                assert_eq!(q.pop_not_after(Instant(at - 1)), None);
+                            }
+                        }
+                    }
                     let want = h.pop().map(|Reverse((at, _, s))| (Instant(at), s));
-                    let got = q.pop();
+                    let got = match (step % 2, want) {
+                        (0, Some((at, _))) => q.pop_not_after(at),
+                        _ => q.pop(),
+                    };
                     assert_eq!(got, want, "seed {seed} step {step}");
                     now = got.map_or(now, |(at, _)| at.0);
                 }
@@ -290,13 +371,23 @@ mod tests {
 
     #[test]
     fn pops_in_time_then_sequence_order() {
-        against_model(1 << SEQ_BITS);
+        against_model(1 << SEQ_BITS, false);
+    }
+
+    #[test]
+    fn lanes_keep_the_order() {
+        against_model(1 << SEQ_BITS, true);
+    }
+
+    #[test]
+    fn renumbering_with_lanes_keeps_the_order() {
+        against_model(10_000, true);
     }
 
     #[test]
     fn renumbering_keeps_the_order() {
         // ~7 000 entries queued at the peak: every few thousand pushes renumber them.
-        against_model(10_000);
+        against_model(10_000, false);
     }
 
     #[test]

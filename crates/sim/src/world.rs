@@ -17,7 +17,7 @@ use crate::faults::{fate, Fate, FaultConfig};
 use crate::invariants::Checker;
 use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
-use crate::net::Topology;
+use crate::net::{Hops, Topology};
 use crate::queue::{EventQueue, Packed};
 use crate::slab::Slab;
 
@@ -229,6 +229,8 @@ pub struct Sim {
     initiation: Duration,
     ni_packet: Duration,
     hop: Duration,
+    /// Hops between nodes (torus places computed once).
+    hops: Hops,
     link_gbps: f64,
     header_bytes: usize,
     /// (link bytes, serialization time) of the last packet sent.
@@ -299,6 +301,7 @@ impl Sim {
             initiation: Duration::from_us_f64(p.engine.initiation_us),
             ni_packet: Duration(p.net.ni_packet_ns),
             hop: Duration(p.net.hop_latency_ns),
+            hops: Hops::new(cfg.topology, cfg.nodes),
             link_gbps: p.net.link_gbps,
             header_bytes: p.net.header_bytes as usize,
             last_ser: (usize::MAX, Duration::ZERO),
@@ -467,35 +470,34 @@ impl Sim {
     /// Run until no event is left (or `limit` simulated time passes: an error).
     pub fn run_until_idle(&mut self, limit: Duration) -> Result<(), SimError> {
         let deadline = self.now + limit;
-        while let Some(at) = self.queue.peek_at() {
-            if at > deadline {
-                let what = format!(
-                    "not idle after {:.0} us of simulated time\n{}",
-                    limit.as_us_f64(),
-                    self.debug_summary()
-                );
-                return Err(self.error(what));
-            }
-            self.step()?;
+        while self.step_not_after(deadline)? {}
+        if self.queue.peek_at().is_some() {
+            let what = format!(
+                "not idle after {:.0} us of simulated time\n{}",
+                limit.as_us_f64(),
+                self.debug_summary()
+            );
+            return Err(self.error(what));
         }
         self.check_all_complete()
     }
 
     /// Run every event up to and including time `t`.
     pub fn run_until(&mut self, t: Instant) -> Result<(), SimError> {
-        while let Some(at) = self.queue.peek_at() {
-            if at > t {
-                break;
-            }
-            self.step()?;
-        }
+        while self.step_not_after(t)? {}
         self.now = self.now.max(t);
         Ok(())
     }
 
     /// Process one event. Invariants are checked after it.
     pub fn step(&mut self) -> Result<bool, SimError> {
-        let Some((at, ev)) = self.queue.pop() else {
+        self.step_not_after(Instant(u64::MAX))
+    }
+
+    /// [`Sim::step`] if the next event is not later than `limit` (`Ok(false)` otherwise, and
+    /// when nothing is queued).
+    fn step_not_after(&mut self, limit: Instant) -> Result<bool, SimError> {
+        let Some((at, ev)) = self.queue.pop_not_after(limit) else {
             return Ok(false);
         };
         debug_assert!(at >= self.now, "time never goes back");
@@ -649,7 +651,7 @@ impl Sim {
                 let start = (now + lat + self.ni_packet).max(node.tx_free_at);
                 node.tx_free_at = start + ser;
                 node.tx_prep_at = start;
-                let hops = self.cfg.topology.hops(n, tx.dst) as u64;
+                let hops = self.hops.get(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
                 let f = if self.faults_any {
                     fate(&self.cfg.faults, &mut self.fault_rng)
@@ -742,10 +744,11 @@ impl Sim {
             }
             return;
         };
-        // The receiver's input port serializes packets too.
+        // The receiver's input port serializes packets too. So a node's arrivals are queued
+        // in their time order: its own lane of the queue.
         let at = arrival.max(*rx_free_at + ser);
         *rx_free_at = at;
-        self.schedule(at, Ev::Arrive { buf });
+        self.queue.push_lane(dst, at, Ev::Arrive { buf });
     }
 
     fn on_arrive(&mut self, b: u32) {
@@ -856,7 +859,7 @@ impl Sim {
         if let Some(t) = node.engine.poll_timeout() {
             if node.engine_timer.is_none_or(|cur| t < cur) {
                 node.engine_timer = Some(t);
-                self.queue.push(t, Ev::EngineTimer { node: n });
+                self.queue.push_far(t, Ev::EngineTimer { node: n });
             }
         }
         if !node.tx_pending && node.engine.wants_transmit() {
@@ -936,7 +939,7 @@ impl Sim {
             if let Some(t) = node.handler.poll_timeout() {
                 if node.handler_timer.is_none_or(|cur| t < cur) {
                     node.handler_timer = Some(t);
-                    self.schedule(t, Ev::HandlerTimer { node: n });
+                    self.queue.push_far(t, Ev::HandlerTimer { node: n });
                 }
             }
         }
@@ -944,7 +947,7 @@ impl Sim {
         if let Some(t) = node.engine.poll_timeout() {
             if node.engine_timer.is_none_or(|cur| t < cur) {
                 node.engine_timer = Some(t);
-                self.schedule(t, Ev::EngineTimer { node: n });
+                self.queue.push_far(t, Ev::EngineTimer { node: n });
             }
         }
         let node = &mut self.nodes[n as usize];
