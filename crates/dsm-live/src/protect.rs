@@ -8,6 +8,11 @@
 //! (`UFFDIO_WRITEPROTECT`), which only toggles write access.
 
 use unpinned_dsm::Access;
+use unpinned_live::uffd_abi::{
+    UffdioApi, UffdioRange, UffdioRegister, UffdioWriteprotect, UFFDIO_API, UFFDIO_REGISTER,
+    UFFDIO_REGISTER_MODE_WP, UFFDIO_WRITEPROTECT, UFFDIO_WRITEPROTECT_MODE_WP, UFFD_API,
+    UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+};
 
 use crate::error::DsmLiveError;
 use crate::views::PAGE_BYTES;
@@ -102,41 +107,6 @@ pub fn apply(mode: ProtectMode, changes: &mut [Change]) -> Result<usize, DsmLive
         }
     }
     Ok(calls)
-}
-
-// userfaultfd ABI (linux/userfaultfd.h), not in the libc crate.
-const UFFD_API: u64 = 0xAA;
-const UFFD_FEATURE_WP_HUGETLBFS_SHMEM: u64 = 1 << 12;
-const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
-const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
-const UFFDIO_WRITEPROTECT: libc::c_ulong = 0xc018_aa06;
-const UFFDIO_REGISTER_MODE_WP: u64 = 2;
-const UFFDIO_WRITEPROTECT_MODE_WP: u64 = 1;
-
-#[repr(C)]
-struct UffdioApi {
-    api: u64,
-    features: u64,
-    ioctls: u64,
-}
-
-#[repr(C)]
-struct UffdioRange {
-    start: u64,
-    len: u64,
-}
-
-#[repr(C)]
-struct UffdioRegister {
-    range: UffdioRange,
-    mode: u64,
-    ioctls: u64,
-}
-
-#[repr(C)]
-struct UffdioWriteprotect {
-    range: UffdioRange,
-    mode: u64,
 }
 
 /// A userfaultfd registered for write-protection of one range (shared memory needs kernel

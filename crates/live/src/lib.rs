@@ -58,6 +58,7 @@ pub mod runtime;
 pub mod scan;
 pub mod trace;
 pub mod transport;
+pub mod uffd_abi;
 
 /// Unit tests that unmap memory and then probe the hole must not race with other tests that
 /// map memory (a new mapping could land in the hole).

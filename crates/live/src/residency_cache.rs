@@ -66,21 +66,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-// userfaultfd ABI (linux/userfaultfd.h), not in the libc crate.
-const UFFD_API: u64 = 0xAA;
-const UFFD_USER_MODE_ONLY: libc::c_int = 1;
-const UFFD_FEATURE_EVENT_REMAP: u64 = 1 << 2;
-const UFFD_FEATURE_EVENT_REMOVE: u64 = 1 << 3;
-const UFFD_FEATURE_EVENT_UNMAP: u64 = 1 << 6;
-const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
-const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
-const UFFDIO_UNREGISTER: libc::c_ulong = 0x8010_aa01;
-const UFFDIO_WRITEPROTECT: libc::c_ulong = 0xc018_aa06;
-const UFFDIO_REGISTER_MODE_WP: u64 = 2;
-const UFFD_EVENT_PAGEFAULT: u8 = 0x12;
-const UFFD_EVENT_REMAP: u8 = 0x14;
-const UFFD_EVENT_REMOVE: u8 = 0x15;
-const UFFD_EVENT_UNMAP: u8 = 0x16;
+use crate::uffd_abi::*;
 
 /// The events asked for.
 const FEATURES: u64 =
@@ -88,33 +74,6 @@ const FEATURES: u64 =
 
 /// How often the reader thread looks at `/proc/swaps` while no event comes, ms.
 pub const SWAP_CHECK_MS: i32 = 1000;
-
-#[repr(C)]
-struct UffdioApi {
-    api: u64,
-    features: u64,
-    ioctls: u64,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct UffdioRange {
-    start: u64,
-    len: u64,
-}
-
-#[repr(C)]
-struct UffdioRegister {
-    range: UffdioRange,
-    mode: u64,
-    ioctls: u64,
-}
-
-#[repr(C)]
-struct UffdioWriteprotect {
-    range: UffdioRange,
-    mode: u64,
-}
 
 /// `struct uffd_msg`: 32 bytes, the event code first, then a union of 24 bytes.
 #[repr(C)]
