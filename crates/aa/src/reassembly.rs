@@ -6,6 +6,17 @@
 //! packet writes its bytes at its offset; the entry is published when the last byte is in.
 //! Packets are identified by (source, txn, offset), so a duplicated packet (a retransmission
 //! of a reliable network) is recognised and ignored rather than counted twice.
+//!
+//! Completed accesses are remembered so that a late duplicate is not logged as a new access,
+//! but only the most recent [`DONE_KEEP_DEFAULT`] of them (per log): a long-running target
+//! would otherwise grow without bound. A duplicate can only follow its access's completion
+//! while the source still resends (at most `max_timeouts` block timeouts, ~100s of us); for
+//! it to be taken for a new access, more than [`DONE_KEEP_DEFAULT`] other accesses would have
+//! to complete at this log in that time. Transfer ids cannot serve as a watermark instead:
+//! a source numbers its gets, and its transfers to other targets, in the same id space, so
+//! the ids one log sees have gaps that never fill.
+
+use std::collections::VecDeque;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -39,18 +50,59 @@ struct Open {
     seen: FxHashSet<u32>,
 }
 
+/// Completed accesses a [`Reassembler`] remembers by default (at ~24 bytes each, under 2 MiB).
+pub const DONE_KEEP_DEFAULT: usize = 1 << 16;
+
 /// Open entries of one log, keyed by (source, txn).
-#[derive(Default)]
 pub struct Reassembler {
     open: FxHashMap<(u32, u32), Open>,
     /// Accesses completed; kept so that late duplicates are not taken for new accesses.
     done: FxHashSet<(u32, u32)>,
+    /// The keys of `done` in completion order, oldest first (forgotten first).
+    done_order: VecDeque<(u32, u32)>,
+    /// How many completed accesses `done` keeps.
+    done_keep: usize,
+}
+
+impl Default for Reassembler {
+    fn default() -> Reassembler {
+        Reassembler::with_done_keep(DONE_KEEP_DEFAULT)
+    }
 }
 
 impl Reassembler {
-    /// An empty reassembler.
+    /// An empty reassembler that remembers the last [`DONE_KEEP_DEFAULT`] completed accesses.
     pub fn new() -> Reassembler {
         Reassembler::default()
+    }
+
+    /// An empty reassembler that remembers the last `done_keep` (at least 1) completed
+    /// accesses.
+    pub fn with_done_keep(done_keep: usize) -> Reassembler {
+        Reassembler {
+            open: FxHashMap::default(),
+            done: FxHashSet::default(),
+            done_order: VecDeque::new(),
+            done_keep: done_keep.max(1),
+        }
+    }
+
+    /// Completed accesses remembered for duplicate detection (at most the `done_keep`).
+    pub fn done_entries(&self) -> usize {
+        self.done.len()
+    }
+
+    fn mark_done(&mut self, key: (u32, u32)) {
+        if self.done.insert(key) {
+            self.done_order.push_back(key);
+            if self.done_order.len() > self.done_keep {
+                let old = self
+                    .done_order
+                    .pop_front()
+                    .expect("longer than done_keep >= 1");
+                self.done.remove(&old);
+            }
+        }
     }
 
     /// Accesses with a reservation but not all bytes yet.
@@ -72,7 +124,7 @@ impl Reassembler {
         if !self.open.contains_key(&key) {
             let res = log.reserve(f.header)?;
             if f.header.data_len == 0 {
-                self.done.insert(key);
+                self.mark_done(key);
                 return Ok(FragmentOutcome::Completed);
             }
             self.open.insert(
@@ -89,7 +141,7 @@ impl Reassembler {
         }
         if log.write(&open.res, f.offset, f.data) {
             self.open.remove(&key);
-            self.done.insert(key);
+            self.mark_done(key);
             Ok(FragmentOutcome::Completed)
         } else {
             Ok(FragmentOutcome::Accepted)
@@ -167,6 +219,43 @@ mod tests {
             }
             assert_eq!(got, 40, "seed {seed}: every access exactly once");
         }
+    }
+
+    #[test]
+    fn done_set_stays_bounded_and_recent_duplicates_are_still_caught() {
+        let mut log = AccessLog::new(1 << 12);
+        let mut re = Reassembler::with_done_keep(8);
+        let d = [7u8; 16];
+        let frag = |txn| Fragment {
+            header: EntryHeader {
+                kind: EntryKind::ActivePut,
+                source: 3,
+                txn,
+                addr: 0,
+                access_len: 16,
+                data_len: 16,
+            },
+            offset: 0,
+            data: &d,
+        };
+        for txn in 0..100u32 {
+            assert_eq!(
+                re.on_fragment(&mut log, frag(txn)),
+                Ok(FragmentOutcome::Completed)
+            );
+            assert!(log.pop().is_some());
+            assert!(re.done_entries() <= 8, "txn {txn}: {}", re.done_entries());
+            // A late duplicate of each of the last 8 completions is still recognised.
+            for back in 0..8u32.min(txn + 1) {
+                assert_eq!(
+                    re.on_fragment(&mut log, frag(txn - back)),
+                    Ok(FragmentOutcome::Duplicate),
+                    "txn {txn}, {back} back"
+                );
+            }
+            assert!(log.pop().is_none(), "a duplicate was logged");
+        }
+        assert_eq!(re.done_entries(), 8);
     }
 
     #[test]
