@@ -79,7 +79,7 @@
 //! had data): a sleep / wake pair every ~0.1 us for the length of the post.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, TryLockError};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
@@ -243,11 +243,19 @@ pub(crate) struct Shared {
     pub drivers: AtomicUsize,
     /// Times the progress thread slept in the transport.
     pub sleeps: AtomicU64,
+    /// A spinning thread not pinned to a CPU of its own yields once per this many polls
+    /// ([`SPIN_YIELD_POLLS`]; 0: never).
+    pub spin_yield_polls: u32,
+    /// Waits left that skip [`LoopOptions::wait_spin`] (set to [`SPIN_BACKOFF`] by a spin
+    /// that ran out without its completion; see [`SPIN_BACKOFF`]).
+    pub wait_spin_skip: AtomicU32,
 }
 
 impl Shared {
-    pub fn new() -> Shared {
+    pub fn new(spin_yield_polls: u32) -> Shared {
         Shared {
+            spin_yield_polls,
+            wait_spin_skip: AtomicU32::new(0),
             completions: Mutex::new(VecDeque::new()),
             cv: Condvar::new(),
             waiters: AtomicUsize::new(0),
@@ -362,8 +370,9 @@ impl Core {
         }
     }
 
-    /// Post a work request; one the engine refuses completes at once with `Invalid`.
-    pub fn post(&mut self, wr: WorkRequest) {
+    /// Post a work request; one the engine refuses completes at once with `Invalid`. Returns
+    /// the time read for it (the posting turn reuses it: [`Core::turn_at`]).
+    pub fn post(&mut self, wr: WorkRequest) -> Instant {
         let now = self.clock.now();
         // A candidate for the translation cache if large (crate::residency_cache).
         self.mem.watch_local(wr.local_addr, wr.len);
@@ -376,6 +385,25 @@ impl Core {
                 at: now,
             });
         }
+        now
+    }
+
+    /// Whether the progress thread must be woken after a post whose inline turn ran at `now`:
+    /// when packets are left to send (a large write, a full ring), or when the engine's next
+    /// deadline is sooner than the longest the progress thread sleeps (it computed its sleep
+    /// before this post and would miss the new deadline). Otherwise the transfer's next event
+    /// is a packet from the peer, whose arrival rings the doorbell of a sleeping progress
+    /// thread anyway, and the wake-up (an atomic read-modify-write and a fence on a line the
+    /// peer reads at every packet it sends here) is saved on the small-write path.
+    pub fn needs_wake_after_post(&mut self, now: Instant) -> bool {
+        self.pending.is_some()
+            || self.engine.wants_transmit()
+            || self.engine.poll_timeout().is_some_and(|d| {
+                d.as_ns()
+                    < now
+                        .as_ns()
+                        .saturating_add(self.opts.max_sleep.as_nanos() as u64)
+            })
     }
 
     /// Post a remote atomic; one the engine refuses completes at once with `Invalid`.
@@ -490,6 +518,17 @@ impl Core {
 
     /// One turn of the engine (see the module doc). Returns whether anything happened.
     pub fn turn(&mut self) -> bool {
+        self.turn_inner(None)
+    }
+
+    /// [`Core::turn`] right after a post that read the clock at `now` (one clock read saved on
+    /// the posting path; the turn is still the same).
+    pub fn turn_at(&mut self, now: Instant) -> bool {
+        self.mem.begin_turn();
+        self.turn_inner(Some(now))
+    }
+
+    fn turn_inner(&mut self, at: Option<Instant>) -> bool {
         self.stats.turns += 1;
         // Replies of the reply-based active flush that handlers made due.
         self.post_replies();
@@ -498,7 +537,7 @@ impl Core {
         // to handle: a clock read costs ~35 ns on the development VM, more than half of an
         // idle turn (60 ns), and idle turns are what a waiting thread polls with: each one
         // saved is detection latency saved on both hops of a write (see the module doc).
-        let mut now: Option<Instant> = None;
+        let mut now: Option<Instant> = at;
 
         // 1. Fault handler outputs.
         while let Ok(out) = self.handler_out.try_recv() {
@@ -705,6 +744,49 @@ impl Core {
     }
 }
 
+/// A thread that busy-polls (a waiting caller within [`LoopOptions::wait_spin`], the progress
+/// thread within [`LoopOptions::spin`]) and is not pinned to a single CPU yields the core once
+/// per this many polls (`UNPINNED_SPIN_YIELD_POLLS`; 0: never). Pure spinning on this 2-vCPU VM
+/// shared with other jobs was bimodal: 2 us per 8 B write when the two spinners ran on
+/// different cores, 48-108 us when they shared one (the one waited for ran only when the
+/// spinner's time slice ended). A `sched_yield` every few microseconds hands a shared core
+/// over within that time and costs ~1 us when the core is free.
+pub const SPIN_YIELD_POLLS: u32 = 64;
+
+/// Environment variable: overrides [`SPIN_YIELD_POLLS`].
+pub const ENV_SPIN_YIELD_POLLS: &str = "UNPINNED_SPIN_YIELD_POLLS";
+
+/// [`SPIN_YIELD_POLLS`], or the value of [`ENV_SPIN_YIELD_POLLS`] if set.
+pub fn spin_yield_polls_from_env() -> Result<u32, crate::LiveError> {
+    match std::env::var(ENV_SPIN_YIELD_POLLS) {
+        Ok(v) => v.trim().parse().map_err(|e| crate::LiveError::Env {
+            var: ENV_SPIN_YIELD_POLLS,
+            why: format!("not a number of polls ({e})"),
+        }),
+        Err(_) => Ok(SPIN_YIELD_POLLS),
+    }
+}
+
+/// A spin that ran out without what it waited for (a completion for a waiting caller, a packet
+/// or other work for the progress thread) turns spinning off for this many next waits or work
+/// episodes of that thread (adaptive spinning). When the thread waited for shares the spinner's
+/// core, it runs only after the spin: each spin then costs its whole length (8 B write median
+/// 48-108 us with 20-50 us of spin here); when they run on different cores the spin ends early,
+/// with the packet. Backing off after a failed spin bounds the first case to one spin per this
+/// many writes, while a free core keeps the second.
+pub const SPIN_BACKOFF: u32 = 64;
+
+/// Busy-poll once: a `spin_loop` hint, or a `sched_yield` every `yield_every`th poll
+/// (`yield_every` 0: never).
+#[inline]
+pub(crate) fn spin_once(polls: u32, yield_every: u32) {
+    if yield_every != 0 && polls % yield_every == yield_every - 1 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
 /// While spinning, the progress thread reads the clock (is the spin over?) once per this many
 /// polls (~2-6 us of polling): only when [`LoopOptions::spin`] is non-zero.
 pub const SPIN_CHECK_POLLS: u32 = 32;
@@ -730,6 +812,17 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     // Busy polls left before the spin's end is checked again (a clock read per poll was a
     // third of an idle poll: detection latency of every packet while spinning).
     let mut spins_unchecked = 0u32;
+    // Pinned to one CPU, the thread has it to itself: spin without yielding.
+    let yield_every = if opts.progress_cpu.is_some() {
+        0
+    } else {
+        shared.spin_yield_polls
+    };
+    let mut spin_polls = 0u32;
+    // Adaptive spinning: work episodes left without a spin after one ran out (SPIN_BACKOFF),
+    // and whether a spin since the last work is running.
+    let mut spin_skip = 0u32;
+    let mut spinning = false;
     loop {
         let (work, busy, deadline, pending, held) = match core.try_lock() {
             Ok(mut c) => {
@@ -755,14 +848,19 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if work {
             idle_since = None;
             last_own_work = Some(StdInstant::now());
-            if !opts.spin.is_zero() {
+            spinning = false;
+            if spin_skip > 0 {
+                spin_skip -= 1;
+            } else if !opts.spin.is_zero() {
                 spins_unchecked = SPIN_CHECK_POLLS;
+                spinning = true;
             }
             continue;
         }
         if spins_unchecked > 0 && !pending {
             spins_unchecked -= 1;
-            std::hint::spin_loop();
+            spin_polls = spin_polls.wrapping_add(1);
+            spin_once(spin_polls, yield_every);
             continue;
         }
         if held && shutdown_at.is_none() && shared.drivers.load(Ordering::SeqCst) == 0 {
@@ -785,10 +883,21 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         }
         let since = *idle_since.get_or_insert_with(StdInstant::now);
         let idle = since.elapsed();
-        if !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
+        if spinning && !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
             spins_unchecked = SPIN_CHECK_POLLS;
-            std::hint::spin_loop();
-        } else if pending || idle < opts.spin + opts.yield_for {
+            spin_polls = spin_polls.wrapping_add(1);
+            spin_once(spin_polls, yield_every);
+            continue;
+        }
+        if spinning {
+            // The spin ran out (or a full ring interrupted it) without new work. Pinned, the
+            // core is this thread's own and spinning costs no one else: no back-off.
+            spinning = false;
+            if opts.progress_cpu.is_none() {
+                spin_skip = SPIN_BACKOFF;
+            }
+        }
+        if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another
             // thread it waits for) gets the core. Spinning here starved the receiver on the
             // 2-vCPU VM until `drop_after` dropped packets and block timeouts (10 ms) had to
