@@ -789,6 +789,8 @@ impl Runtime {
         }
         let drive_for = self.opts.wait_spin + self.opts.wait_yield;
         let mut spin_failed = false;
+        // A periodic yield of the spin gave the core away (crate::runtime::SPIN_BACKOFF).
+        let mut spin_yielded = false;
         // While this thread drives the engine, the progress thread keeps off the core.
         let mut driving = Some(DriverGuard::new(&self.shared));
         // Completions delivered when the queue was last looked at: it is locked and searched
@@ -807,6 +809,13 @@ impl Runtime {
             let seen = self.shared.delivered.load(Ordering::Acquire);
             if looked != Some(seen) {
                 if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue")) {
+                    if spin_yielded && !spin_failed {
+                        // The completion came only after the spin gave the core away: most
+                        // likely to the thread it waited for. Back off.
+                        self.shared
+                            .wait_spin_skip
+                            .store(crate::runtime::SPIN_BACKOFF, Ordering::Relaxed);
+                    }
                     return Ok(r);
                 }
                 looked = Some(seen);
@@ -829,7 +838,7 @@ impl Runtime {
                 self.drive()?;
                 if self.shared.delivered.load(Ordering::Acquire) == seen {
                     if elapsed < spin {
-                        crate::runtime::spin_once(polls, yield_every);
+                        spin_yielded |= crate::runtime::spin_once(polls, yield_every);
                     } else {
                         if !spin.is_zero() && !spin_failed && !pinned {
                             // The spin ran out without the completion: back off.

@@ -77,6 +77,29 @@
 //! for the traced phases). A progress thread that finds the engine held by a posting caller
 //! yields instead of going through the transport's sleeper, which returned at once (the rings
 //! had data): a sleep / wake pair every ~0.1 us for the length of the post.
+//!
+//! # The small-write path (branch `livelat3`)
+//!
+//! - A post's inline turn reuses the clock read of the post, and every turn with work reads
+//!   the clock once for both the engine and the residency verdicts' expiry
+//!   ([`crate::memory::LiveMemory::begin_turn_at`]; two reads before).
+//! - A post wakes the progress thread only when the transfer still has packets to send or a
+//!   deadline sooner than the thread's longest sleep ([`Core::needs_wake_after_post`]);
+//!   otherwise the peer's answer wakes a sleeping progress thread anyway. The wake-up was an
+//!   atomic add and a fence on the shm line that also holds this rank's `sleeping` word,
+//!   which the peer reads at every packet it sends here.
+//! - Adaptive spinning ([`SPIN_BACKOFF`], [`SPIN_YIELD_POLLS`]): an unpinned spinner (the
+//!   waiting caller within [`LoopOptions::wait_spin`], the progress thread within
+//!   [`LoopOptions::spin`]) stops spinning for its next 64 waits / work episodes after a spin
+//!   that ran out, or that had to yield the core (once per 64 polls) before its answer came.
+//!   Pinned threads ([`crate::affinity::pin_current_thread`] to one CPU, or
+//!   [`LoopOptions::progress_cpu`]) spin as before. With 20 us of spin unpinned, an 8 B write
+//!   took 48-108 us median before (the two spinners on one core) and 2.0-5.6 us with the
+//!   back-off, the defaults (no spin) 2.6-4.9 us in the same interleaved runs (load 4-5).
+//!   The defaults stay without spin: on this VM the threads shared a core in most runs, and
+//!   there a yield-polling pair (two context switches per write, `sched_yield` ~0.9-1.4 us
+//!   here, a null system call 0.54 us) is the fastest schedule; spinning helps only when a
+//!   core is free for each thread, which the dedicated-core configuration makes sure of.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -118,7 +141,11 @@ impl Clock {
     }
     /// Nanoseconds since the origin.
     pub fn now(&self) -> Instant {
-        Instant(self.origin.elapsed().as_nanos() as u64)
+        self.at(StdInstant::now())
+    }
+    /// `t` in nanoseconds since the origin (0 before it).
+    pub fn at(&self, t: StdInstant) -> Instant {
+        Instant(t.saturating_duration_since(self.origin).as_nanos() as u64)
     }
 }
 
@@ -372,8 +399,9 @@ impl Core {
 
     /// Post a work request; one the engine refuses completes at once with `Invalid`. Returns
     /// the time read for it (the posting turn reuses it: [`Core::turn_at`]).
-    pub fn post(&mut self, wr: WorkRequest) -> Instant {
-        let now = self.clock.now();
+    pub fn post(&mut self, wr: WorkRequest) -> StdInstant {
+        let t = StdInstant::now();
+        let now = self.clock.at(t);
         // A candidate for the translation cache if large (crate::residency_cache).
         self.mem.watch_local(wr.local_addr, wr.len);
         if self.engine.post(now, wr).is_err() {
@@ -385,7 +413,7 @@ impl Core {
                 at: now,
             });
         }
-        now
+        t
     }
 
     /// Whether the progress thread must be woken after a post whose inline turn ran at `now`:
@@ -395,7 +423,8 @@ impl Core {
     /// is a packet from the peer, whose arrival rings the doorbell of a sleeping progress
     /// thread anyway, and the wake-up (an atomic read-modify-write and a fence on a line the
     /// peer reads at every packet it sends here) is saved on the small-write path.
-    pub fn needs_wake_after_post(&mut self, now: Instant) -> bool {
+    pub fn needs_wake_after_post(&mut self, now: StdInstant) -> bool {
+        let now = self.clock.at(now);
         self.pending.is_some()
             || self.engine.wants_transmit()
             || self.engine.poll_timeout().is_some_and(|d| {
@@ -523,8 +552,9 @@ impl Core {
 
     /// [`Core::turn`] right after a post that read the clock at `now` (one clock read saved on
     /// the posting path; the turn is still the same).
-    pub fn turn_at(&mut self, now: Instant) -> bool {
-        self.mem.begin_turn();
+    pub fn turn_at(&mut self, now: StdInstant) -> bool {
+        self.mem.begin_turn_at(now);
+        let now = self.clock.at(now);
         self.turn_inner(Some(now))
     }
 
@@ -581,8 +611,9 @@ impl Core {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
                     crate::trace::mark(*rank, crate::trace::Point::RxStart, bytes.len() as u32);
                     let now = *now.get_or_insert_with(|| {
-                        mem.begin_turn();
-                        clock.now()
+                        let t = StdInstant::now();
+                        mem.begin_turn_at(t);
+                        clock.at(t)
                     });
                     // Every other check (lengths, fields, geometry, protection) applies either way.
                     let r = if *reliable {
@@ -711,8 +742,9 @@ impl Core {
     /// than their bound expire then, before any memory access of the turn.
     fn now_for_work(&mut self, now: &mut Option<Instant>) -> Instant {
         *now.get_or_insert_with(|| {
-            self.mem.begin_turn();
-            self.clock.now()
+            let t = StdInstant::now();
+            self.mem.begin_turn_at(t);
+            self.clock.at(t)
         })
     }
 
@@ -768,22 +800,28 @@ pub fn spin_yield_polls_from_env() -> Result<u32, crate::LiveError> {
 }
 
 /// A spin that ran out without what it waited for (a completion for a waiting caller, a packet
-/// or other work for the progress thread) turns spinning off for this many next waits or work
+/// or other work for the progress thread), or that had to yield the core
+/// ([`SPIN_YIELD_POLLS`]) before it came, turns spinning off for this many next waits or work
 /// episodes of that thread (adaptive spinning). When the thread waited for shares the spinner's
 /// core, it runs only after the spin: each spin then costs its whole length (8 B write median
 /// 48-108 us with 20-50 us of spin here); when they run on different cores the spin ends early,
 /// with the packet. Backing off after a failed spin bounds the first case to one spin per this
-/// many writes, while a free core keeps the second.
+/// many writes, while a free core keeps the second. A spin whose answer came only after a
+/// periodic yield counts as failed too: that answer most likely ran on the core the yield gave
+/// away (measured: 12 us per 8 B write when such spins went on, against 4.8 us yielding at
+/// every poll).
 pub const SPIN_BACKOFF: u32 = 64;
 
 /// Busy-poll once: a `spin_loop` hint, or a `sched_yield` every `yield_every`th poll
-/// (`yield_every` 0: never).
+/// (`yield_every` 0: never). Returns whether it yielded.
 #[inline]
-pub(crate) fn spin_once(polls: u32, yield_every: u32) {
+pub(crate) fn spin_once(polls: u32, yield_every: u32) -> bool {
     if yield_every != 0 && polls % yield_every == yield_every - 1 {
         std::thread::yield_now();
+        true
     } else {
         std::hint::spin_loop();
+        false
     }
 }
 
@@ -823,6 +861,10 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     // and whether a spin since the last work is running.
     let mut spin_skip = 0u32;
     let mut spinning = false;
+    // The current spin yielded the core at least once (SPIN_YIELD_POLLS).
+    let mut spin_yielded = false;
+    // Pinned, the core is this thread's own and spinning costs no one else: no back-off.
+    let backs_off = opts.progress_cpu.is_none();
     loop {
         let (work, busy, deadline, pending, held) = match core.try_lock() {
             Ok(mut c) => {
@@ -848,9 +890,16 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if work {
             idle_since = None;
             last_own_work = Some(StdInstant::now());
+            if spinning && spin_yielded && backs_off {
+                // This work came only after the spin gave the core away: back off.
+                spin_skip = SPIN_BACKOFF;
+            }
             spinning = false;
+            spin_yielded = false;
+            spin_polls = 0;
             if spin_skip > 0 {
                 spin_skip -= 1;
+                spins_unchecked = 0;
             } else if !opts.spin.is_zero() {
                 spins_unchecked = SPIN_CHECK_POLLS;
                 spinning = true;
@@ -860,7 +909,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if spins_unchecked > 0 && !pending {
             spins_unchecked -= 1;
             spin_polls = spin_polls.wrapping_add(1);
-            spin_once(spin_polls, yield_every);
+            spin_yielded |= spin_once(spin_polls, yield_every);
             continue;
         }
         if held && shutdown_at.is_none() && shared.drivers.load(Ordering::SeqCst) == 0 {
@@ -886,14 +935,13 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if spinning && !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
             spins_unchecked = SPIN_CHECK_POLLS;
             spin_polls = spin_polls.wrapping_add(1);
-            spin_once(spin_polls, yield_every);
+            spin_yielded |= spin_once(spin_polls, yield_every);
             continue;
         }
         if spinning {
-            // The spin ran out (or a full ring interrupted it) without new work. Pinned, the
-            // core is this thread's own and spinning costs no one else: no back-off.
+            // The spin ran out (or a full ring interrupted it) without new work.
             spinning = false;
-            if opts.progress_cpu.is_none() {
+            if backs_off {
                 spin_skip = SPIN_BACKOFF;
             }
         }
