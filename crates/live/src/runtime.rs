@@ -84,7 +84,7 @@
 //!   the clock once for both the engine and the residency verdicts' expiry
 //!   ([`crate::memory::LiveMemory::begin_turn_at`]; two reads before).
 //! - A post wakes the progress thread only when the transfer still has packets to send or a
-//!   deadline sooner than the thread's longest sleep ([`Core::needs_wake_after_post`]);
+//!   deadline sooner than the thread's longest sleep (`Core::needs_wake_after_post`);
 //!   otherwise the peer's answer wakes a sleeping progress thread anyway. The wake-up was an
 //!   atomic add and a fence on the shm line that also holds this rank's `sleeping` word,
 //!   which the peer reads at every packet it sends here.
@@ -93,9 +93,10 @@
 //!   [`LoopOptions::spin`]) stops spinning for its next 64 waits / work episodes after a spin
 //!   that ran out, or that had to yield the core (once per 64 polls) before its answer came.
 //!   Pinned threads ([`crate::affinity::pin_current_thread`] to one CPU, or
-//!   [`LoopOptions::progress_cpu`]) spin as before. With 20 us of spin unpinned, an 8 B write
-//!   took 48-108 us median before (the two spinners on one core) and 2.0-5.6 us with the
-//!   back-off, the defaults (no spin) 2.6-4.9 us in the same interleaved runs (load 4-5).
+//!   [`LoopOptions::progress_cpu`]) spin as before. With 20 us of spin unpinned
+//!   (`examples/lat8_loop.rs`, three interleaved runs each, load 4.6-5.2), an 8 B write took
+//!   2.24-52.3 us median (p99 62-355 us) before, depending on whether the two spinners shared
+//!   a core, and 2.22-5.01 us (p99 18-26 us) with the back-off; the defaults 4.78-4.94 us.
 //!   The defaults stay without spin: on this VM the threads shared a core in most runs, and
 //!   there a yield-polling pair (two context switches per write, `sched_yield` ~0.9-1.4 us
 //!   here, a null system call 0.54 us) is the fastest schedule; spinning helps only when a
