@@ -777,7 +777,9 @@ impl Runtime {
         &self,
         mut f: impl FnMut(&mut VecDeque<Completion>) -> Option<R>,
     ) -> Result<R, LiveError> {
-        let start = Instant::now();
+        // Read at the first clock check (after `WAIT_CLOCK_POLLS` polls, ~1 us): a wait that
+        // ends sooner reads no clock at all; the spin, yield and timeout bounds count from there.
+        let mut start: Option<Instant> = None;
         // A caller pinned to one CPU has it to itself: it spins without yielding or backing off.
         let pinned = crate::affinity::current_thread_pinned();
         let mut spin = self.opts.wait_spin;
@@ -796,10 +798,10 @@ impl Runtime {
         // Completions delivered when the queue was last looked at: it is locked and searched
         // again only once more were delivered.
         let mut looked: Option<u64> = None;
-        // The first clock check after `WAIT_CLOCK_POLLS` polls (`start` was just read).
+        // The first clock check after `WAIT_CLOCK_POLLS` polls.
         let mut polls = 1u32;
         let mut elapsed = Duration::ZERO;
-        // A caller pinned to one CPU has it to itself: it spins without yielding.
+        // Pinned, it spins without periodic yields too.
         let yield_every = if pinned {
             0
         } else {
@@ -826,7 +828,8 @@ impl Runtime {
             // The clock once per few polls while driving (a read costs about half an idle
             // engine turn here); every time once sleeping.
             if polls % WAIT_CLOCK_POLLS == 0 || elapsed >= drive_for {
-                elapsed = start.elapsed();
+                let now = Instant::now();
+                elapsed = now.saturating_duration_since(*start.get_or_insert(now));
             }
             polls = polls.wrapping_add(1);
             if elapsed > self.op_timeout {
