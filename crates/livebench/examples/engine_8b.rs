@@ -42,7 +42,14 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let cfg = EngineConfig::from_profile(&Profile::forth_arm().engine);
+    // The live runtime's engine parameters (16 KiB packets, 16 outstanding blocks, 10 ms
+    // block timeout); `FORTH_ARM=1` for the reference platform's (1 ms block timeout).
+    let profile = if std::env::var_os("FORTH_ARM").is_some() {
+        Profile::forth_arm()
+    } else {
+        unpinned_livebench::exp::live_profile()
+    };
+    let cfg = EngineConfig::from_profile(&profile.engine);
     let mut a = PartEngine::new(0, cfg.clone());
     let mut b = PartEngine::new(1, cfg);
     a.set_checksum(unpinned_wire::Checksum::None);

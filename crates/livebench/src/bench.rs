@@ -370,7 +370,8 @@
 //!
 //! - Dedicated: 0.80 us in the quieter set, down from 0.85-1.40; 0.5 us is still out of reach
 //!   here. The engine's own work for one 8 B write, alone in one thread
-//!   (`examples/engine_8b.rs`, flat memory, no rings): post 48, data packet out 53-58, data in
+//!   (`FORTH_ARM=1 examples/engine_8b.rs`, flat memory, no rings, load ~4): post 48, data
+//!   packet out 53-58, data in
 //!   (write + ACK queued) 70 ns with a small receive table but 190-330 ns at one write per
 //!   microsecond, ACK out 35, ACK in + completion 68 ns (each with one ~25 ns clock read of
 //!   the measurement). The responder keeps every block's receive state for
