@@ -350,6 +350,14 @@
 //! | live-hol others PART / no-fault         | <= 1.2x | 2.35 [0.76-2.88]  | 5.24 [5.13-5.84]  | 2.13 [1.33-5.92]  | 0.87 [0.45-1.48]  |
 //! | 64-slot rings: 8 B, dedicated, us       |         | 0.83 [0.82-0.98]  | 0.79 [0.74-0.93]  | 2.03 [1.70-2.09]  | 1.93 [1.53-2.24]  |
 //!
+//! A third set with the final binary (one clock read less per wait than the "new" above),
+//! load 6.6-7.1, when the two threads shared cores (ring hand-off 0.41-0.49 us): dedicated
+//! 8 B old 1.63 [1.61-1.74], new 1.61 [1.54-1.91]; defaults old 5.13 [4.96-5.32], new 5.19
+//! [4.89-5.96]; missing page old 20.8 [20.5-24.4], new 24.1 [21.1-24.8]; dedicated missing
+//! page old 31.0 [30.5-32.8], new 31.3 [30.6-32.1]; live-hol old 1.54 [1.44-1.88], new 1.23
+//! [0.97-2.06]. Under that load nothing measured here differs; the gain is visible when
+//! the dedicated cores are free (set A).
+//!
 //! The live-hol line of `bench live` rests on 5 repetitions; `unpinned live live-hol` (31),
 //! seven interleaved pairs at load 3.6-5.6: PART / no-fault old 0.99 [0.32-2.52], new 1.30
 //! [0.51-2.50]; the PART run's other transfers old 1603 us [1259-3827], new 1997 us
