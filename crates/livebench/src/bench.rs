@@ -423,6 +423,20 @@
 //!   what `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US` now do without pinning. Idle CPU (the
 //!   process over one idle second after the writes: progress threads asleep on their
 //!   doorbells, 5 ms sleeps) is ~1% of a CPU in both versions.
+//! - Defaults, where the rest goes: placement. With the machine nearly idle (load ~1) the
+//!   same binary measured 1.2 us when the waiting caller and the target's progress thread ran
+//!   on a CPU each (the process used 2.0 CPUs) and 4.4-4.6 us when they shared one (1.0 CPU;
+//!   `examples/lat8.rs` and `lat8_loop.rs`, back to back). Two yield-polling threads look
+//!   like two full CPUs of load to the balancer wherever they run, so once placed together
+//!   (another job on the other CPU at that moment) they stay together. In the runs with a CPU
+//!   each (lat8_loop, load 0.9-1.4, three interleaved rounds): old defaults 1.37-1.42 us, new
+//!   1.22 us (all three), new with 20 us of adaptive spin 0.85-1.21 us, with 50 us 0.83-1.04
+//!   us, idle CPU unchanged (3-12 ms per second). Tried and dropped: the unpinned progress
+//!   thread moving itself to another CPU (affinity without its CPU, then its whole set back)
+//!   when most of 64 yields returned after more than 2 us. With a nice-19 CPU hog started
+//!   next to the run, the median went from 5.5-6.5 to 3.2-5.6 us but p99 from 16-36 us to
+//!   1.0-2.1 ms (the moved thread then shared its CPU with the hog's time slices), and
+//!   without the hog it made no difference (1.8-3.8 against 1.6-2.7 us).
 //! - The sender re-scans its 8 B source every 20 us (0.18 scans per write, ~1.9 us each, when
 //!   a write takes ~2 us): the median does not see it, the mean does. Sources under 64 KiB are
 //!   not watched by the translation cache (crates/live memory.rs, not changed here).
