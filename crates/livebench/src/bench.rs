@@ -363,6 +363,12 @@
 //! | live-hol others PART / no-fault         | 1.54 [1.44-1.88]  | 1.23 [0.97-2.06]  | 1.62 [1.30-1.79]  | 1.47 [1.33-2.50]  |
 //! | 64-slot rings: 8 B, dedicated, us       | 1.53 [1.52-2.11]  | 1.56 [1.49-1.58]  | 0.89 [0.85-1.11]  | 0.78 [0.77-0.95]  |
 //!
+//! A set E (load falling from 6.8 to 3.1 during it): dedicated 8 B old 1.40 [0.90-1.89], new
+//! 0.96 [0.76-0.99]; defaults old 2.81 [1.92-5.15], new 2.39 [1.88-4.77]; missing page old
+//! 24.6 [19.5-29.6], new 24.4 [23.1-24.5]; dedicated missing page old 34.6 [24.1-40.9], new
+//! 34.3 [24.4-37.2]; live-hol old 1.55 [1.48-1.85], new 1.34 [0.83-4.26]; 64-slot dedicated
+//! 8 B old 1.19 [0.84-1.79], new 0.94 [0.75-1.40].
+//!
 //! When the two threads share cores nothing measured here differs; with the cores free the
 //! dedicated 8 B write is ~0.15-0.35 us faster. `examples/lat8_loop.rs`, dedicated, at load
 //! 2.2-3.8 (the process got 1.1-2.1 CPUs): old 2.05, 0.90, 0.89 us median (three runs), new
