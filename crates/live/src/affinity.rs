@@ -2,6 +2,21 @@
 //! a core of its own (see [`crate::runtime`]); pinning the waiting caller and the target's
 //! progress thread to different CPUs is how HPC runs give them one.
 
+use std::cell::Cell;
+
+thread_local! {
+    /// Whether [`pin_current_thread`] last restricted this thread to a single CPU.
+    static PINNED_TO_ONE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread was restricted to a single CPU by [`pin_current_thread`]: its
+/// spinning then needs no periodic yield (see [`crate::runtime::SPIN_YIELD_POLLS`]), the CPU
+/// being its own. Affinity set by other means is not seen (one thread-local read, no system
+/// call, so that a waiting caller can ask at every wait).
+pub fn current_thread_pinned() -> bool {
+    PINNED_TO_ONE.with(|p| p.get())
+}
+
 /// CPUs this process may run on (`sched_getaffinity`), in ascending order.
 pub fn allowed_cpus() -> std::io::Result<Vec<usize>> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most
@@ -35,6 +50,13 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    let one = {
+        let mut u = cpus.to_vec();
+        u.sort_unstable();
+        u.dedup();
+        u.len() == 1
+    };
+    PINNED_TO_ONE.with(|p| p.set(one));
     Ok(())
 }
 
@@ -47,10 +69,13 @@ mod tests {
         let all = allowed_cpus().unwrap();
         assert!(!all.is_empty());
         let t = std::thread::spawn(move || {
+            assert!(!current_thread_pinned());
             pin_current_thread(&all[..1]).unwrap();
             assert_eq!(allowed_cpus().unwrap(), all[..1].to_vec());
+            assert!(current_thread_pinned());
             pin_current_thread(&all).unwrap();
             assert_eq!(allowed_cpus().unwrap(), all);
+            assert_eq!(current_thread_pinned(), all.len() == 1);
             assert!(pin_current_thread(&[]).is_err());
             assert!(pin_current_thread(&[usize::MAX]).is_err());
         });

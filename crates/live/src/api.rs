@@ -498,7 +498,7 @@ impl Runtime {
         let engine = unpinned_part::PartEngine::new(cfg.rank, cfg.engine.clone());
         let (fault_tx, fault_rx) = mpsc::channel();
         let (out_tx, out_rx) = mpsc::channel();
-        let shared = Arc::new(Shared::new());
+        let shared = Arc::new(Shared::new(crate::runtime::spin_yield_polls_from_env()?));
         let wake = transport.waker();
         let handler_stats = Arc::new(HandlerStats::default());
         let handler_thread = {
@@ -671,19 +671,23 @@ impl Runtime {
             rkey,
             len,
         };
-        {
+        let wake = {
             // Caller-driven progress: post and send the first packets from this thread.
             let mut core = self.core()?;
             crate::trace::mark(self.rank, crate::trace::Point::PostLocked, 0);
             self.posted.fetch_add(1, Ordering::Relaxed);
-            core.post(wr);
+            let now = core.post(wr);
             crate::trace::mark(self.rank, crate::trace::Point::PostQueued, 0);
-            core.turn();
+            core.turn_at(now);
             crate::trace::mark(self.rank, crate::trace::Point::PostTurnEnd, 0);
+            core.needs_wake_after_post(now)
+        };
+        // The progress thread finishes the transfer if nobody waits for it. It needs waking
+        // only if the transfer has more to send or a deadline it may sleep past; else the
+        // peer's answer wakes it (see `Core::needs_wake_after_post`).
+        if wake {
+            (self.wake)();
         }
-        // The progress thread finishes the transfer if nobody waits for it; waking it costs a
-        // few atomics unless it sleeps.
-        (self.wake)();
         Ok(wr_id)
     }
 
@@ -773,22 +777,47 @@ impl Runtime {
         &self,
         mut f: impl FnMut(&mut VecDeque<Completion>) -> Option<R>,
     ) -> Result<R, LiveError> {
-        let start = Instant::now();
-        let (spin, drive_for) = (
-            self.opts.wait_spin,
-            self.opts.wait_spin + self.opts.wait_yield,
-        );
+        // Read at the first clock check (after `WAIT_CLOCK_POLLS` polls, ~1 us): a wait that
+        // ends sooner reads no clock at all; the spin, yield and timeout bounds count from there.
+        let mut start: Option<Instant> = None;
+        // A caller pinned to one CPU has it to itself: it spins without yielding or backing off.
+        let pinned = crate::affinity::current_thread_pinned();
+        let mut spin = self.opts.wait_spin;
+        // Adaptive spinning (crate::runtime::SPIN_BACKOFF): skip the spin for a while after
+        // one ran out without its completion.
+        if !spin.is_zero() && !pinned && self.shared.wait_spin_skip.load(Ordering::Relaxed) > 0 {
+            self.shared.wait_spin_skip.fetch_sub(1, Ordering::Relaxed);
+            spin = Duration::ZERO;
+        }
+        let drive_for = self.opts.wait_spin + self.opts.wait_yield;
+        let mut spin_failed = false;
+        // A periodic yield of the spin gave the core away (crate::runtime::SPIN_BACKOFF).
+        let mut spin_yielded = false;
         // While this thread drives the engine, the progress thread keeps off the core.
         let mut driving = Some(DriverGuard::new(&self.shared));
         // Completions delivered when the queue was last looked at: it is locked and searched
         // again only once more were delivered.
         let mut looked: Option<u64> = None;
-        let mut polls = 0u32;
+        // The first clock check after `WAIT_CLOCK_POLLS` polls.
+        let mut polls = 1u32;
         let mut elapsed = Duration::ZERO;
+        // Pinned, it spins without periodic yields too.
+        let yield_every = if pinned {
+            0
+        } else {
+            self.shared.spin_yield_polls
+        };
         loop {
             let seen = self.shared.delivered.load(Ordering::Acquire);
             if looked != Some(seen) {
                 if let Some(r) = f(&mut self.shared.completions.lock().expect("completion queue")) {
+                    if spin_yielded && !spin_failed {
+                        // The completion came only after the spin gave the core away: most
+                        // likely to the thread it waited for. Back off.
+                        self.shared
+                            .wait_spin_skip
+                            .store(crate::runtime::SPIN_BACKOFF, Ordering::Relaxed);
+                    }
                     return Ok(r);
                 }
                 looked = Some(seen);
@@ -799,7 +828,8 @@ impl Runtime {
             // The clock once per few polls while driving (a read costs about half an idle
             // engine turn here); every time once sleeping.
             if polls % WAIT_CLOCK_POLLS == 0 || elapsed >= drive_for {
-                elapsed = start.elapsed();
+                let now = Instant::now();
+                elapsed = now.saturating_duration_since(*start.get_or_insert(now));
             }
             polls = polls.wrapping_add(1);
             if elapsed > self.op_timeout {
@@ -811,8 +841,15 @@ impl Runtime {
                 self.drive()?;
                 if self.shared.delivered.load(Ordering::Acquire) == seen {
                     if elapsed < spin {
-                        std::hint::spin_loop();
+                        spin_yielded |= crate::runtime::spin_once(polls, yield_every);
                     } else {
+                        if !spin.is_zero() && !spin_failed && !pinned {
+                            // The spin ran out without the completion: back off.
+                            spin_failed = true;
+                            self.shared
+                                .wait_spin_skip
+                                .store(crate::runtime::SPIN_BACKOFF, Ordering::Relaxed);
+                        }
                         std::thread::yield_now();
                     }
                 }

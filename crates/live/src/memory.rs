@@ -710,6 +710,16 @@ impl LiveMemory {
     /// Start a new engine turn: forget every pagemap window read more than the TTL ago
     /// (all of them with a zero TTL).
     pub fn begin_turn(&mut self) {
+        self.begin_turn_with(StdInstant::now)
+    }
+
+    /// [`LiveMemory::begin_turn`] at `now`, a time the caller read for the turn anyway (the
+    /// engine loop reads the clock once per turn that has work, for both).
+    pub fn begin_turn_at(&mut self, now: StdInstant) {
+        self.begin_turn_with(|| now)
+    }
+
+    fn begin_turn_with(&mut self, now: impl FnOnce() -> StdInstant) {
         // Watched verdicts need no clock, only the epoch: a turn that holds nothing else
         // reads no time.
         let short = self.windows.iter().any(|w| w.at.is_some())
@@ -723,7 +733,7 @@ impl LiveMemory {
             }
             return;
         }
-        let now = StdInstant::now();
+        let now = now();
         for r in &mut self.ranges {
             if r.epoch != epoch
                 || (!r.long && r.at.is_some_and(|at| now.duration_since(at) >= self.ttl))

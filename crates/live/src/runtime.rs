@@ -77,9 +77,33 @@
 //! for the traced phases). A progress thread that finds the engine held by a posting caller
 //! yields instead of going through the transport's sleeper, which returned at once (the rings
 //! had data): a sleep / wake pair every ~0.1 us for the length of the post.
+//!
+//! # The small-write path (branch `livelat3`)
+//!
+//! - A post's inline turn reuses the clock read of the post, and every turn with work reads
+//!   the clock once for both the engine and the residency verdicts' expiry
+//!   ([`crate::memory::LiveMemory::begin_turn_at`]; two reads before).
+//! - A post wakes the progress thread only when the transfer still has packets to send or a
+//!   deadline sooner than the thread's longest sleep (`Core::needs_wake_after_post`);
+//!   otherwise the peer's answer wakes a sleeping progress thread anyway. The wake-up was an
+//!   atomic add and a fence on the shm line that also holds this rank's `sleeping` word,
+//!   which the peer reads at every packet it sends here.
+//! - Adaptive spinning ([`SPIN_BACKOFF`], [`SPIN_YIELD_POLLS`]): an unpinned spinner (the
+//!   waiting caller within [`LoopOptions::wait_spin`], the progress thread within
+//!   [`LoopOptions::spin`]) stops spinning for its next 64 waits / work episodes after a spin
+//!   that ran out, or that had to yield the core (once per 64 polls) before its answer came.
+//!   Pinned threads ([`crate::affinity::pin_current_thread`] to one CPU, or
+//!   [`LoopOptions::progress_cpu`]) spin as before. With 20 us of spin unpinned
+//!   (`examples/lat8_loop.rs`, three interleaved runs each, load 4.6-5.2), an 8 B write took
+//!   2.24-52.3 us median (p99 62-355 us) before, depending on whether the two spinners shared
+//!   a core, and 2.22-5.01 us (p99 18-26 us) with the back-off; the defaults 4.78-4.94 us.
+//!   The defaults stay without spin: on this VM the threads shared a core in most runs, and
+//!   there a yield-polling pair (two context switches per write, `sched_yield` ~0.9-1.4 us
+//!   here, a null system call 0.54 us) is the fastest schedule; spinning helps only when a
+//!   core is free for each thread, which the dedicated-core configuration makes sure of.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, TryLockError};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
@@ -118,7 +142,11 @@ impl Clock {
     }
     /// Nanoseconds since the origin.
     pub fn now(&self) -> Instant {
-        Instant(self.origin.elapsed().as_nanos() as u64)
+        self.at(StdInstant::now())
+    }
+    /// `t` in nanoseconds since the origin (0 before it).
+    pub fn at(&self, t: StdInstant) -> Instant {
+        Instant(t.saturating_duration_since(self.origin).as_nanos() as u64)
     }
 }
 
@@ -243,11 +271,19 @@ pub(crate) struct Shared {
     pub drivers: AtomicUsize,
     /// Times the progress thread slept in the transport.
     pub sleeps: AtomicU64,
+    /// A spinning thread not pinned to a CPU of its own yields once per this many polls
+    /// ([`SPIN_YIELD_POLLS`]; 0: never).
+    pub spin_yield_polls: u32,
+    /// Waits left that skip [`LoopOptions::wait_spin`] (set to [`SPIN_BACKOFF`] by a spin
+    /// that ran out without its completion; see [`SPIN_BACKOFF`]).
+    pub wait_spin_skip: AtomicU32,
 }
 
 impl Shared {
-    pub fn new() -> Shared {
+    pub fn new(spin_yield_polls: u32) -> Shared {
         Shared {
+            spin_yield_polls,
+            wait_spin_skip: AtomicU32::new(0),
             completions: Mutex::new(VecDeque::new()),
             cv: Condvar::new(),
             waiters: AtomicUsize::new(0),
@@ -362,9 +398,11 @@ impl Core {
         }
     }
 
-    /// Post a work request; one the engine refuses completes at once with `Invalid`.
-    pub fn post(&mut self, wr: WorkRequest) {
-        let now = self.clock.now();
+    /// Post a work request; one the engine refuses completes at once with `Invalid`. Returns
+    /// the time read for it (the posting turn reuses it: [`Core::turn_at`]).
+    pub fn post(&mut self, wr: WorkRequest) -> StdInstant {
+        let t = StdInstant::now();
+        let now = self.clock.at(t);
         // A candidate for the translation cache if large (crate::residency_cache).
         self.mem.watch_local(wr.local_addr, wr.len);
         if self.engine.post(now, wr).is_err() {
@@ -376,6 +414,26 @@ impl Core {
                 at: now,
             });
         }
+        t
+    }
+
+    /// Whether the progress thread must be woken after a post whose inline turn ran at `now`:
+    /// when packets are left to send (a large write, a full ring), or when the engine's next
+    /// deadline is sooner than the longest the progress thread sleeps (it computed its sleep
+    /// before this post and would miss the new deadline). Otherwise the transfer's next event
+    /// is a packet from the peer, whose arrival rings the doorbell of a sleeping progress
+    /// thread anyway, and the wake-up (an atomic read-modify-write and a fence on a line the
+    /// peer reads at every packet it sends here) is saved on the small-write path.
+    pub fn needs_wake_after_post(&mut self, now: StdInstant) -> bool {
+        let now = self.clock.at(now);
+        self.pending.is_some()
+            || self.engine.wants_transmit()
+            || self.engine.poll_timeout().is_some_and(|d| {
+                d.as_ns()
+                    < now
+                        .as_ns()
+                        .saturating_add(self.opts.max_sleep.as_nanos() as u64)
+            })
     }
 
     /// Post a remote atomic; one the engine refuses completes at once with `Invalid`.
@@ -490,6 +548,18 @@ impl Core {
 
     /// One turn of the engine (see the module doc). Returns whether anything happened.
     pub fn turn(&mut self) -> bool {
+        self.turn_inner(None)
+    }
+
+    /// [`Core::turn`] right after a post that read the clock at `now` (one clock read saved on
+    /// the posting path; the turn is still the same).
+    pub fn turn_at(&mut self, now: StdInstant) -> bool {
+        self.mem.begin_turn_at(now);
+        let now = self.clock.at(now);
+        self.turn_inner(Some(now))
+    }
+
+    fn turn_inner(&mut self, at: Option<Instant>) -> bool {
         self.stats.turns += 1;
         // Replies of the reply-based active flush that handlers made due.
         self.post_replies();
@@ -498,7 +568,7 @@ impl Core {
         // to handle: a clock read costs ~35 ns on the development VM, more than half of an
         // idle turn (60 ns), and idle turns are what a waiting thread polls with: each one
         // saved is detection latency saved on both hops of a write (see the module doc).
-        let mut now: Option<Instant> = None;
+        let mut now: Option<Instant> = at;
 
         // 1. Fault handler outputs.
         while let Ok(out) = self.handler_out.try_recv() {
@@ -542,8 +612,9 @@ impl Core {
                 let got = transport.recv_with(rx, &mut |src, bytes| {
                     crate::trace::mark(*rank, crate::trace::Point::RxStart, bytes.len() as u32);
                     let now = *now.get_or_insert_with(|| {
-                        mem.begin_turn();
-                        clock.now()
+                        let t = StdInstant::now();
+                        mem.begin_turn_at(t);
+                        clock.at(t)
                     });
                     // Every other check (lengths, fields, geometry, protection) applies either way.
                     let r = if *reliable {
@@ -672,8 +743,9 @@ impl Core {
     /// than their bound expire then, before any memory access of the turn.
     fn now_for_work(&mut self, now: &mut Option<Instant>) -> Instant {
         *now.get_or_insert_with(|| {
-            self.mem.begin_turn();
-            self.clock.now()
+            let t = StdInstant::now();
+            self.mem.begin_turn_at(t);
+            self.clock.at(t)
         })
     }
 
@@ -705,6 +777,55 @@ impl Core {
     }
 }
 
+/// A thread that busy-polls (a waiting caller within [`LoopOptions::wait_spin`], the progress
+/// thread within [`LoopOptions::spin`]) and is not pinned to a single CPU yields the core once
+/// per this many polls (`UNPINNED_SPIN_YIELD_POLLS`; 0: never). Pure spinning on this 2-vCPU VM
+/// shared with other jobs was bimodal: 2 us per 8 B write when the two spinners ran on
+/// different cores, 48-108 us when they shared one (the one waited for ran only when the
+/// spinner's time slice ended). A `sched_yield` every few microseconds hands a shared core
+/// over within that time and costs ~1 us when the core is free.
+pub const SPIN_YIELD_POLLS: u32 = 64;
+
+/// Environment variable: overrides [`SPIN_YIELD_POLLS`].
+pub const ENV_SPIN_YIELD_POLLS: &str = "UNPINNED_SPIN_YIELD_POLLS";
+
+/// [`SPIN_YIELD_POLLS`], or the value of [`ENV_SPIN_YIELD_POLLS`] if set.
+pub fn spin_yield_polls_from_env() -> Result<u32, crate::LiveError> {
+    match std::env::var(ENV_SPIN_YIELD_POLLS) {
+        Ok(v) => v.trim().parse().map_err(|e| crate::LiveError::Env {
+            var: ENV_SPIN_YIELD_POLLS,
+            why: format!("not a number of polls ({e})"),
+        }),
+        Err(_) => Ok(SPIN_YIELD_POLLS),
+    }
+}
+
+/// A spin that ran out without what it waited for (a completion for a waiting caller, a packet
+/// or other work for the progress thread), or that had to yield the core
+/// ([`SPIN_YIELD_POLLS`]) before it came, turns spinning off for this many next waits or work
+/// episodes of that thread (adaptive spinning). When the thread waited for shares the spinner's
+/// core, it runs only after the spin: each spin then costs its whole length (8 B write median
+/// 48-108 us with 20-50 us of spin here); when they run on different cores the spin ends early,
+/// with the packet. Backing off after a failed spin bounds the first case to one spin per this
+/// many writes, while a free core keeps the second. A spin whose answer came only after a
+/// periodic yield counts as failed too: that answer most likely ran on the core the yield gave
+/// away (measured: 12 us per 8 B write when such spins went on, against 4.8 us yielding at
+/// every poll).
+pub const SPIN_BACKOFF: u32 = 64;
+
+/// Busy-poll once: a `spin_loop` hint, or a `sched_yield` every `yield_every`th poll
+/// (`yield_every` 0: never). Returns whether it yielded.
+#[inline]
+pub(crate) fn spin_once(polls: u32, yield_every: u32) -> bool {
+    if yield_every != 0 && polls % yield_every == yield_every - 1 {
+        std::thread::yield_now();
+        true
+    } else {
+        std::hint::spin_loop();
+        false
+    }
+}
+
 /// While spinning, the progress thread reads the clock (is the spin over?) once per this many
 /// polls (~2-6 us of polling): only when [`LoopOptions::spin`] is non-zero.
 pub const SPIN_CHECK_POLLS: u32 = 32;
@@ -730,6 +851,21 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     // Busy polls left before the spin's end is checked again (a clock read per poll was a
     // third of an idle poll: detection latency of every packet while spinning).
     let mut spins_unchecked = 0u32;
+    // Pinned to one CPU, the thread has it to itself: spin without yielding.
+    let yield_every = if opts.progress_cpu.is_some() {
+        0
+    } else {
+        shared.spin_yield_polls
+    };
+    let mut spin_polls = 0u32;
+    // Adaptive spinning: work episodes left without a spin after one ran out (SPIN_BACKOFF),
+    // and whether a spin since the last work is running.
+    let mut spin_skip = 0u32;
+    let mut spinning = false;
+    // The current spin yielded the core at least once (SPIN_YIELD_POLLS).
+    let mut spin_yielded = false;
+    // Pinned, the core is this thread's own and spinning costs no one else: no back-off.
+    let backs_off = opts.progress_cpu.is_none();
     loop {
         let (work, busy, deadline, pending, held) = match core.try_lock() {
             Ok(mut c) => {
@@ -755,14 +891,26 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         if work {
             idle_since = None;
             last_own_work = Some(StdInstant::now());
-            if !opts.spin.is_zero() {
+            if spinning && spin_yielded && backs_off {
+                // This work came only after the spin gave the core away: back off.
+                spin_skip = SPIN_BACKOFF;
+            }
+            spinning = false;
+            spin_yielded = false;
+            spin_polls = 0;
+            if spin_skip > 0 {
+                spin_skip -= 1;
+                spins_unchecked = 0;
+            } else if !opts.spin.is_zero() {
                 spins_unchecked = SPIN_CHECK_POLLS;
+                spinning = true;
             }
             continue;
         }
         if spins_unchecked > 0 && !pending {
             spins_unchecked -= 1;
-            std::hint::spin_loop();
+            spin_polls = spin_polls.wrapping_add(1);
+            spin_yielded |= spin_once(spin_polls, yield_every);
             continue;
         }
         if held && shutdown_at.is_none() && shared.drivers.load(Ordering::SeqCst) == 0 {
@@ -785,10 +933,20 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
         }
         let since = *idle_since.get_or_insert_with(StdInstant::now);
         let idle = since.elapsed();
-        if !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
+        if spinning && !pending && last_own_work.is_some_and(|t| t.elapsed() < opts.spin) {
             spins_unchecked = SPIN_CHECK_POLLS;
-            std::hint::spin_loop();
-        } else if pending || idle < opts.spin + opts.yield_for {
+            spin_polls = spin_polls.wrapping_add(1);
+            spin_yielded |= spin_once(spin_polls, yield_every);
+            continue;
+        }
+        if spinning {
+            // The spin ran out (or a full ring interrupted it) without new work.
+            spinning = false;
+            if backs_off {
+                spin_skip = SPIN_BACKOFF;
+            }
+        }
+        if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another
             // thread it waits for) gets the core. Spinning here starved the receiver on the
             // 2-vCPU VM until `drop_after` dropped packets and block timeouts (10 ms) had to
