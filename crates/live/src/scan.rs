@@ -92,39 +92,100 @@ pub enum Need {
     Write,
 }
 
-/// End of the good prefix of `[start, end)` (page-aligned `start`): every page of
-/// `[start, returned)` is present (and, for [`Need::Write`], not the zero page); `start` itself
-/// if the first page is not good. `None`: the kernel has no `PAGEMAP_SCAN` (or refused the
-/// call); use pagemap entries instead.
-pub fn good_prefix(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<u64> {
-    let mut region = PageRegion::default();
-    let (mask, inverted) = match need {
-        Need::Read => (PAGE_IS_PRESENT, 0),
-        Need::Write => (PAGE_IS_PRESENT | PAGE_IS_PFNZERO, PAGE_IS_PFNZERO),
+/// What follows the good prefix of a [`probe`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// The whole range is good.
+    End,
+    /// The first page after the prefix is mapped but not good (missing, swapped out, or for
+    /// [`Need::Write`] the zero page): a page-in makes it good.
+    Missing,
+    /// The first page after the prefix is not mapped at all.
+    Unmapped,
+    /// Not told by this call (the kernel's walk stopped at a chunk boundary inside a good
+    /// run): ask again from the prefix's end, or another way.
+    Unknown,
+}
+
+/// Answer of [`probe`]: every page of `[start, good_end)` is good, and `after` says what the
+/// page at `good_end` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// End of the good prefix (`start` if the first page is not good).
+    pub good_end: u64,
+    /// The page at `good_end`, if `good_end < end`.
+    pub after: After,
+}
+
+/// Regions asked of the kernel per [`probe`]: the good run, and the one after it (which
+/// tells a missing page from a hole).
+const PROBE_REGIONS: usize = 2;
+
+/// The good prefix of `[start, end)` (page-aligned `start`) and what the first page after it
+/// is, in one system call. `None`: the kernel has no `PAGEMAP_SCAN` (or refused the call);
+/// use pagemap entries instead.
+///
+/// Every mapped page is reported (no category filter), with only the bits that decide
+/// goodness kept, so that the kernel returns *runs* of pages alike: the first run tells
+/// whether the prefix is good, the second whether what follows is mapped (the kernel never
+/// reports holes between mappings). The kernel stops walking once the second run ends: a
+/// missing first page costs a walk of the missing run only, not of the whole window, and no
+/// `mincore` is needed to tell "missing" from "unmapped".
+pub fn probe(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<Probe> {
+    let mut regions = [PageRegion::default(); PROBE_REGIONS];
+    let (return_mask, good_cats) = match need {
+        Need::Read => (PAGE_IS_PRESENT, PAGE_IS_PRESENT),
+        Need::Write => (PAGE_IS_PRESENT | PAGE_IS_PFNZERO, PAGE_IS_PRESENT),
     };
     let mut arg = PmScanArg {
         size: std::mem::size_of::<PmScanArg>() as u64,
         start,
         end,
-        vec: &mut region as *mut PageRegion as u64,
-        vec_len: 1,
-        category_inverted: inverted,
-        category_mask: mask,
-        // Report no category bits: contiguous good pages then form one region.
-        return_mask: PAGE_IS_PRESENT,
+        vec: regions.as_mut_ptr() as u64,
+        vec_len: PROBE_REGIONS as u64,
+        return_mask,
         ..PmScanArg::default()
     };
     // SAFETY: PAGEMAP_SCAN on our own pagemap file with a correctly sized argument whose `vec`
-    // points to one `PageRegion` that lives across the call; the kernel only reads the page
-    // tables of this process and writes `arg` and at most `vec_len` regions.
+    // points to `PROBE_REGIONS` `PageRegion`s that live across the call; the kernel only reads
+    // the page tables of this process and writes `arg` and at most `vec_len` regions.
     let n = unsafe { libc::ioctl(pagemap.as_raw_fd(), PAGEMAP_SCAN as _, &mut arg) };
     if n < 0 {
         return None;
     }
-    if n == 0 || region.start != start {
-        return Some(start);
+    let got = &regions[..(n as usize).min(PROBE_REGIONS)];
+    // Good runs from `start` on (the kernel splits a run at its 2 MiB walk chunks).
+    let mut good = start;
+    let mut i = 0;
+    while i < got.len() && got[i].start == good && got[i].categories == good_cats {
+        good = got[i].end;
+        i += 1;
     }
-    Some(region.end.min(end))
+    let good_end = good.min(end);
+    let after = if good_end >= end {
+        After::End
+    } else if i < got.len() {
+        // The next run is not good: mapped if it starts right there, else a hole first.
+        if got[i].start == good_end {
+            After::Missing
+        } else {
+            After::Unmapped
+        }
+    } else if got.len() < PROBE_REGIONS && arg.walk_end >= end {
+        // The walk reached the end with room left and reported nothing from here on.
+        After::Unmapped
+    } else {
+        After::Unknown
+    };
+    Some(Probe { good_end, after })
+}
+
+/// End of the good prefix of `[start, end)` (page-aligned `start`): every page of
+/// `[start, returned)` is present (and, for [`Need::Write`], not the zero page); `start` itself
+/// if the first page is not good. `None`: the kernel has no `PAGEMAP_SCAN` (or refused the
+/// call); use pagemap entries instead.
+pub fn good_prefix(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<u64> {
+    probe(pagemap, start, end, need).map(|p| p.good_end)
 }
 
 #[cfg(test)]
@@ -183,6 +244,76 @@ mod tests {
         assert_eq!(
             good_prefix(&pm, b + 7 * 4096, b + 8 * 4096, Need::Write),
             Some(b + 8 * 4096)
+        );
+    }
+
+    #[test]
+    fn probe_tells_missing_from_unmapped() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+        let m = crate::mapping::Mapping::anon(8 * 4096).unwrap();
+        let b = m.addr();
+        let Some(p) = probe(&pm, b, b + 8 * 4096, Need::Write) else {
+            eprintln!("no PAGEMAP_SCAN on this kernel: skipped");
+            return;
+        };
+        let at = |good_end, after| Probe { good_end, after };
+        assert_eq!(p, at(b, After::Missing), "fresh memory is missing");
+        // SAFETY: the mapping is ours and nothing else accesses it.
+        let s = unsafe { m.as_mut_slice() };
+        s[0] = 1;
+        s[4096] = 1;
+        // SAFETY: a read of our own mapped page (maps the zero page).
+        let _ = unsafe { std::ptr::read_volatile(s.as_ptr().add(2 * 4096)) };
+        assert_eq!(
+            probe(&pm, b, b + 8 * 4096, Need::Write),
+            Some(at(b + 2 * 4096, After::Missing))
+        );
+        assert_eq!(
+            probe(&pm, b, b + 8 * 4096, Need::Read),
+            Some(at(b + 3 * 4096, After::Missing))
+        );
+        assert_eq!(
+            probe(&pm, b, b + 2 * 4096, Need::Write),
+            Some(at(b + 2 * 4096, After::End))
+        );
+        // SAFETY: unmapping pages of our own mapping; nothing references them.
+        unsafe { libc::munmap((b + 3 * 4096) as *mut libc::c_void, 5 * 4096) };
+        assert_eq!(
+            probe(&pm, b + 3 * 4096, b + 8 * 4096, Need::Read),
+            Some(at(b + 3 * 4096, After::Unmapped))
+        );
+        assert_eq!(
+            probe(&pm, b + 4096, b + 8 * 4096, Need::Read),
+            Some(at(b + 3 * 4096, After::Unmapped))
+        );
+        assert_eq!(
+            probe(&pm, b + 2 * 4096, b + 8 * 4096, Need::Write),
+            Some(at(b + 2 * 4096, After::Missing))
+        );
+    }
+
+    #[test]
+    fn probe_never_calls_a_chunk_boundary_missing() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+        // 6 MiB present: the kernel's walk crosses 2 MiB chunk boundaries.
+        let len = 6usize << 20;
+        let m = crate::mapping::Mapping::anon(len).unwrap();
+        // SAFETY: the mapping is ours and nothing else accesses it.
+        let s = unsafe { m.as_mut_slice() };
+        for i in (0..len).step_by(4096) {
+            s[i] = 1;
+        }
+        let b = m.addr();
+        let Some(p) = probe(&pm, b, b + len as u64, Need::Write) else {
+            eprintln!("no PAGEMAP_SCAN on this kernel: skipped");
+            return;
+        };
+        assert!(p.good_end > b);
+        assert!(
+            p.after == After::End || p.after == After::Unknown,
+            "{p:?} from {b:#x}"
         );
     }
 }
