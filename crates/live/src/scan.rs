@@ -97,42 +97,41 @@ pub enum Need {
 pub enum After {
     /// The whole range is good.
     End,
-    /// The first page after the prefix is mapped but not good (missing, swapped out, or for
-    /// [`Need::Write`] the zero page): a page-in makes it good.
+    /// The first page is mapped but not good (missing, swapped out, or for [`Need::Write`]
+    /// the zero page): a page-in makes it good.
     Missing,
-    /// The first page after the prefix is not mapped at all.
+    /// The first page is not mapped at all.
     Unmapped,
-    /// Not told by this call (the kernel's walk stopped at a chunk boundary inside a good
-    /// run): ask again from the prefix's end, or another way.
+    /// A good prefix ends before the range does; what follows it is not told (the run
+    /// after it, or the kernel's 2 MiB walk chunk, ended the call): probe again from there.
     Unknown,
 }
 
-/// Answer of [`probe`]: every page of `[start, good_end)` is good, and `after` says what the
-/// page at `good_end` is.
+/// Answer of [`probe`]: every page of `[start, good_end)` is good, and `after` says what
+/// comes after.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Probe {
     /// End of the good prefix (`start` if the first page is not good).
     pub good_end: u64,
-    /// The page at `good_end`, if `good_end < end`.
+    /// What the page at `good_end` is, as far as this call tells.
     pub after: After,
 }
 
-/// Regions asked of the kernel per [`probe`]: the good run, and the one after it (which
-/// tells a missing page from a hole).
-const PROBE_REGIONS: usize = 2;
-
-/// The good prefix of `[start, end)` (page-aligned `start`) and what the first page after it
-/// is, in one system call. `None`: the kernel has no `PAGEMAP_SCAN` (or refused the call);
-/// use pagemap entries instead.
+/// The good prefix of `[start, end)` (page-aligned `start`), and for a first page that is
+/// not good whether it is missing or unmapped, in one system call. `None`: the kernel has no
+/// `PAGEMAP_SCAN` (or refused the call); use pagemap entries instead.
 ///
 /// Every mapped page is reported (no category filter), with only the bits that decide
-/// goodness kept, so that the kernel returns *runs* of pages alike: the first run tells
-/// whether the prefix is good, the second whether what follows is mapped (the kernel never
-/// reports holes between mappings). The kernel stops walking once the second run ends: a
-/// missing first page costs a walk of the missing run only, not of the whole window, and no
-/// `mincore` is needed to tell "missing" from "unmapped".
+/// goodness kept, so that the kernel returns *runs* of pages alike and stops at the end of
+/// the first one (one region asked): the run from `start` is the good prefix, or tells that
+/// the first page is missing (a run of not-good pages starts there) or unmapped (the kernel
+/// never reports holes between mappings, so the run starts later or there is none). A
+/// missing first page costs a walk of its own run only, not of the whole window, and no
+/// `mincore` is needed to tell "missing" from "unmapped" (C-like measurement,
+/// `examples/miss_check.rs`: 1.3 us for a fresh page against 3.7 us for the filtered scan
+/// of 256 KiB plus `mincore`).
 pub fn probe(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<Probe> {
-    let mut regions = [PageRegion::default(); PROBE_REGIONS];
+    let mut region = PageRegion::default();
     let (return_mask, good_cats) = match need {
         Need::Read => (PAGE_IS_PRESENT, PAGE_IS_PRESENT),
         Need::Write => (PAGE_IS_PRESENT | PAGE_IS_PFNZERO, PAGE_IS_PRESENT),
@@ -141,41 +140,25 @@ pub fn probe(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Optio
         size: std::mem::size_of::<PmScanArg>() as u64,
         start,
         end,
-        vec: regions.as_mut_ptr() as u64,
-        vec_len: PROBE_REGIONS as u64,
+        vec: &mut region as *mut PageRegion as u64,
+        vec_len: 1,
         return_mask,
         ..PmScanArg::default()
     };
     // SAFETY: PAGEMAP_SCAN on our own pagemap file with a correctly sized argument whose `vec`
-    // points to `PROBE_REGIONS` `PageRegion`s that live across the call; the kernel only reads
-    // the page tables of this process and writes `arg` and at most `vec_len` regions.
+    // points to one `PageRegion` that lives across the call; the kernel only reads the page
+    // tables of this process and writes `arg` and at most `vec_len` regions.
     let n = unsafe { libc::ioctl(pagemap.as_raw_fd(), PAGEMAP_SCAN as _, &mut arg) };
     if n < 0 {
         return None;
     }
-    let got = &regions[..(n as usize).min(PROBE_REGIONS)];
-    // Good runs from `start` on (the kernel splits a run at its 2 MiB walk chunks).
-    let mut good = start;
-    let mut i = 0;
-    while i < got.len() && got[i].start == good && got[i].categories == good_cats {
-        good = got[i].end;
-        i += 1;
-    }
-    let good_end = good.min(end);
-    let after = if good_end >= end {
-        After::End
-    } else if i < got.len() {
-        // The next run is not good: mapped if it starts right there, else a hole first.
-        if got[i].start == good_end {
-            After::Missing
-        } else {
-            After::Unmapped
-        }
-    } else if got.len() < PROBE_REGIONS && arg.walk_end >= end {
-        // The walk reached the end with room left and reported nothing from here on.
-        After::Unmapped
+    let (good_end, after) = if n == 0 || region.start != start {
+        (start, After::Unmapped)
+    } else if region.categories != good_cats {
+        (start, After::Missing)
     } else {
-        After::Unknown
+        let g = region.end.min(end);
+        (g, if g >= end { After::End } else { After::Unknown })
     };
     Some(Probe { good_end, after })
 }
@@ -257,39 +240,44 @@ mod tests {
             eprintln!("no PAGEMAP_SCAN on this kernel: skipped");
             return;
         };
-        let at = |good_end, after| Probe { good_end, after };
-        assert_eq!(p, at(b, After::Missing), "fresh memory is missing");
+        let at = |good_end, after| Some(Probe { good_end, after });
+        assert_eq!(Some(p), at(b, After::Missing), "fresh memory is missing");
         // SAFETY: the mapping is ours and nothing else accesses it.
         let s = unsafe { m.as_mut_slice() };
         s[0] = 1;
         s[4096] = 1;
         // SAFETY: a read of our own mapped page (maps the zero page).
         let _ = unsafe { std::ptr::read_volatile(s.as_ptr().add(2 * 4096)) };
+        let w = Need::Write;
         assert_eq!(
-            probe(&pm, b, b + 8 * 4096, Need::Write),
-            Some(at(b + 2 * 4096, After::Missing))
+            probe(&pm, b, b + 8 * 4096, w),
+            at(b + 2 * 4096, After::Unknown)
         );
         assert_eq!(
-            probe(&pm, b, b + 8 * 4096, Need::Read),
-            Some(at(b + 3 * 4096, After::Missing))
+            probe(&pm, b + 2 * 4096, b + 8 * 4096, w),
+            at(b + 2 * 4096, After::Missing)
         );
+        let r = Need::Read;
         assert_eq!(
-            probe(&pm, b, b + 2 * 4096, Need::Write),
-            Some(at(b + 2 * 4096, After::End))
+            probe(&pm, b, b + 8 * 4096, r),
+            at(b + 3 * 4096, After::Unknown)
         );
+        assert_eq!(probe(&pm, b, b + 2 * 4096, w), at(b + 2 * 4096, After::End));
+        assert_eq!(probe(&pm, b, b + 3 * 4096, r), at(b + 3 * 4096, After::End));
         // SAFETY: unmapping pages of our own mapping; nothing references them.
         unsafe { libc::munmap((b + 3 * 4096) as *mut libc::c_void, 5 * 4096) };
         assert_eq!(
-            probe(&pm, b + 3 * 4096, b + 8 * 4096, Need::Read),
-            Some(at(b + 3 * 4096, After::Unmapped))
+            probe(&pm, b + 3 * 4096, b + 8 * 4096, r),
+            at(b + 3 * 4096, After::Unmapped)
         );
         assert_eq!(
-            probe(&pm, b + 4096, b + 8 * 4096, Need::Read),
-            Some(at(b + 3 * 4096, After::Unmapped))
+            probe(&pm, b + 4096, b + 8 * 4096, r),
+            at(b + 3 * 4096, After::Unknown)
         );
+        // A hole first, a mapping after it: still unmapped at the start.
         assert_eq!(
-            probe(&pm, b + 2 * 4096, b + 8 * 4096, Need::Write),
-            Some(at(b + 2 * 4096, After::Missing))
+            probe(&pm, b + 7 * 4096, b + 9 * 4096, r).unwrap().after,
+            After::Unmapped
         );
     }
 
@@ -314,6 +302,13 @@ mod tests {
         assert!(
             p.after == After::End || p.after == After::Unknown,
             "{p:?} from {b:#x}"
+        );
+        // The memory checker goes on from a chunk boundary instead of calling it missing.
+        let mut mem = crate::memory::LiveMemory::new(crate::memory::LOCAL_PDID).unwrap();
+        let mid = (b + (4 << 20)) & !((2 << 20) - 1);
+        assert_eq!(
+            mem.check(mid - 8192, 16384, crate::memory::Access::Write),
+            Ok(())
         );
     }
 }
