@@ -660,9 +660,7 @@ impl Transport for ShmTransport {
             };
             if let Some(s) = slot {
                 let r = self.returned[src as usize];
-                let at = off
-                    + self.geo.returns_offset()
-                    + (r % self.geo.slots as u64) as usize * 4;
+                let at = off + self.geo.returns_offset() + (r % self.geo.slots as u64) as usize * 4;
                 self.map.u32_at(at).store(s, Ordering::Relaxed);
                 self.returned[src as usize] = r + 1;
                 self.map
@@ -766,10 +764,8 @@ mod tests {
     use super::*;
 
     fn segment(name: &str, geo: ShmGeometry) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!(
-            "unpinned-shm-test-{name}-{}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("unpinned-shm-test-{name}-{}", std::process::id()));
         create_segment(&path, geo).unwrap();
         path
     }
@@ -936,7 +932,13 @@ mod tests {
         let mut b = ShmTransport::open(&path, 1).unwrap();
         let off = a.geo.ring_offset(0, 1);
         // (length, slot) pairs no producer keeping to the protocol writes.
-        for (len, slot) in [(500u32, INLINE), (121, INLINE), (100, 4), (100, 1000), (300, 0)] {
+        for (len, slot) in [
+            (500u32, INLINE),
+            (121, INLINE),
+            (100, 4),
+            (100, 1000),
+            (300, 0),
+        ] {
             a.send(1, &[1; 8]).unwrap();
             let d = a.desc_at(off, a.map.u64_at(off).load(Ordering::Relaxed) - 1);
             a.map.u32_at(d).store(len, Ordering::Relaxed);
