@@ -410,7 +410,14 @@ pub struct LiveMemory {
     /// prefix (that page, and whether it is missing or unmapped): the answer `mincore` gave
     /// before, without the system call.
     scan_after: Option<(u64, crate::scan::After)>,
+    /// The last few posted local buffers too small to watch (page-aligned bounds): a scan
+    /// window over one of them stops at its end, like one over an exposure.
+    small_locals: [(u64, u64); SMALL_LOCALS],
+    small_victim: usize,
 }
+
+/// Posted local buffers below [`LOCAL_WATCH_MIN_BYTES`] remembered as scan-window bounds.
+const SMALL_LOCALS: usize = 4;
 
 /// How long a page stays marked bad after a failed page-in (the application may fix the
 /// protection or remap the range; a later fault record then tries again).
@@ -440,6 +447,8 @@ impl LiveMemory {
             cache: std::env::var_os(ENV_NO_CACHE).is_none(),
             watched: Vec::new(),
             scan_after: None,
+            small_locals: [(0, 0); SMALL_LOCALS],
+            small_victim: 0,
         })
     }
 
@@ -572,15 +581,27 @@ impl LiveMemory {
     /// of a read): a candidate for the translation cache if it is at least
     /// [`LOCAL_WATCH_MIN_BYTES`] long, registered like an exposure at its
     /// [`REGISTER_AFTER_SCANS`]-th scan if it is private anonymous memory. At most
-    /// [`LOCAL_WATCH_MAX`] are kept (the oldest is unregistered).
+    /// [`LOCAL_WATCH_MAX`] are kept (the oldest is unregistered). Smaller buffers (the last
+    /// four) are only remembered as bounds of scan windows: a scan over one stops at its end.
     pub fn watch_local(&mut self, addr: u64, len: u64) {
-        if self.mode != MemoryMode::Part || !self.cache || len < LOCAL_WATCH_MIN_BYTES {
+        if self.mode != MemoryMode::Part || len == 0 {
             return;
         }
         let Some(end) = addr.checked_add(len) else {
             return;
         };
         let (s, e) = (page_of(addr), end.next_multiple_of(PAGE_BYTES));
+        if len < LOCAL_WATCH_MIN_BYTES {
+            // Not watched, but its end bounds the scan window (see `covered`).
+            if !self.small_locals.contains(&(s, e)) {
+                self.small_locals[self.small_victim] = (s, e);
+                self.small_victim = (self.small_victim + 1) % SMALL_LOCALS;
+            }
+            return;
+        }
+        if !self.cache {
+            return;
+        }
         if self.watched.iter().any(|w| w.start <= s && e <= w.end) {
             return;
         }
@@ -834,8 +855,10 @@ impl LiveMemory {
                 let cap = self
                     .watched
                     .iter()
-                    .filter(|w| w.start <= page && end <= w.end)
-                    .map(|w| w.end)
+                    .map(|w| (w.start, w.end))
+                    .chain(self.small_locals.iter().copied())
+                    .filter(|&(s, e)| s <= page && end <= e)
+                    .map(|(_, e)| e)
                     .max()
                     .unwrap_or(u64::MAX);
                 page.saturating_add(SCAN_AHEAD_BYTES).min(cap).max(end)
@@ -1655,6 +1678,36 @@ mod tests {
         unsafe { libc::munmap(base as *mut libc::c_void, 8 * 4096) };
         std::thread::sleep(std::time::Duration::from_millis(10));
         assert_eq!(m.stats().cache_events, events);
+    }
+
+    #[test]
+    fn a_scan_window_stops_at_the_end_of_a_small_posted_buffer() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let base = anon(2);
+        // SAFETY: both pages are ours; touching makes them present.
+        unsafe {
+            std::ptr::write_volatile(base as *mut u8, 1);
+            std::ptr::write_volatile((base + 4096) as *mut u8, 1);
+        }
+        let scans = |m: &LiveMemory| m.stats().range_scans;
+        // Unbounded: the first scan's window covers the second page too.
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        assert_eq!(m.check(base, 8, Access::Read), Ok(()));
+        let s0 = scans(&m);
+        assert_eq!(m.check(base + 4096, 8, Access::Read), Ok(()));
+        if s0 == 0 {
+            eprintln!("no PAGEMAP_SCAN on this kernel: skipped");
+            return;
+        }
+        assert_eq!(scans(&m), s0);
+        // Bounded by a posted 8 B buffer in the first page: the second page is scanned anew.
+        let mut m = LiveMemory::new(LOCAL_PDID).unwrap();
+        m.watch_local(base, 8);
+        assert_eq!(m.check(base, 8, Access::Read), Ok(()));
+        assert_eq!(m.check(base + 4096, 8, Access::Read), Ok(()));
+        assert_eq!(scans(&m), 2);
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(base as *mut libc::c_void, 2 * 4096) };
     }
 
     #[test]
