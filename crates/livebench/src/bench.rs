@@ -657,12 +657,15 @@ fn writes(
 /// Slots per ring of the small-ring measurements ([`SmallRing`]).
 pub const SMALL_RING_SLOTS: u32 = 64;
 
-/// The latency lines measured again over rings of [`SMALL_RING_SLOTS`] slots instead of the
-/// launcher's 512, everything else the defaults. Every packet takes a whole 16 KiB slot and a
-/// ring is walked slot after slot, so with 512 slots (8 MiB per direction) a slot comes back
-/// into use only 512 packets later, its lines long gone from both cores' caches (1 MiB L2 each
-/// here): a 4 KiB packet's copy into its slot took 4-7 us and the copy out of it 2.5 us,
-/// against 0.2 us each through a 16-slot ring (`examples/trace_write.rs`).
+/// The latency lines measured again over rings of [`SMALL_RING_SLOTS`] payload slots instead
+/// of the launcher's 512, everything else the defaults. When every packet took a whole 16 KiB
+/// slot and a ring was walked slot after slot, a 512-slot ring (8 MiB per direction) brought a
+/// slot back into use only 512 packets later, its lines long gone from both cores' caches
+/// (1 MiB L2 each here): a 4 KiB packet's copy into its slot took 4-7 us and the copy out of
+/// it 2.5 us, against 0.2 us each through a 16-slot ring (`examples/trace_write.rs`). Since
+/// layout version 3 of the shm segment (descriptors, small packets inline, payload slots
+/// reused most recently freed first: `unpinned_live::transport::shm`) the slot count should
+/// no longer matter for latency; this line checks that it does not.
 #[derive(Clone, Debug, Serialize)]
 pub struct SmallRing {
     /// Slots per ring.
