@@ -155,7 +155,7 @@ impl ShmGeometry {
         (1..=MAX_RANKS).contains(&self.ranks)
             && (2..=MAX_SLOTS).contains(&self.slots)
             && (64..=MAX_SLOT_BYTES).contains(&self.slot_bytes)
-            && self.slot_bytes as usize % LINE == 0
+            && (self.slot_bytes as usize).is_multiple_of(LINE)
             && self.descs == self.slots.max(MIN_DESCS)
     }
 }
