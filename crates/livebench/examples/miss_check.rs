@@ -78,6 +78,29 @@ fn main() {
         median(page_only),
         median(present)
     );
+    // The sender's side: a posted 4 KiB source on the heap, its verdict expired.
+    let src = vec![7u8; 4096];
+    let mut smem = LiveMemory::new(unpinned_live::memory::LOCAL_PDID).unwrap();
+    let mut out = vec![0u8; 4096];
+    let mut source = Vec::new();
+    for _ in 0..n {
+        smem.forget();
+        let a = src.as_ptr() as u64;
+        let t = Instant::now();
+        smem.watch_local(a, 4096);
+        let r = unpinned_core::memory::Memory::read(
+            &mut smem,
+            unpinned_live::memory::LOCAL_PDID,
+            a,
+            &mut out,
+        );
+        source.push(t.elapsed().as_secs_f64() * 1e6);
+        assert_eq!(r, Ok(()));
+    }
+    println!(
+        "a posted 4 KiB heap source, checked and read: {:.2} us",
+        median(source)
+    );
     let s = mem.stats();
     println!(
         "missing-page check: {:.2} us (scans {}, mincore {}); scan of 256 KiB + mincore: {:.2} us; \

@@ -362,6 +362,28 @@
 //! 4.4-7: the dedicated write 32.7 -> 19.0 us (ring alone, four pairs) and 46.7 -> 19.4 us
 //! (ring and probe, four pairs at load ~6.5); 8 B and bandwidth within the noise in both.
 //!
+//! Later, on a quieter machine (load average 2.0 falling to 1.0), ten more interleaved pairs
+//! (the same two binaries; medians [range]):
+//!
+//! | what                                      | target   | old, 10 runs          | new, 10 runs          |
+//! |-------------------------------------------|----------|-----------------------|-----------------------|
+//! | 8 B write, defaults                       | <= 0.5   | 4.92 [1.39-8.91]      | 4.58 [1.37-4.65]      |
+//! | 8 B write, dedicated cores                | <= 0.5   | 0.86 [0.83-1.54]      | 1.04 [0.84-1.32]      |
+//! | 4 MiB write bandwidth, GB/s               | >= 20    | 8.44 [5.78-9.30]      | 8.25 [5.41-10.05]     |
+//! | 4 KiB into a missing page, defaults       | <= 10    | 17.6 [16.6-20.9]      | 17.3 [10.8-18.2]      |
+//! | 4 KiB into a missing page, dedicated      | <= 10    | 24.4 [23.8-42.0]      | 10.4 [9.2-15.2]       |
+//! | live-hol others, no fault, us             |          | 553 [527-809]         | 117 [77-167]          |
+//! | live-hol others PART / no-fault           | <= 1.2x  | 1.94 [1.26-2.50]      | 4.48 [3.82-7.07]      |
+//!
+//! The dedicated 8 B line was 0.15-0.2 us slower in these runs (and in four more pairs at
+//! load ~2.5: 0.94 against 1.22 us), not in the set above (1.34 against 0.83 us); with
+//! `examples/trace_write.rs` (dedicated, 2000 writes, three interleaved runs of each binary
+//! at load ~0.9) it measured 0.85-0.93 us old, 0.87-0.92 us with the new ring alone and
+//! 0.88-1.02 us with the ring and the probe: an 8 B write's packets take the same two lines
+//! of the descriptor that they took of a slot, so no cause is known; it may be noise at this
+//! scale, or not. The same trace runs put the missing-page write (traced) at 25.6-28.7 us
+//! old, 13.2-13.5 us with the new ring alone, 9.7-10.1 us with both changes.
+//!
 //! Where the dedicated write's time goes now (`examples/trace_write.rs`, traced 16.6 us at
 //! load ~4.3): the sender's post until the packet is in the ring 2.9 us (the source's verdict
 //! has expired between writes: a probe bounded to the 4 KiB buffer, then the copy into a warm
