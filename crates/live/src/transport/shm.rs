@@ -401,22 +401,26 @@ impl ShmTransport {
             });
         }
         let map = Arc::new(Mapping::map(path, geo.total_bytes())?);
-        // Start from the indices as they are (a segment is normally fresh: all zero, every
-        // slot free). Reopening a used segment starts with no free slot for a destination
-        // whose return ring cannot be replayed; its control packets still go inline.
+        // Start from the indices as they are (a segment is normally fresh: all zero). The
+        // consumer gives a slot back before it frees the descriptor that named it, so on a
+        // drained ring (tail == head, tail loaded before `returned`) every slot is back and
+        // no return is to come: all are free. On a ring with packets in flight only the
+        // slots given back from now on are ours (the others are lost to this producer; its
+        // small packets still go inline).
         let n = geo.ranks;
         let out = (0..n)
             .map(|d| {
                 let off = geo.ring_offset(rank, d);
                 let head = map.u64_at(off).load(Ordering::Acquire);
+                let tail = map.u64_at(off + LINE).load(Ordering::Acquire);
                 let returned = map.u64_at(off + 2 * LINE).load(Ordering::Acquire);
-                let free = if head == 0 && returned == 0 {
+                let free = if head == tail {
                     (0..geo.slots).rev().collect()
                 } else {
                     Vec::new()
                 };
                 Producer {
-                    tail: map.u64_at(off + LINE).load(Ordering::Acquire),
+                    tail,
                     returned,
                     free,
                 }
@@ -879,6 +883,42 @@ mod tests {
         let off = a.geo.ring_offset(0, 1);
         assert_eq!(a.warmest_slot(off, 1), Some(last));
         assert_eq!(a.out[1].free.len(), 64);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_reopened_producer_gets_its_slots_back() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let path = segment("reopen", ShmGeometry::new(2, 1000, 4));
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 1).unwrap();
+        let mut buf = [0u8; 1100];
+        for i in 0..6u8 {
+            a.send(1, &[i; 500]).unwrap();
+            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+        }
+        // Drained: a new producer has every slot.
+        drop(a);
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        for i in 0..4u8 {
+            a.send(1, &[i; 500]).unwrap();
+        }
+        assert_eq!(a.send(1, &[9; 500]), Err(SendError::Full));
+        // In flight: a new producer gets slots as the consumer gives them back.
+        drop(a);
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        assert_eq!(a.send(1, &[9; 500]), Err(SendError::Full));
+        a.send(1, &[8; 8]).unwrap();
+        for i in 0..4u8 {
+            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+            assert_eq!(buf[..500], [i; 500]);
+        }
+        assert_eq!(b.recv(&mut buf), Some((0, 8)));
+        for i in 0..8u8 {
+            a.send(1, &[i; 700]).unwrap();
+            assert_eq!(b.recv(&mut buf), Some((0, 700)));
+            assert_eq!(buf[..700], [i; 700]);
+        }
         std::fs::remove_file(&path).unwrap();
     }
 
