@@ -376,13 +376,22 @@
 //! | live-hol others PART / no-fault           | <= 1.2x  | 1.94 [1.26-2.50]      | 4.48 [3.82-7.07]      |
 //!
 //! The dedicated 8 B line was 0.15-0.2 us slower in these runs (and in four more pairs at
-//! load ~2.5: 0.94 against 1.22 us), not in the set above (1.34 against 0.83 us); with
+//! load ~2.5: 0.94 against 1.22 us; five more at load ~2: 1.24 against 1.42 us), not in the
+//! set above (1.34 against 0.83 us); with
 //! `examples/trace_write.rs` (dedicated, 2000 writes, three interleaved runs of each binary
 //! at load ~0.9) it measured 0.85-0.93 us old, 0.87-0.92 us with the new ring alone and
 //! 0.88-1.02 us with the ring and the probe: an 8 B write's packets take the same two lines
 //! of the descriptor that they took of a slot, so no cause is known; it may be noise at this
 //! scale, or not. The same trace runs put the missing-page write (traced) at 25.6-28.7 us
 //! old, 13.2-13.5 us with the new ring alone, 9.7-10.1 us with both changes.
+//!
+//! Medium writes on fresh rings gained most: `unpinned live live-residency --set
+//! exp.sizes=65536,262144 --set exp.rounds=2 --set exp.block=2` (one run each at load ~1.5)
+//! measured PART 64 KiB writes at 90.2 us old against 13.7 us new, 256 KiB at 367 against
+//! 45 us: the old ring walked fresh 16 KiB slots, each packet taking first-touch faults of
+//! shared-memory pages besides cold lines, while the new one keeps reusing the same few
+//! slots. (Its test asserted one target scan per write under the 20 us TTL rule; writes now
+//! follow each other faster than that and share verdicts, so it asserts some scans.)
 //!
 //! Where the dedicated write's time goes now (`examples/trace_write.rs`, traced 16.6 us at
 //! load ~4.3): the sender's post until the packet is in the ring 2.9 us (the source's verdict
