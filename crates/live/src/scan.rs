@@ -92,15 +92,49 @@ pub enum Need {
     Write,
 }
 
-/// End of the good prefix of `[start, end)` (page-aligned `start`): every page of
-/// `[start, returned)` is present (and, for [`Need::Write`], not the zero page); `start` itself
-/// if the first page is not good. `None`: the kernel has no `PAGEMAP_SCAN` (or refused the
-/// call); use pagemap entries instead.
-pub fn good_prefix(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<u64> {
+/// What follows the good prefix of a [`probe`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// The whole range is good.
+    End,
+    /// The first page is mapped but not good (missing, swapped out, or for [`Need::Write`]
+    /// the zero page): a page-in makes it good.
+    Missing,
+    /// The first page is not mapped at all.
+    Unmapped,
+    /// A good prefix ends before the range does; what follows it is not told (the run
+    /// after it, or the kernel's 2 MiB walk chunk, ended the call): probe again from there.
+    Unknown,
+}
+
+/// Answer of [`probe`]: every page of `[start, good_end)` is good, and `after` says what
+/// comes after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// End of the good prefix (`start` if the first page is not good).
+    pub good_end: u64,
+    /// What the page at `good_end` is, as far as this call tells.
+    pub after: After,
+}
+
+/// The good prefix of `[start, end)` (page-aligned `start`), and for a first page that is
+/// not good whether it is missing or unmapped, in one system call. `None`: the kernel has no
+/// `PAGEMAP_SCAN` (or refused the call); use pagemap entries instead.
+///
+/// Every mapped page is reported (no category filter), with only the bits that decide
+/// goodness kept, so that the kernel returns *runs* of pages alike and stops at the end of
+/// the first one (one region asked): the run from `start` is the good prefix, or tells that
+/// the first page is missing (a run of not-good pages starts there) or unmapped (the kernel
+/// never reports holes between mappings, so the run starts later or there is none). A
+/// missing first page costs a walk of its own run only, not of the whole window, and no
+/// `mincore` is needed to tell "missing" from "unmapped" (C-like measurement,
+/// `examples/miss_check.rs`: 1.3 us for a fresh page against 3.7 us for the filtered scan
+/// of 256 KiB plus `mincore`).
+pub fn probe(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<Probe> {
     let mut region = PageRegion::default();
-    let (mask, inverted) = match need {
-        Need::Read => (PAGE_IS_PRESENT, 0),
-        Need::Write => (PAGE_IS_PRESENT | PAGE_IS_PFNZERO, PAGE_IS_PFNZERO),
+    let (return_mask, good_cats) = match need {
+        Need::Read => (PAGE_IS_PRESENT, PAGE_IS_PRESENT),
+        Need::Write => (PAGE_IS_PRESENT | PAGE_IS_PFNZERO, PAGE_IS_PRESENT),
     };
     let mut arg = PmScanArg {
         size: std::mem::size_of::<PmScanArg>() as u64,
@@ -108,10 +142,7 @@ pub fn good_prefix(pagemap: &std::fs::File, start: u64, end: u64, need: Need) ->
         end,
         vec: &mut region as *mut PageRegion as u64,
         vec_len: 1,
-        category_inverted: inverted,
-        category_mask: mask,
-        // Report no category bits: contiguous good pages then form one region.
-        return_mask: PAGE_IS_PRESENT,
+        return_mask,
         ..PmScanArg::default()
     };
     // SAFETY: PAGEMAP_SCAN on our own pagemap file with a correctly sized argument whose `vec`
@@ -121,10 +152,23 @@ pub fn good_prefix(pagemap: &std::fs::File, start: u64, end: u64, need: Need) ->
     if n < 0 {
         return None;
     }
-    if n == 0 || region.start != start {
-        return Some(start);
-    }
-    Some(region.end.min(end))
+    let (good_end, after) = if n == 0 || region.start != start {
+        (start, After::Unmapped)
+    } else if region.categories != good_cats {
+        (start, After::Missing)
+    } else {
+        let g = region.end.min(end);
+        (g, if g >= end { After::End } else { After::Unknown })
+    };
+    Some(Probe { good_end, after })
+}
+
+/// End of the good prefix of `[start, end)` (page-aligned `start`): every page of
+/// `[start, returned)` is present (and, for [`Need::Write`], not the zero page); `start` itself
+/// if the first page is not good. `None`: the kernel has no `PAGEMAP_SCAN` (or refused the
+/// call); use pagemap entries instead.
+pub fn good_prefix(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<u64> {
+    probe(pagemap, start, end, need).map(|p| p.good_end)
 }
 
 #[cfg(test)]
@@ -183,6 +227,88 @@ mod tests {
         assert_eq!(
             good_prefix(&pm, b + 7 * 4096, b + 8 * 4096, Need::Write),
             Some(b + 8 * 4096)
+        );
+    }
+
+    #[test]
+    fn probe_tells_missing_from_unmapped() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+        let m = crate::mapping::Mapping::anon(8 * 4096).unwrap();
+        let b = m.addr();
+        let Some(p) = probe(&pm, b, b + 8 * 4096, Need::Write) else {
+            eprintln!("no PAGEMAP_SCAN on this kernel: skipped");
+            return;
+        };
+        let at = |good_end, after| Some(Probe { good_end, after });
+        assert_eq!(Some(p), at(b, After::Missing), "fresh memory is missing");
+        // SAFETY: the mapping is ours and nothing else accesses it.
+        let s = unsafe { m.as_mut_slice() };
+        s[0] = 1;
+        s[4096] = 1;
+        // SAFETY: a read of our own mapped page (maps the zero page).
+        let _ = unsafe { std::ptr::read_volatile(s.as_ptr().add(2 * 4096)) };
+        let w = Need::Write;
+        assert_eq!(
+            probe(&pm, b, b + 8 * 4096, w),
+            at(b + 2 * 4096, After::Unknown)
+        );
+        assert_eq!(
+            probe(&pm, b + 2 * 4096, b + 8 * 4096, w),
+            at(b + 2 * 4096, After::Missing)
+        );
+        let r = Need::Read;
+        assert_eq!(
+            probe(&pm, b, b + 8 * 4096, r),
+            at(b + 3 * 4096, After::Unknown)
+        );
+        assert_eq!(probe(&pm, b, b + 2 * 4096, w), at(b + 2 * 4096, After::End));
+        assert_eq!(probe(&pm, b, b + 3 * 4096, r), at(b + 3 * 4096, After::End));
+        // SAFETY: unmapping pages of our own mapping; nothing references them.
+        unsafe { libc::munmap((b + 3 * 4096) as *mut libc::c_void, 5 * 4096) };
+        assert_eq!(
+            probe(&pm, b + 3 * 4096, b + 8 * 4096, r),
+            at(b + 3 * 4096, After::Unmapped)
+        );
+        assert_eq!(
+            probe(&pm, b + 4096, b + 8 * 4096, r),
+            at(b + 3 * 4096, After::Unknown)
+        );
+        // A hole first, a mapping after it: still unmapped at the start.
+        assert_eq!(
+            probe(&pm, b + 7 * 4096, b + 9 * 4096, r).unwrap().after,
+            After::Unmapped
+        );
+    }
+
+    #[test]
+    fn probe_never_calls_a_chunk_boundary_missing() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+        // 6 MiB present: the kernel's walk crosses 2 MiB chunk boundaries.
+        let len = 6usize << 20;
+        let m = crate::mapping::Mapping::anon(len).unwrap();
+        // SAFETY: the mapping is ours and nothing else accesses it.
+        let s = unsafe { m.as_mut_slice() };
+        for i in (0..len).step_by(4096) {
+            s[i] = 1;
+        }
+        let b = m.addr();
+        let Some(p) = probe(&pm, b, b + len as u64, Need::Write) else {
+            eprintln!("no PAGEMAP_SCAN on this kernel: skipped");
+            return;
+        };
+        assert!(p.good_end > b);
+        assert!(
+            p.after == After::End || p.after == After::Unknown,
+            "{p:?} from {b:#x}"
+        );
+        // The memory checker goes on from a chunk boundary instead of calling it missing.
+        let mut mem = crate::memory::LiveMemory::new(crate::memory::LOCAL_PDID).unwrap();
+        let mid = (b + (4 << 20)) & !((2 << 20) - 1);
+        assert_eq!(
+            mem.check(mid - 8192, 16384, crate::memory::Access::Write),
+            Ok(())
         );
     }
 }

@@ -267,7 +267,10 @@ fn live_residency_rows_and_the_cache_removes_the_target_scans() {
     // Rows per size: part-cache, part-ttl, transfer-only.
     assert_eq!(text(&o.table, 2, "engine"), "transfer-only");
     assert_eq!(num(&o.table, 2, "scans_per_write_target"), 0.0);
-    assert!(num(&o.table, 1, "scans_per_write_target") >= 1.0);
+    // Under the TTL rule a verdict lives 20 us: writes that follow each other faster than
+    // that (64 KiB took ~14-18 us in a release build once ring slots stayed warm) share a
+    // scan, so the rule's row has some scans, not one per write.
+    assert!(num(&o.table, 1, "scans_per_write_target") > 0.0);
     if o.meta["cache_registrations"]["target"].as_u64() > Some(0) {
         for r in [0, 3] {
             assert_eq!(num(&o.table, r, "scans_per_write_target"), 0.0);

@@ -3,21 +3,44 @@
 //! # Layout of the segment (a file under `/dev/shm`, i.e. what `shm_open` creates)
 //!
 //! ```text
-//! page 0     header: magic, version, ranks n, slots per ring, slot bytes
+//! page 0     header: magic, version, ranks n, slots per ring, slot bytes, descriptors per ring
 //!            per rank r: doorbell[r] (u32 futex word), sleeping[r] (u32), 64-byte spaced
 //! page 1..   n * n rings, ring (i -> j) at index i * n + j (the diagonal is unused):
 //!              +0    head: u64, written by the producer i only
 //!              +64   tail: u64, written by the consumer j only
-//!              +128  slots: `slots` slots of `slot_bytes`: u32 length, then the packet
+//!              +128  returned: u64, written by the consumer j only (payload slots given back)
+//!              +192  descriptors: `descs` entries of 128 bytes, walked in order:
+//!                    u32 length, u32 payload slot (`INLINE`: the packet follows inline,
+//!                    up to 120 bytes), then the inline bytes
+//!              then  return ring: `slots` u32 slot indices (consumer -> producer)
+//!              then  payload slots: `slots` slots of `slot_bytes` (64-byte aligned)
 //! ```
+//!
+//! # Why descriptors and a stack of payload slots
+//!
+//! Every packet used to take the ring's next 16 KiB slot, so with the launcher's 512 slots a
+//! slot came back into use 512 packets (8 MiB) later, its lines gone from both cores' caches:
+//! a 4 KiB packet's copies into and out of its slot took 4-7 and 2.5 us instead of ~0.2 us
+//! through a 16-slot ring (`bench live`, "Latency follow-up 2"). Now small packets (ACK, NACK,
+//! ERR, an 8 B write: <= 120 bytes) travel inline in a 128-byte descriptor, and a larger one
+//! takes a payload slot from the producer's private stack of free slots, most recently freed
+//! first: the consumer gives each slot back through the return ring once the packet is
+//! handled, and the producer moves returned slots onto its stack before it takes one. A
+//! lightly loaded ring thus reuses the same one or two warm slots, a busy one still has every
+//! slot, and the descriptor walk covers at most `descs * 128` bytes (64 KiB at 512).
 //!
 //! # Synchronization
 //!
-//! Each ring is single-producer / single-consumer and lock-free. The producer writes the slot,
-//! then publishes it with a `Release` store of `head`; the consumer loads `head` with `Acquire`
-//! (so the slot bytes are visible), copies the slot out, then frees it with a `Release` store of
-//! `tail`; the producer loads `tail` with `Acquire` before reusing a slot. Indices grow without
-//! wrapping (u64); the slot is `index % slots`.
+//! Each ring is single-producer / single-consumer and lock-free. The producer writes the
+//! descriptor (and the payload slot it names), then publishes it with a `Release` store of
+//! `head`; the consumer loads `head` with `Acquire` (so the descriptor and slot bytes are
+//! visible), reads the packet in place, then gives the slot back (writes its index into the
+//! return ring, `Release` store of `returned`) and frees the descriptor (`Release` store of
+//! `tail`). The producer loads `tail` with `Acquire` before reusing a descriptor and
+//! `returned` with `Acquire` before taking back a slot. Indices grow without wrapping (u64);
+//! the entry is `index % count`. A slot is given back at most once per use, so the return
+//! ring (one entry per slot) never overflows for a producer that keeps to the protocol; the
+//! producer's private read position of it is never published.
 //!
 //! An idle engine does not spin forever: it announces `sleeping[r] = 1`, re-checks its rings,
 //! and sleeps on `doorbell[r]` with `FUTEX_WAIT` (a shared, not private, futex: the word lives
@@ -42,44 +65,74 @@ use unpinned_core::api::NodeId;
 use super::{Fill, InPlace, SendError, Sleeper, Transport, Waker};
 
 const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
-const VERSION: u32 = 1;
+/// Layout version: 1 was a ring of whole slots, 2 the reverted ring of records (c45ff38),
+/// 3 descriptors and a stack of payload slots.
+const VERSION: u32 = 3;
 const PAGE: usize = 4096;
 const LINE: usize = 64;
 const HDR_DOORBELLS: usize = 64;
-const RING_HDR: usize = 128;
+/// head, tail, returned: one line each.
+const RING_HDR: usize = 3 * LINE;
+/// Bytes of one descriptor: two lines, so that an 8 B write (63 bytes) fits inline.
+const DESC_BYTES: usize = 128;
+/// Largest packet carried inline in its descriptor.
+pub const INLINE_MAX: usize = DESC_BYTES - 8;
+/// Descriptor slot field of an inline packet.
+const INLINE: u32 = u32::MAX;
+/// Descriptors per ring at least: control packets (ACK, NACK, ERR) take no payload slot, so a
+/// small payload pool still absorbs a faulting transfer's NACK / ERR floods.
+pub const MIN_DESCS: u32 = 512;
+/// Bounds of a geometry read from a segment (far above any real one; they keep the layout
+/// arithmetic far from overflow).
+const MAX_RANKS: u32 = 64;
+const MAX_SLOTS: u32 = 1 << 16;
+const MAX_SLOT_BYTES: u32 = 1 << 24;
 
 /// Geometry of a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShmGeometry {
     /// Ranks.
     pub ranks: u32,
-    /// Slots per ring.
+    /// Payload slots per ring.
     pub slots: u32,
-    /// Bytes per slot (4-byte length + the largest packet), a multiple of 64.
+    /// Bytes per payload slot (the largest packet, rounded up to a multiple of 64).
     pub slot_bytes: u32,
+    /// Descriptors per ring: packets in flight on the ring, of any size.
+    pub descs: u32,
 }
 
 impl ShmGeometry {
     /// A geometry for `ranks` ranks and packets of up to `max_packet` bytes, `slots` (at least
-    /// 2) slots per ring.
+    /// 2) payload slots per ring and `max(slots, MIN_DESCS)` descriptors.
     ///
-    /// Every packet takes a whole slot, control packets (ACK, NACK, ERR: 19-28 bytes) too. A
-    /// cap of 2 MiB per ring (127 slots of 16 KiB, tried for cache footprint) made the reverse
-    /// ring of a faulting transfer's NACKs and ERRs fill whenever the sender was descheduled
-    /// for a few milliseconds: `live-hol` counted 929 dropped control packets and 1423 timeout
-    /// retransmissions, and the other transfers took ~2 ms instead of ~0.2 ms. So the count is
-    /// the caller's (`unpinned run`: 512).
+    /// Packets of up to [`INLINE_MAX`] bytes (control packets: 19-28 bytes) travel inline in
+    /// a descriptor and take no slot. A cap of 2 MiB per ring (127 slots of 16 KiB, tried for
+    /// cache footprint when every packet took a slot) made the reverse ring of a faulting
+    /// transfer's NACKs and ERRs fill whenever the sender was descheduled for a few
+    /// milliseconds: `live-hol` counted 929 dropped control packets and 1423 timeout
+    /// retransmissions, hence [`MIN_DESCS`]. The slot count is the caller's (`unpinned run`:
+    /// 512).
     pub fn new(ranks: u32, max_packet: usize, slots: u32) -> ShmGeometry {
         let slot_bytes = (4 + max_packet).div_ceil(LINE) * LINE;
+        let slots = slots.max(2);
         ShmGeometry {
             ranks,
-            slots: slots.max(2),
+            slots,
             slot_bytes: slot_bytes as u32,
+            descs: slots.max(MIN_DESCS),
         }
     }
 
+    fn returns_offset(&self) -> usize {
+        RING_HDR + self.descs as usize * DESC_BYTES
+    }
+
+    fn slots_offset(&self) -> usize {
+        self.returns_offset() + (self.slots as usize * 4).div_ceil(LINE) * LINE
+    }
+
     fn ring_bytes(&self) -> usize {
-        RING_HDR + self.slots as usize * self.slot_bytes as usize
+        self.slots_offset() + self.slots as usize * self.slot_bytes as usize
     }
 
     fn ring_offset(&self, src: u32, dst: u32) -> usize {
@@ -94,6 +147,16 @@ impl ShmGeometry {
     /// Largest packet a slot holds.
     pub fn max_packet(&self) -> usize {
         self.slot_bytes as usize - 4
+    }
+
+    /// Whether a geometry read from a segment is one [`ShmGeometry::new`] could have made
+    /// (within bounds that keep the layout's arithmetic exact).
+    fn plausible(&self) -> bool {
+        (1..=MAX_RANKS).contains(&self.ranks)
+            && (2..=MAX_SLOTS).contains(&self.slots)
+            && (64..=MAX_SLOT_BYTES).contains(&self.slot_bytes)
+            && (self.slot_bytes as usize).is_multiple_of(LINE)
+            && self.descs == self.slots.max(MIN_DESCS)
     }
 }
 
@@ -249,6 +312,12 @@ pub fn create_segment(path: &Path, geometry: ShmGeometry) -> Result<(), ShmError
         path: path.display().to_string(),
         err,
     };
+    if !geometry.plausible() {
+        return Err(ShmError::Invalid {
+            path: path.display().to_string(),
+            why: format!("impossible geometry {geometry:?}"),
+        });
+    }
     let f = OpenOptions::new()
         .read(true)
         .write(true)
@@ -263,8 +332,22 @@ pub fn create_segment(path: &Path, geometry: ShmGeometry) -> Result<(), ShmError
     m.u32_at(12).store(geometry.ranks, Ordering::Relaxed);
     m.u32_at(16).store(geometry.slots, Ordering::Relaxed);
     m.u32_at(20).store(geometry.slot_bytes, Ordering::Relaxed);
+    m.u32_at(24).store(geometry.descs, Ordering::Relaxed);
     m.u64_at(0).store(MAGIC, Ordering::Release);
     Ok(())
+}
+
+/// The producer's side of one ring (private to the sending thread).
+struct Producer {
+    /// The consumer's `tail` as last loaded (acquired). Descriptors below it are free, so
+    /// `tail` is loaded again only when the ring looks full: the line of `tail` is written by
+    /// the consumer at every packet, and loading it at every send cost a transfer of that line
+    /// between the cores per packet.
+    tail: u64,
+    /// Read position in the return ring (never published: the ring cannot overflow).
+    returned: u64,
+    /// Free payload slots; the top (last) is the most recently given back, the warmest.
+    free: Vec<u32>,
 }
 
 /// One rank's end of a shared-memory segment.
@@ -274,14 +357,14 @@ pub struct ShmTransport {
     rank: u32,
     /// Next source to poll (round-robin fairness).
     next_src: u32,
-    /// Per destination: the consumer's `tail` as last loaded (acquired). Slots below it are
-    /// free, so `tail` is loaded again only when the ring looks full: the line of `tail` is
-    /// written by the consumer at every packet, and loading it at every send cost a transfer
-    /// of that line between the cores per packet.
-    tails: Vec<u64>,
+    /// Per destination: our producer side of the ring towards it.
+    out: Vec<Producer>,
     /// Per source: the producer's `head` as last loaded (acquired); loaded again only when
     /// the ring looks empty (the same saving on the consumer's side).
     heads: Vec<u64>,
+    /// Per source: slots given back so far (our own `returned`, kept here to avoid reading
+    /// the shared word back).
+    returned: Vec<u64>,
 }
 
 impl ShmTransport {
@@ -292,23 +375,23 @@ impl ShmTransport {
             why,
         };
         let hdr = Mapping::map(path, PAGE)?;
-        if hdr.u64_at(0).load(Ordering::Acquire) != MAGIC
-            || hdr.u32_at(8).load(Ordering::Relaxed) != VERSION
-        {
-            return Err(bad("bad magic or version".into()));
+        if hdr.u64_at(0).load(Ordering::Acquire) != MAGIC {
+            return Err(bad("bad magic".into()));
+        }
+        let version = hdr.u32_at(8).load(Ordering::Relaxed);
+        if version != VERSION {
+            return Err(bad(format!(
+                "layout version {version}, this build reads {VERSION}"
+            )));
         }
         let geo = ShmGeometry {
             ranks: hdr.u32_at(12).load(Ordering::Relaxed),
             slots: hdr.u32_at(16).load(Ordering::Relaxed),
             slot_bytes: hdr.u32_at(20).load(Ordering::Relaxed),
+            descs: hdr.u32_at(24).load(Ordering::Relaxed),
         };
         drop(hdr);
-        if geo.ranks == 0
-            || geo.ranks > 1024
-            || geo.slots < 2
-            || geo.slot_bytes < 64
-            || geo.ranks > 64
-        {
+        if !geo.plausible() {
             return Err(bad(format!("impossible geometry {geo:?}")));
         }
         if rank >= geo.ranks {
@@ -318,24 +401,48 @@ impl ShmTransport {
             });
         }
         let map = Arc::new(Mapping::map(path, geo.total_bytes())?);
-        // Start from the indices as they are (a segment is normally fresh: all zero).
+        // Start from the indices as they are (a segment is normally fresh: all zero). The
+        // consumer gives a slot back before it frees the descriptor that named it, so on a
+        // drained ring (tail == head, tail loaded before `returned`) every slot is back and
+        // no return is to come: all are free. On a ring with packets in flight only the
+        // slots given back from now on are ours (the others are lost to this producer; its
+        // small packets still go inline).
         let n = geo.ranks;
-        let tails = (0..n)
+        let out = (0..n)
             .map(|d| {
-                map.u64_at(geo.ring_offset(rank, d) + LINE)
-                    .load(Ordering::Acquire)
+                let off = geo.ring_offset(rank, d);
+                let head = map.u64_at(off).load(Ordering::Acquire);
+                let tail = map.u64_at(off + LINE).load(Ordering::Acquire);
+                let returned = map.u64_at(off + 2 * LINE).load(Ordering::Acquire);
+                let free = if head == tail {
+                    (0..geo.slots).rev().collect()
+                } else {
+                    Vec::new()
+                };
+                Producer {
+                    tail,
+                    returned,
+                    free,
+                }
             })
             .collect();
         let heads = (0..n)
             .map(|s| map.u64_at(geo.ring_offset(s, rank)).load(Ordering::Acquire))
+            .collect();
+        let returned = (0..n)
+            .map(|s| {
+                map.u64_at(geo.ring_offset(s, rank) + 2 * LINE)
+                    .load(Ordering::Acquire)
+            })
             .collect();
         Ok(ShmTransport {
             map,
             geo,
             rank,
             next_src: 0,
-            tails,
+            out,
             heads,
+            returned,
         })
     }
 
@@ -357,17 +464,55 @@ impl ShmTransport {
         }
     }
 
-    /// Whether the ring towards `dst` has a free slot for `head`, loading the consumer's
-    /// `tail` only when the cached one says full.
+    /// Whether the ring towards `dst` has a free descriptor for `head`, loading the
+    /// consumer's `tail` only when the cached one says full.
     #[inline]
     fn has_room(&mut self, off: usize, dst: NodeId, head: u64) -> bool {
-        let slots = self.geo.slots as u64;
-        let d = dst as usize;
-        if head.wrapping_sub(self.tails[d]) < slots {
+        let descs = self.geo.descs as u64;
+        let p = &mut self.out[dst as usize];
+        if head.wrapping_sub(p.tail) < descs {
             return true;
         }
-        self.tails[d] = self.map.u64_at(off + LINE).load(Ordering::Acquire);
-        head.wrapping_sub(self.tails[d]) < slots
+        p.tail = self.map.u64_at(off + LINE).load(Ordering::Acquire);
+        head.wrapping_sub(p.tail) < descs
+    }
+
+    /// Move the slots the consumer gave back on the ring at `off` (towards `dst`) onto the
+    /// free stack, in the order they were given back (the last one ends on top), and return
+    /// the top without taking it.
+    fn warmest_slot(&mut self, off: usize, dst: NodeId) -> Option<u32> {
+        let slots = self.geo.slots;
+        let rets = off + self.geo.returns_offset();
+        let returned = self.map.u64_at(off + 2 * LINE).load(Ordering::Acquire);
+        let p = &mut self.out[dst as usize];
+        // More than `slots` outstanding returns means a consumer that broke the protocol:
+        // read only the last `slots` of them.
+        if returned.wrapping_sub(p.returned) > slots as u64 {
+            p.returned = returned.wrapping_sub(slots as u64);
+        }
+        while p.returned != returned {
+            let at = rets + (p.returned % slots as u64) as usize * 4;
+            let s = self.map.u32_at(at).load(Ordering::Relaxed);
+            // A slot index out of range, or one more than the pool holds, comes only from a
+            // broken consumer: ignored (our own slots are what we lose).
+            if s < slots && p.free.len() < slots as usize {
+                p.free.push(s);
+            }
+            p.returned += 1;
+        }
+        p.free.last().copied()
+    }
+
+    /// Byte offset of payload slot `s` of the ring at `off`.
+    #[inline]
+    fn slot_at(&self, off: usize, s: u32) -> usize {
+        off + self.geo.slots_offset() + s as usize * self.geo.slot_bytes as usize
+    }
+
+    /// Byte offset of the descriptor for index `i` of the ring at `off`.
+    #[inline]
+    fn desc_at(&self, off: usize, i: u64) -> usize {
+        off + RING_HDR + (i % self.geo.descs as u64) as usize * DESC_BYTES
     }
 
     /// The segment's geometry.
@@ -410,7 +555,7 @@ impl Transport for ShmTransport {
     }
 
     /// Shared memory does not corrupt bytes in flight: no software checksum (the ring protocol
-    /// hands each slot over whole, see the module doc).
+    /// hands each descriptor and slot over whole, see the module doc).
     fn reliable(&self) -> bool {
         true
     }
@@ -424,27 +569,43 @@ impl Transport for ShmTransport {
         if !self.has_room(off, hint, head) {
             return InPlace::Unavailable;
         }
+        // Without a free slot a large packet has nowhere to go in place; `send` still
+        // carries small ones inline.
+        let Some(s) = self.warmest_slot(off, hint) else {
+            return InPlace::Unavailable;
+        };
         let head_w = self.map.u64_at(off);
         let max = self.geo.max_packet();
-        let slot =
-            off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
-        // SAFETY: as in `send`: the slot is in bounds and owned by us (the consumer released it:
-        // a tail acquired now or earlier is past it) until our release store of head, which
-        // happens only below. Only
-        // this thread (it holds `&mut self`) writes the producer side of the ring.
-        let buf = unsafe { std::slice::from_raw_parts_mut(self.map.base.add(slot + 4), max) };
+        let slot = self.slot_at(off, s);
+        // SAFETY: the slot is in bounds (s < slots) and ours: it is on the free stack, so the
+        // consumer gave it back (its release store of `returned`, acquired in
+        // `warmest_slot`) and no descriptor of ours names it until the release store of head
+        // below. Only this thread (it holds `&mut self`) writes the producer side of the ring.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.map.base.add(slot), max) };
         let Some((dst, len)) = fill(buf) else {
             return InPlace::Empty;
         };
         let len = len.min(max);
         if dst != hint {
-            // Not published: the slot stays ours and is simply reused.
+            // Not published: the slot stays free and is simply reused.
             let n = len.min(spill.len());
             spill[..n].copy_from_slice(&buf[..n]);
             return InPlace::Misdirected(dst, n);
         }
-        // SAFETY: the 4-byte length prefix of the same owned slot (4-aligned).
-        unsafe { (self.map.base.add(slot) as *mut u32).write(len as u32) };
+        let d = self.desc_at(off, head);
+        // SAFETY: the descriptor is in bounds and ours (has_room: the consumer freed it) until
+        // the release store of head; 4-aligned words. An inline copy reads the slot we own.
+        unsafe {
+            let p = self.map.base.add(d);
+            (p as *mut u32).write(len as u32);
+            if len <= INLINE_MAX {
+                (p.add(4) as *mut u32).write(INLINE);
+                std::ptr::copy_nonoverlapping(buf.as_ptr(), p.add(8), len);
+            } else {
+                (p.add(4) as *mut u32).write(s);
+                self.out[hint as usize].free.pop();
+            }
+        }
         head_w.store(head + 1, Ordering::Release);
         self.ring_doorbell(dst);
         InPlace::Sent(dst)
@@ -469,25 +630,47 @@ impl Transport for ShmTransport {
                     continue;
                 }
             }
-            let slot = off
-                + RING_HDR
-                + (tail % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
-            // SAFETY: head (acquired now or earlier) > tail: the producer published this slot and, keeping to
-            // the ring protocol, does not write it before our release store of tail below, so
-            // the bytes are stable while `f` reads them in place. A length past the slot (only
-            // a corrupt segment has one) is dropped without reading. A producer that broke the
-            // protocol could change bytes under `f`: the engine parses and checksums what it
-            // reads, so the worst is a packet with garbled payload, as a peer could send anyway.
-            let handled = unsafe {
-                let p = self.map.base.add(slot);
+            let d = self.desc_at(off, tail);
+            // SAFETY: head (acquired now or earlier) > tail: the producer published this
+            // descriptor and the slot it names and, keeping to the ring protocol, writes
+            // neither before our release stores below (of `returned` for the slot, of tail for
+            // the descriptor), so the bytes are stable while `f` reads them in place. A length
+            // or slot out of range (only a corrupt segment has one) is dropped without reading.
+            // A producer that broke the protocol could change bytes under `f`: the engine
+            // parses what it reads, so the worst is a packet with garbled payload, as a peer
+            // could send anyway.
+            let (handled, slot) = unsafe {
+                let p = self.map.base.add(d);
                 let len = (p as *const u32).read() as usize;
-                if len <= self.geo.max_packet() {
-                    f(src, std::slice::from_raw_parts(p.add(4), len));
-                    true
+                let s = (p.add(4) as *const u32).read();
+                if s == INLINE {
+                    if len <= INLINE_MAX {
+                        f(src, std::slice::from_raw_parts(p.add(8), len));
+                        (true, None)
+                    } else {
+                        (false, None)
+                    }
+                } else if s < self.geo.slots {
+                    if len <= self.geo.max_packet() {
+                        let q = self.map.base.add(self.slot_at(off, s));
+                        f(src, std::slice::from_raw_parts(q, len));
+                        (true, Some(s))
+                    } else {
+                        (false, Some(s))
+                    }
                 } else {
-                    false
+                    (false, None)
                 }
             };
+            if let Some(s) = slot {
+                let r = self.returned[src as usize];
+                let at = off + self.geo.returns_offset() + (r % self.geo.slots as u64) as usize * 4;
+                self.map.u32_at(at).store(s, Ordering::Relaxed);
+                self.returned[src as usize] = r + 1;
+                self.map
+                    .u64_at(off + 2 * LINE)
+                    .store(r + 1, Ordering::Release);
+            }
             tail_w.store(tail + 1, Ordering::Release);
             self.next_src = (src + 1) % n;
             if handled {
@@ -507,19 +690,35 @@ impl Transport for ShmTransport {
         if !self.has_room(off, dst, head) {
             return Err(SendError::Full);
         }
-        let head_w = self.map.u64_at(off);
-        let slot =
-            off + RING_HDR + (head % self.geo.slots as u64) as usize * self.geo.slot_bytes as usize;
-        // SAFETY: the slot is in bounds (slot index < slots, the mapping covers all rings) and
-        // owned by the producer: the consumer released it (a tail acquired now or earlier is
-        // past it) and will not
-        // read it before our release store of head below. The length prefix is 4-aligned.
+        let s = if bytes.len() <= INLINE_MAX {
+            INLINE
+        } else {
+            match self.warmest_slot(off, dst) {
+                Some(s) => s,
+                None => return Err(SendError::Full),
+            }
+        };
+        let d = self.desc_at(off, head);
+        // SAFETY: the descriptor is in bounds and ours (has_room: the consumer freed it, a
+        // tail acquired now or earlier is past it) and so is the slot (on the free stack: the
+        // consumer gave it back); the consumer reads neither before our release store of head
+        // below. Words are 4-aligned; the copy fits (len <= INLINE_MAX inline, <= max_packet
+        // in a slot).
         unsafe {
-            let p = self.map.base.add(slot);
+            let p = self.map.base.add(d);
             (p as *mut u32).write(bytes.len() as u32);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(4), bytes.len());
+            (p.add(4) as *mut u32).write(s);
+            if s == INLINE {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(8), bytes.len());
+            } else {
+                let q = self.map.base.add(self.slot_at(off, s));
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), q, bytes.len());
+            }
         }
-        head_w.store(head + 1, Ordering::Release);
+        if s != INLINE {
+            self.out[dst as usize].free.pop();
+        }
+        self.map.u64_at(off).store(head + 1, Ordering::Release);
         self.ring_doorbell(dst);
         Ok(())
     }
@@ -568,35 +767,49 @@ impl Transport for ShmTransport {
 mod tests {
     use super::*;
 
+    fn segment(name: &str, geo: ShmGeometry) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("unpinned-shm-test-{name}-{}", std::process::id()));
+        create_segment(&path, geo).unwrap();
+        path
+    }
+
     #[test]
     fn ring_round_trip_and_full() {
         let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let path = std::env::temp_dir().join(format!("unpinned-shm-test-{}", std::process::id()));
-        create_segment(&path, ShmGeometry::new(3, 100, 4)).unwrap();
+        let path = segment("rt", ShmGeometry::new(3, 200, 4));
         let mut a = ShmTransport::open(&path, 0).unwrap();
         let mut b = ShmTransport::open(&path, 2).unwrap();
-        let mut buf = [0u8; 200];
+        let mut buf = [0u8; 300];
         assert_eq!(b.recv(&mut buf), None);
+        // Large packets take payload slots: four fit, whatever the descriptors.
         for i in 0..4u8 {
-            a.send(2, &[i; 10]).unwrap();
+            a.send(2, &[i; 150]).unwrap();
         }
-        assert_eq!(a.send(2, &[9; 10]), Err(SendError::Full));
-        assert_eq!(a.send(2, &[0; 125]), Err(SendError::Unreachable));
+        assert_eq!(a.send(2, &[9; 150]), Err(SendError::Full));
+        let big = vec![0; a.geometry().max_packet() + 1];
+        assert_eq!(a.send(2, &big), Err(SendError::Unreachable));
+        // Small ones still go inline while the slots are taken.
+        a.send(2, &[7; 10]).unwrap();
         for i in 0..4u8 {
-            assert_eq!(b.recv(&mut buf), Some((0, 10)));
-            assert_eq!(buf[..10], [i; 10]);
+            assert_eq!(b.recv(&mut buf), Some((0, 150)));
+            assert_eq!(buf[..150], [i; 150]);
         }
+        assert_eq!(b.recv(&mut buf), Some((0, 10)));
+        assert_eq!(buf[..10], [7; 10]);
         assert_eq!(b.recv(&mut buf), None);
         a.send(2, &[7; 3]).unwrap();
         b.wait(Duration::from_millis(100));
         assert_eq!(b.recv(&mut buf), Some((0, 3)));
-        // In place: written into the slot, read from the slot.
-        let mut spill = [0u8; 200];
-        let sent = a.send_in_place(2, &mut spill, &mut |s: &mut [u8]| {
-            s[..5].copy_from_slice(&[5; 5]);
-            Some((2, 5))
-        });
-        assert_eq!(sent, InPlace::Sent(2));
+        // In place: written into the slot, read from the slot (or inline when small).
+        let mut spill = [0u8; 300];
+        for len in [5usize, 180] {
+            let sent = a.send_in_place(2, &mut spill, &mut |s: &mut [u8]| {
+                s[..len].fill(len as u8);
+                Some((2, len))
+            });
+            assert_eq!(sent, InPlace::Sent(2));
+        }
         // A packet for another destination than the hint is spilled, not published.
         let mis = a.send_in_place(2, &mut spill, &mut |s: &mut [u8]| {
             s[..4].copy_from_slice(&[4; 4]);
@@ -610,8 +823,186 @@ mod tests {
         );
         let mut got = Vec::new();
         assert!(b.recv_with(&mut buf, &mut |src, p| got.push((src, p.to_vec()))));
+        assert!(b.recv_with(&mut buf, &mut |src, p| got.push((src, p.to_vec()))));
         assert!(!b.recv_with(&mut buf, &mut |src, p| got.push((src, p.to_vec()))));
-        assert_eq!(got, vec![(0, vec![5; 5])]);
+        assert_eq!(got, vec![(0, vec![5; 5]), (0, vec![180; 180])]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn descriptors_fill_with_small_packets() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let geo = ShmGeometry::new(2, 200, 4);
+        let path = segment("descs", geo);
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 1).unwrap();
+        for i in 0..geo.descs {
+            a.send(1, &i.to_le_bytes()).unwrap();
+        }
+        assert_eq!(a.send(1, &[1; 8]), Err(SendError::Full));
+        let mut buf = [0u8; 300];
+        for i in 0..geo.descs {
+            assert_eq!(b.recv(&mut buf), Some((0, 4)));
+            assert_eq!(buf[..4], i.to_le_bytes());
+        }
+        assert_eq!(b.recv(&mut buf), None);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_given_back_slot_is_reused_first() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let path = segment("lifo", ShmGeometry::new(2, 1000, 64));
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 1).unwrap();
+        let mut buf = [0u8; 1100];
+        let mut used = std::collections::BTreeSet::new();
+        // Ping-pong of large packets: one slot serves them all.
+        for i in 0..500u32 {
+            let top = *a.out[1].free.last().unwrap();
+            used.insert(top);
+            a.send(1, &[i as u8; 900]).unwrap();
+            assert_eq!(b.recv(&mut buf), Some((0, 900)));
+            assert!(buf[..900].iter().all(|&x| x == i as u8));
+        }
+        assert!(used.len() <= 2, "slots used: {used:?}");
+        // A burst takes distinct slots; given back, the last one returned is taken first.
+        for i in 0..10u8 {
+            a.send(1, &[i; 500]).unwrap();
+        }
+        for _ in 0..10 {
+            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+        }
+        let last = {
+            let off = a.geo.ring_offset(0, 1);
+            let r = a.map.u64_at(off + 2 * LINE).load(Ordering::Acquire);
+            a.map
+                .u32_at(off + a.geo.returns_offset() + ((r - 1) % 64) as usize * 4)
+                .load(Ordering::Relaxed)
+        };
+        let off = a.geo.ring_offset(0, 1);
+        assert_eq!(a.warmest_slot(off, 1), Some(last));
+        assert_eq!(a.out[1].free.len(), 64);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_reopened_producer_gets_its_slots_back() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let path = segment("reopen", ShmGeometry::new(2, 1000, 4));
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 1).unwrap();
+        let mut buf = [0u8; 1100];
+        for i in 0..6u8 {
+            a.send(1, &[i; 500]).unwrap();
+            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+        }
+        // Drained: a new producer has every slot.
+        drop(a);
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        for i in 0..4u8 {
+            a.send(1, &[i; 500]).unwrap();
+        }
+        assert_eq!(a.send(1, &[9; 500]), Err(SendError::Full));
+        // In flight: a new producer gets slots as the consumer gives them back.
+        drop(a);
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        assert_eq!(a.send(1, &[9; 500]), Err(SendError::Full));
+        a.send(1, &[8; 8]).unwrap();
+        for i in 0..4u8 {
+            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+            assert_eq!(buf[..500], [i; 500]);
+        }
+        assert_eq!(b.recv(&mut buf), Some((0, 8)));
+        for i in 0..8u8 {
+            a.send(1, &[i; 700]).unwrap();
+            assert_eq!(b.recv(&mut buf), Some((0, 700)));
+            assert_eq!(buf[..700], [i; 700]);
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn mixed_sizes_wrap_in_order() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let path = segment("mixed", ShmGeometry::new(2, 3000, 8));
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 1).unwrap();
+        let mut buf = vec![0u8; 4000];
+        let mut rng = 0x1234_5678_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let (mut sent, mut recvd) = (0u64, 0u64);
+        let size = |i: u64| [1usize, 19, 63, 120, 121, 500, 2996][(i * 7 % 11 % 7) as usize];
+        while recvd < 5000 {
+            // Send a random burst (until full), receive a random number.
+            for _ in 0..next() % 40 {
+                let len = size(sent);
+                let p: Vec<u8> = (0..len).map(|k| (sent as usize + k) as u8).collect();
+                match a.send(1, &p) {
+                    Ok(()) => sent += 1,
+                    Err(SendError::Full) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            for _ in 0..next() % 40 {
+                let Some((src, len)) = b.recv(&mut buf) else {
+                    break;
+                };
+                assert_eq!((src, len), (0, size(recvd)));
+                assert!(buf[..len]
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &x)| x == (recvd as usize + k) as u8));
+                recvd += 1;
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn corrupt_descriptors_are_dropped_and_bad_segments_refused() {
+        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let path = segment("corrupt", ShmGeometry::new(2, 200, 4));
+        let mut a = ShmTransport::open(&path, 0).unwrap();
+        let mut b = ShmTransport::open(&path, 1).unwrap();
+        let off = a.geo.ring_offset(0, 1);
+        // (length, slot) pairs no producer keeping to the protocol writes.
+        for (len, slot) in [
+            (500u32, INLINE),
+            (121, INLINE),
+            (100, 4),
+            (100, 1000),
+            (300, 0),
+        ] {
+            a.send(1, &[1; 8]).unwrap();
+            let d = a.desc_at(off, a.map.u64_at(off).load(Ordering::Relaxed) - 1);
+            a.map.u32_at(d).store(len, Ordering::Relaxed);
+            a.map.u32_at(d + 4).store(slot, Ordering::Relaxed);
+        }
+        a.send(1, &[2; 8]).unwrap();
+        let mut buf = [0u8; 300];
+        // A dropped packet ends a receive walk (as on any transport, the next one goes on).
+        let got = (0..10).find_map(|_| b.recv(&mut buf));
+        assert_eq!(got, Some((0, 8)));
+        assert_eq!(buf[..8], [2; 8]);
+        assert_eq!(b.recv(&mut buf), None);
+        // Only the in-range slot 0 came back (a slot it held twice is ignored).
+        let _ = a.warmest_slot(off, 1);
+        assert_eq!(a.out[1].free.len(), 4);
+        // Another layout version is refused with a clear error.
+        a.map.u32_at(8).store(1, Ordering::Relaxed);
+        let e = ShmTransport::open(&path, 0).err().expect("refused");
+        assert!(e.to_string().contains("layout version 1"), "{e}");
+        a.map.u32_at(8).store(VERSION, Ordering::Relaxed);
+        a.map.u32_at(16).store(0, Ordering::Relaxed);
+        let e = ShmTransport::open(&path, 0).err().expect("refused");
+        assert!(e.to_string().contains("impossible geometry"), "{e}");
+        assert!(create_segment(&path, ShmGeometry { descs: 3, ..a.geo }).is_err());
         std::fs::remove_file(&path).unwrap();
     }
 }
