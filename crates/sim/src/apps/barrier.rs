@@ -9,7 +9,7 @@
 //! and runs again when the core has nothing else to do) for up to [`YIELD`], then parks until
 //! the last arriver unparks it.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -26,6 +26,8 @@ pub struct Barrier {
     generation: AtomicUsize,
     threads: Vec<OnceLock<Thread>>,
     parks: AtomicU64,
+    /// A thread will never arrive again (it panicked): waiters return at once.
+    poisoned: AtomicBool,
 }
 
 impl Barrier {
@@ -37,6 +39,7 @@ impl Barrier {
             generation: AtomicUsize::new(0),
             threads: (0..n).map(|_| OnceLock::new()).collect(),
             parks: AtomicU64::new(0),
+            poisoned: AtomicBool::new(false),
         }
     }
 
@@ -51,8 +54,22 @@ impl Barrier {
         self.parks.load(Ordering::Relaxed)
     }
 
-    /// Wait until all `n` threads have called `wait` (thread `i` calling).
-    pub fn wait(&self, i: usize) {
+    /// A thread that will never arrive again (it panicked) releases every waiter, now and
+    /// later: they must not wait for it forever.
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::SeqCst);
+        for t in self.threads.iter().filter_map(|t| t.get()) {
+            t.unpark();
+        }
+    }
+
+    /// Wait until all `n` threads have called `wait` (thread `i` calling). Returns `false` if
+    /// the barrier was poisoned instead.
+    #[must_use]
+    pub fn wait(&self, i: usize) -> bool {
+        if self.poisoned.load(Ordering::SeqCst) {
+            return false;
+        }
         // Read before arriving: the generation cannot move on before this thread arrives.
         let g = self.generation.load(Ordering::Acquire);
         if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
@@ -68,9 +85,11 @@ impl Barrier {
                     }
                 }
             }
-            return;
+            return true;
         }
-        let released = || self.generation.load(Ordering::Acquire) != g;
+        let released = || {
+            self.generation.load(Ordering::Acquire) != g || self.poisoned.load(Ordering::SeqCst)
+        };
         let start = Instant::now();
         let mut spins = 0u32;
         while !released() {
@@ -87,12 +106,13 @@ impl Barrier {
             spins += 1;
         }
         if released() {
-            return;
+            return self.generation.load(Ordering::Acquire) != g;
         }
         self.parks.fetch_add(1, Ordering::Relaxed);
         while !released() {
             std::thread::park();
         }
+        self.generation.load(Ordering::Acquire) != g
     }
 }
 
@@ -113,10 +133,10 @@ mod tests {
                     b.register(i);
                     for round in 1..=200u32 {
                         arrived.fetch_add(1, Ordering::SeqCst);
-                        b.wait(i);
+                        assert!(b.wait(i));
                         // Everyone arrived for this round, nobody for the next one yet.
                         assert!(arrived.load(Ordering::SeqCst) >= round * n as u32);
-                        b.wait(i);
+                        assert!(b.wait(i));
                     }
                 });
             }
@@ -131,11 +151,26 @@ mod tests {
             s.spawn(|| {
                 b.register(1);
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                b.wait(1);
+                assert!(b.wait(1));
             });
             b.register(0);
-            b.wait(0);
+            assert!(b.wait(0));
         });
         assert_eq!(b.parks(), 1, "the early thread spun, then parked");
+    }
+
+    #[test]
+    fn poison_releases_a_waiter() {
+        let b = Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                b.register(1);
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                b.poison();
+            });
+            b.register(0);
+            assert!(!b.wait(0), "released by the poison, not by an arrival");
+        });
+        assert!(!b.wait(0), "and stays released");
     }
 }

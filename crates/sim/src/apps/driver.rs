@@ -358,6 +358,15 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// An error of this partition at its current time.
+    pub(super) fn failed(&self, what: &str) -> SimError {
+        SimError {
+            what: what.to_string(),
+            seed: self.cfg.sim.seed,
+            at_us: self.sim.now().as_us_f64(),
+        }
+    }
+
     fn stuck(&self, what: String) -> SimError {
         let waiting: Vec<_> = self
             .ranks

@@ -70,10 +70,25 @@ pub(super) fn run(drivers: &mut [Driver<'_>], lookahead: Duration) -> Result<(u6
             .enumerate()
             .map(|(i, d)| {
                 let (shared, owner) = (&shared, &owner);
-                s.spawn(move || partition_loop(d, i + 1, shared, owner, lookahead))
+                s.spawn(move || {
+                    // A panicking partition must not leave the others waiting at the barrier.
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        partition_loop(d, i + 1, shared, owner, lookahead)
+                    }));
+                    r.unwrap_or_else(|panic| {
+                        shared.barrier.poison();
+                        std::panic::resume_unwind(panic)
+                    })
+                })
             })
             .collect();
-        let mut results = vec![partition_loop(first, 0, &shared, &owner, lookahead)];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            partition_loop(first, 0, &shared, &owner, lookahead)
+        }));
+        let mut results = vec![r.unwrap_or_else(|panic| {
+            shared.barrier.poison();
+            std::panic::resume_unwind(panic)
+        })];
         for h in handles {
             results.push(h.join().expect("a partition thread panicked"));
         }
@@ -104,7 +119,9 @@ fn partition_loop(
     // Parity 0 carries the start: every partition's first event or wake-up.
     let mut par = 0;
     shared.bound[par][me].store(d.next_at().map_or(never, |t| t.0), Ordering::Relaxed);
-    shared.barrier.wait(me);
+    if !shared.barrier.wait(me) {
+        return Err(d.failed("another partition's thread panicked"));
+    }
     let mut start = min_bound(shared, par);
     let mut windows = 0;
     let mut result = Ok(());
@@ -133,7 +150,9 @@ fn partition_loop(
             shared.abort[par].store(true, Ordering::Relaxed);
         }
         // The barrier's release/acquire orders the stores above before every reader's loads.
-        shared.barrier.wait(me);
+        if !shared.barrier.wait(me) {
+            return Err(d.failed("another partition's thread panicked"));
+        }
         incoming.append(&mut shared.mail[par][me].lock().expect("a partition thread panicked"));
         d.sim.claim(&mut local, &mut incoming);
         start = min_bound(shared, par);
