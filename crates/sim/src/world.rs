@@ -418,7 +418,9 @@ impl Sim {
     pub fn fill_random(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
         let mut data = vec![0u8; len as usize];
         self.setup_rng.fill(&mut data[..]);
-        self.nodes[(n - self.base) as usize].mem.host_write(pdid, base, &data);
+        self.nodes[(n - self.base) as usize]
+            .mem
+            .host_write(pdid, base, &data);
     }
 
     /// Expose a range of a node to its peers.

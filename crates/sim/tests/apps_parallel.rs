@@ -81,8 +81,12 @@ fn more_threads_than_nodes_use_one_per_node() {
     let c = cfg(2, Topology::Uniform { hops: 1 }, BufferMode::Part, 16);
     let r = run_app(&c, m.as_ref(), 0..2).unwrap();
     assert_eq!(r.threads, 2);
-    let one = run_app(&cfg(2, Topology::Uniform { hops: 1 }, BufferMode::Part, 1), m.as_ref(), 0..2)
-        .unwrap();
+    let one = run_app(
+        &cfg(2, Topology::Uniform { hops: 1 }, BufferMode::Part, 1),
+        m.as_ref(),
+        0..2,
+    )
+    .unwrap();
     assert_eq!(outcome(&r), outcome(&one));
 }
 
@@ -112,7 +116,13 @@ fn bad_splits_are_typed_errors() {
 
 #[test]
 fn lookahead_is_the_closest_pair_delay() {
-    let c = cfg(8, Topology::Torus3d { x: 2, y: 2, z: 2 }, BufferMode::Part, 1).sim;
+    let c = cfg(
+        8,
+        Topology::Torus3d { x: 2, y: 2, z: 2 },
+        BufferMode::Part,
+        1,
+    )
+    .sim;
     let p = c.profile.net.clone();
     let ser = unpinned_core::time::serialization(p.header_bytes as usize, p.link_gbps);
     let want = p.ni_packet_ns + ser.0 + p.hop_latency_ns;

@@ -87,9 +87,8 @@ impl Barrier {
             }
             return true;
         }
-        let released = || {
-            self.generation.load(Ordering::Acquire) != g || self.poisoned.load(Ordering::SeqCst)
-        };
+        let released =
+            || self.generation.load(Ordering::Acquire) != g || self.poisoned.load(Ordering::SeqCst);
         let start = Instant::now();
         let mut spins = 0u32;
         while !released() {

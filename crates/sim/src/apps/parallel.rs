@@ -153,7 +153,11 @@ fn partition_loop(
         if !shared.barrier.wait(me) {
             return Err(d.failed("another partition's thread panicked"));
         }
-        incoming.append(&mut shared.mail[par][me].lock().expect("a partition thread panicked"));
+        incoming.append(
+            &mut shared.mail[par][me]
+                .lock()
+                .expect("a partition thread panicked"),
+        );
         d.sim.claim(&mut local, &mut incoming);
         start = min_bound(shared, par);
         if result.is_err() {

@@ -75,11 +75,9 @@ impl Sim {
         if !self.queue.is_empty() || self.pending.len() != 0 || !self.bufs.is_empty() {
             return Err(self.error("cannot split a simulation that has started".into()));
         }
-        if starts.len() > 1 && (self.cfg.check_invariants || self.cfg.trace || self.faults_any)
-        {
-            return Err(self.error(
-                "invariant checks, tracing and fault injection need one partition".into(),
-            ));
+        if starts.len() > 1 && (self.cfg.check_invariants || self.cfg.trace || self.faults_any) {
+            return Err(self
+                .error("invariant checks, tracing and fault injection need one partition".into()));
         }
         let mut parts = Vec::with_capacity(starts.len());
         let mut rest = std::mem::take(&mut self.nodes);
