@@ -95,7 +95,7 @@ pub struct AppResult {
     pub threads: u32,
     /// Windows of simulated time the partitions advanced through (0: not windowed).
     pub windows: u64,
-    /// Times a thread parked at a window barrier (it waited longer than its spin).
+    /// Times a thread parked at a window barrier (it waited longer than its spin and yield).
     pub parks: u64,
 }
 
