@@ -212,6 +212,10 @@ pub struct BenchSimArgs {
     /// Applications: simulated seconds of compute to cover.
     #[arg(long, default_value_t = 1.0)]
     pub window_s: f64,
+    /// Applications: threads of the parallel simulation (0: the available cores, capped by the
+    /// nodes). The result is the same for every count.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
     /// Standard load: source bytes. `zero` (never-written sources, the standard load: the
     /// simulator stores no bytes for pages that only ever received zeros), `random` (seeded
     /// random bytes: every destination page stores its 4 KiB and every packet's bytes are
@@ -232,10 +236,12 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
             &args.mode,
             args.packet_bytes,
             args.window_s,
+            args.threads,
         )?;
         println!(
-            "{} on {} nodes ({}, {}): {} iterations, {:.3} s simulated, {} events in {:.1} s wall ({:.1} s CPU) = {:.2} M events/s ({:.2} M per CPU second); peak RSS {:.1} MiB = {:.1} KiB per simulated node; {} sends, {} fault interrupts; event queue up to {} entries, {} stale timer entries",
+            "{} on {} nodes ({}, {}): {} iterations, {:.3} s simulated, {} events in {:.1} s wall ({:.1} s CPU) = {:.2} M events/s ({:.2} M per CPU second); {} threads, {} windows ({:.0} events per window), {} parks; peak RSS {:.1} MiB = {:.1} KiB per simulated node; {} sends, {} fault interrupts; event queue up to {} entries, {} stale timer entries",
             r.workload, r.nodes, r.topology, r.mode, r.iterations, r.simulated_s, r.events, r.wall_s, r.cpu_s, r.events_per_s / 1e6, r.events_per_cpu_s / 1e6,
+            r.threads, r.windows, r.events as f64 / r.windows.max(1) as f64, r.parks,
             r.peak_rss_bytes as f64 / 1048576.0, r.peak_bytes_per_node / 1024.0, r.sends, r.fault_interrupts, r.queue_max, r.stale_timers
         );
         if let Some(path) = &args.json {

@@ -180,7 +180,18 @@ pub fn run_load_with(
 
 /// CPU time consumed by the calling thread, s (from /proc/thread-self/stat: utime + stime).
 pub fn thread_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else {
+    stat_cpu_s("/proc/thread-self/stat")
+}
+
+/// CPU time consumed by the whole process (every thread, ended ones included), s (from
+/// /proc/self/stat: utime + stime).
+pub fn process_cpu_s() -> f64 {
+    stat_cpu_s("/proc/self/stat")
+}
+
+/// utime + stime of a /proc `stat` file, s.
+fn stat_cpu_s(path: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(path) else {
         return f64::NAN;
     };
     // Fields after the parenthesised command name: state is field 3; utime 14, stime 15.

@@ -35,6 +35,16 @@ pub enum Topology {
 }
 
 impl Topology {
+    /// The fewest hops between any two nodes (a node to itself included): the lookahead of a
+    /// parallel run rests on it (`Sim::lookahead`).
+    pub fn min_hops(&self) -> u32 {
+        match *self {
+            Topology::Uniform { hops } => hops,
+            Topology::Torus3d { .. } => 1,
+            Topology::FatTree { .. } => 2,
+        }
+    }
+
     /// Hops from `a` to `b` (at least 1 between distinct nodes).
     pub fn hops(&self, a: NodeId, b: NodeId) -> u32 {
         match *self {
@@ -125,6 +135,11 @@ mod tests {
         ] {
             let nodes = 60;
             let h = Hops::new(t, nodes);
+            for a in 0..nodes {
+                for b in 0..nodes {
+                    assert!(t.hops(a, b) >= t.min_hops(), "{t:?} {a} -> {b}");
+                }
+            }
             // Beyond the nodes given (a packet to a node that does not exist): still the same.
             for a in 0..nodes + 2 {
                 for b in 0..nodes + 2 {

@@ -21,6 +21,9 @@ use crate::net::{Hops, Topology};
 use crate::queue::{EventQueue, Packed};
 use crate::slab::Slab;
 
+mod window;
+pub use window::{Sent, Transit};
+
 /// Everything that shapes a simulation run.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -194,6 +197,14 @@ struct LinkBuf {
 /// The simulator.
 pub struct Sim {
     cfg: SimConfig,
+    /// The first node held here: 0, except in a partition of a windowed run (`Sim::split`),
+    /// which holds nodes `base..base + nodes.len()` (node ids stay global).
+    base: NodeId,
+    /// A windowed run (`Sim::split`): a sent packet waits in `sent` until the window's end,
+    /// where its destination's partition claims the input port (`Sim::claim`).
+    windowed: bool,
+    /// Packets sent in this window (windowed runs only).
+    sent: Vec<Sent>,
     now: Instant,
     queue: EventQueue<Ev>,
     nodes: Vec<Node>,
@@ -275,6 +286,9 @@ impl Sim {
             .collect();
         let buf_len = p.engine.packet_bytes as usize + DATA_HEADER_LEN + 64;
         Sim {
+            base: 0,
+            windowed: false,
+            sent: Vec::new(),
             now: Instant::ZERO,
             queue: EventQueue::new(),
             nodes,
@@ -364,17 +378,17 @@ impl Sim {
 
     /// A node.
     pub fn node(&self, n: NodeId) -> &Node {
-        &self.nodes[n as usize]
+        &self.nodes[(n - self.base) as usize]
     }
 
     /// A node, mutably (set up memory, expose ranges).
     pub fn node_mut(&mut self, n: NodeId) -> &mut Node {
-        &mut self.nodes[n as usize]
+        &mut self.nodes[(n - self.base) as usize]
     }
 
     /// Counters of a node.
     pub fn stats(&self, n: NodeId) -> NodeStats {
-        let node = &self.nodes[n as usize];
+        let node = &self.nodes[(n - self.base) as usize];
         NodeStats {
             engine: node.engine.stats(),
             handler: node.handler.stats(),
@@ -385,7 +399,7 @@ impl Sim {
 
     /// Evict every page of a range (reclaim): the next access faults again.
     pub fn evict(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         let mut p = unpinned_core::memory::page_of(base);
         while p < base + len {
             node.mem.evict(pdid, p, &mut node.iommu);
@@ -395,7 +409,7 @@ impl Sim {
 
     /// Map memory at a node with the given residency.
     pub fn map(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64, residence: Residence) {
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         node.mem
             .map(pdid, base, len, residence, &mut self.setup_rng);
     }
@@ -404,7 +418,9 @@ impl Sim {
     pub fn fill_random(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
         let mut data = vec![0u8; len as usize];
         self.setup_rng.fill(&mut data[..]);
-        self.nodes[n as usize].mem.host_write(pdid, base, &data);
+        self.nodes[(n - self.base) as usize]
+            .mem
+            .host_write(pdid, base, &data);
     }
 
     /// Expose a range of a node to its peers.
@@ -416,7 +432,7 @@ impl Sim {
         len: u64,
         perms: Perms,
     ) -> RemoteKey {
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         let key = node
             .engine
             .expose(pdid, base, len, perms)
@@ -579,7 +595,7 @@ impl Sim {
         }
         if wr.op == Op::Read {
             // The NI may write the read's local buffer while it is pending.
-            self.nodes[n as usize].mem.allow_writes(
+            self.nodes[(n - self.base) as usize].mem.allow_writes(
                 wr.local_pdid,
                 wr.local_addr,
                 wr.local_addr + wr.len,
@@ -587,7 +603,7 @@ impl Sim {
         }
         self.checker.on_post(&self.nodes, n, &wr);
         let now = self.now;
-        if let Err(e) = self.nodes[n as usize].engine.post(now, wr) {
+        if let Err(e) = self.nodes[(n - self.base) as usize].engine.post(now, wr) {
             self.checker.violation(format!("post refused: {e}"));
         }
         self.service(n);
@@ -595,7 +611,7 @@ impl Sim {
 
     fn on_tx_ready(&mut self, n: NodeId) {
         let now = self.now;
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         node.tx_pending = false;
         // The NI prepares a packet (translation, DMA read, per-packet processing) while the
         // previous one is still serializing: a one-deep pipeline. It waits only for its own
@@ -622,7 +638,7 @@ impl Sim {
                 (self.bufs.len() - 1) as u32
             }
         };
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         node.mem.take_zero_read();
         let mut view = node.mem.ni_view(&mut node.iommu);
         let out = node
@@ -735,6 +751,19 @@ impl Sim {
     }
 
     fn deliver(&mut self, dst: NodeId, buf: u32, arrival: Instant, ser: Duration) {
+        if self.windowed && dst < self.cfg.nodes {
+            // The port is claimed at the window's end, by the destination's partition.
+            let src = self.bufs[buf as usize].src;
+            self.sent.push(Sent {
+                send_at: self.now,
+                src,
+                dst,
+                raw: arrival,
+                ser,
+                buf,
+            });
+            return;
+        }
         let Some(rx_free_at) = self.rx_free_at.get_mut(dst as usize) else {
             // Back to the pool it came from (a compact buffer cannot take a full packet).
             if self.bufs[buf as usize].compact {
@@ -767,7 +796,7 @@ impl Sim {
         }
         self.arrived = Some((src, dst));
         self.arrived_write = write_target(&buf[..len]);
-        let node = &mut self.nodes[dst as usize];
+        let node = &mut self.nodes[(dst - self.base) as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         // A malformed or corrupted packet is dropped (or CRC-NACKed) by the engine itself. The
         // checksum was computed when the sender emitted the packet; only a packet the fault
@@ -798,7 +827,7 @@ impl Sim {
             self.rx_zeroed = vec![0; self.buf_len];
         }
         self.arrived = Some((src, dst));
-        let node = &mut self.nodes[dst as usize];
+        let node = &mut self.nodes[(dst - self.base) as usize];
         let mut view = node.mem.ni_view(&mut node.iommu);
         let packet = linkbuf::expand(&self.bufs[b as usize].small, len, &mut self.rx_zeroed);
         self.arrived_write = write_target(packet);
@@ -814,7 +843,7 @@ impl Sim {
 
     fn on_engine_timer(&mut self, n: NodeId) {
         let now = self.now;
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         if node.engine_timer != Some(now) {
             // Superseded by an earlier deadline: nothing happens, so it is not an event.
             self.events -= 1;
@@ -829,7 +858,7 @@ impl Sim {
 
     fn on_handler_timer(&mut self, n: NodeId) {
         let now = self.now;
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         if node.handler_timer != Some(now) {
             self.events -= 1;
             self.stale_events += 1;
@@ -845,7 +874,7 @@ impl Sim {
     /// After any input to node `n`: route its outputs, then re-arm its timers and transmitter.
     #[inline]
     fn service(&mut self, n: NodeId) {
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         if node.handler_touched
             || node.mem.has_interrupts()
             || node.engine.has_events()
@@ -874,26 +903,26 @@ impl Sim {
     fn service_all(&mut self, n: NodeId) {
         let now = self.now;
         loop {
-            let node = &mut self.nodes[n as usize];
+            let node = &mut self.nodes[(n - self.base) as usize];
             for _ in 0..node.mem.take_interrupts() {
                 node.handler.handle_interrupt(now);
                 node.handler_touched = true;
             }
             let mut progressed = false;
-            while let Some(ev) = self.nodes[n as usize].engine.poll_event() {
+            while let Some(ev) = self.nodes[(n - self.base) as usize].engine.poll_event() {
                 progressed = true;
                 match ev {
                     EngineEvent::Completion(c) => {
                         self.on_completion(n, c);
                     }
                     EngineEvent::Fault(rec) => {
-                        let node = &mut self.nodes[n as usize];
+                        let node = &mut self.nodes[(n - self.base) as usize];
                         node.handler.handle_fifo_push(now, rec);
                         node.handler_touched = true;
                     }
                 }
             }
-            let node = &mut self.nodes[n as usize];
+            let node = &mut self.nodes[(n - self.base) as usize];
             // The handler changes only through its own inputs: skip it on the hot path
             // (packets that do not fault) unless it was given something.
             if !node.handler_touched {
@@ -926,7 +955,7 @@ impl Sim {
                 break;
             }
         }
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         // Checked first: iterating (and dropping) an empty taken vector on every event cost
         // ~10% of the standard load.
         if node.mem.has_violations() {
@@ -934,7 +963,7 @@ impl Sim {
                 self.checker.violation(v);
             }
         }
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         if std::mem::take(&mut node.handler_touched) {
             if let Some(t) = node.handler.poll_timeout() {
                 if node.handler_timer.is_none_or(|cur| t < cur) {
@@ -943,14 +972,14 @@ impl Sim {
                 }
             }
         }
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         if let Some(t) = node.engine.poll_timeout() {
             if node.engine_timer.is_none_or(|cur| t < cur) {
                 node.engine_timer = Some(t);
                 self.queue.push_far(t, Ev::EngineTimer { node: n });
             }
         }
-        let node = &mut self.nodes[n as usize];
+        let node = &mut self.nodes[(n - self.base) as usize];
         if !node.tx_pending && node.engine.wants_transmit() {
             node.tx_pending = true;
             let at = now.max(node.tx_prep_at).max(node.ni_ready_at);
@@ -971,7 +1000,7 @@ impl Sim {
         let wr = rec.wr;
         self.completed.push(rec);
         if wr.op == Op::Read {
-            self.nodes[n as usize].mem.disallow_writes(
+            self.nodes[(n - self.base) as usize].mem.disallow_writes(
                 wr.local_pdid,
                 wr.local_addr,
                 wr.local_addr + wr.len,

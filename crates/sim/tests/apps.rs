@@ -30,6 +30,7 @@ fn cfg(nodes: u32, mode: BufferMode, seed: u64) -> AppSimConfig {
         copy_bytes: true,
         evict_every: 0,
         time_limit: Duration::from_us(100_000_000),
+        threads: 1,
     }
 }
 

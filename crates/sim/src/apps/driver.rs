@@ -60,6 +60,10 @@ pub struct AppSimConfig {
     pub evict_every: u64,
     /// Give up after this much simulated time.
     pub time_limit: Duration,
+    /// Worker threads of a parallel run (0: the available cores; capped by the nodes). Every
+    /// count gives the same result; runs with fault injection, tracing or invariant checks use
+    /// one (see `parallel.rs`).
+    pub threads: usize,
 }
 
 /// What a run measured.
@@ -85,8 +89,14 @@ pub struct AppResult {
     pub events: u64,
     /// Superseded timer entries popped from the event queue (not events).
     pub stale_timers: u64,
-    /// Largest number of entries in the simulator's event queue at once.
+    /// Largest number of entries in one partition's event queue at once.
     pub queue_max: u64,
+    /// Partitions (threads) the run used.
+    pub threads: u32,
+    /// Windows of simulated time the partitions advanced through (0: not windowed).
+    pub windows: u64,
+    /// Times a thread parked at a window barrier (it waited longer than its spin and yield).
+    pub parks: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -205,41 +215,91 @@ pub fn run_app(
             next_id: 1,
         });
     }
-    let mut d = Driver {
-        cfg,
-        sim,
-        eps,
-        control_end,
-        ranks: rs,
-        wake: BinaryHeap::new(),
-        res: AppResult::default(),
-        model,
-        iters,
-        finished: 0,
-        done: Vec::new(),
-        scratch: Vec::new(),
+    let lookahead = sim.lookahead();
+    let parts = super::parallel::partitions(cfg, n, lookahead);
+    let new_driver = |sim: Sim, eps: Vec<Endpoint>, ranks: Vec<Rank>| {
+        let base = sim.node_range().start;
+        let mut d = Driver {
+            cfg,
+            sim,
+            base,
+            eps,
+            control_end: &control_end,
+            ranks,
+            wake: BinaryHeap::new(),
+            res: AppResult::default(),
+            model,
+            iters: iters.clone(),
+            finished: 0,
+            done: Vec::new(),
+            scratch: Vec::new(),
+        };
+        for r in d.sim.node_range() {
+            d.wake.push(Reverse((Instant::ZERO, r)));
+        }
+        d
     };
-    for r in 0..n {
-        d.wake.push(Reverse((Instant::ZERO, r)));
+    let mut drivers = Vec::new();
+    let mut windows = 0;
+    let mut parks = 0;
+    if lookahead == Duration::ZERO {
+        // No lookahead (a uniform network of 0 hops with free NIs and links): the one
+        // sequential loop, packets claiming ports at send time.
+        drivers.push(new_driver(sim, eps, rs));
+        drivers[0].run_window(Instant(u64::MAX))?;
+    } else {
+        let sims = sim.split(&parts)?;
+        for sim in sims.into_iter().rev() {
+            let first = sim.node_range().start as usize;
+            drivers.push(new_driver(sim, eps.split_off(first), rs.split_off(first)));
+        }
+        drivers.reverse();
+        (windows, parks) = super::parallel::run(&mut drivers, lookahead)?;
     }
-    d.run()?;
-    for node in 0..n {
-        let s = d.sim.stats(node);
-        d.res.fault_interrupts += s.handler.interrupts;
-        d.res.errs += s.engine.errs_sent;
+    let finished: u32 = drivers.iter().map(|d| d.finished).sum();
+    if finished != n {
+        let d = drivers
+            .iter()
+            .find(|d| d.finished != d.ranks.len() as u32)
+            .expect("a partition with ranks not done");
+        return Err(d.stuck("deadlock: no event left but ranks are waiting".into()));
     }
-    d.res.events = d.sim.events();
-    let (stale, queue_max) = d.sim.queue_stats();
-    (d.res.stale_timers, d.res.queue_max) = (stale, queue_max as u64);
-    Ok(d.res)
+    let mut res = AppResult {
+        threads: drivers.len() as u32,
+        windows,
+        parks,
+        ..AppResult::default()
+    };
+    for d in &drivers {
+        let r = &d.res;
+        res.time_s = res.time_s.max(r.time_s);
+        res.sends += r.sends;
+        res.bytes += r.bytes;
+        res.recvs += r.recvs;
+        res.msg_errors += r.msg_errors;
+        res.minor_faults += r.minor_faults;
+        for node in d.sim.node_range() {
+            let s = d.sim.stats(node);
+            res.fault_interrupts += s.handler.interrupts;
+            res.errs += s.engine.errs_sent;
+        }
+        res.events += d.sim.events();
+        let (stale, queue_max) = d.sim.queue_stats();
+        res.stale_timers += stale;
+        res.queue_max = res.queue_max.max(queue_max as u64);
+    }
+    Ok(res)
 }
 
-struct Driver<'a> {
+/// The ranks of one partition (all of them in a run of one) and their simulator.
+pub(super) struct Driver<'a> {
     cfg: &'a AppSimConfig,
-    sim: Sim,
+    pub(super) sim: Sim,
+    /// The first node of the partition (`eps` and `ranks` are indexed from it).
+    base: NodeId,
     eps: Vec<Endpoint>,
-    /// End of each rank's control words (from `MSG_BASE`).
-    control_end: Vec<u64>,
+    /// End of each rank's control words (from `MSG_BASE`), every rank's.
+    control_end: &'a [u64],
     ranks: Vec<Rank>,
     wake: BinaryHeap<Reverse<(Instant, u32)>>,
     res: AppResult,
@@ -254,7 +314,17 @@ struct Driver<'a> {
 }
 
 impl Driver<'_> {
-    fn run(&mut self) -> Result<(), SimError> {
+    /// When this partition next has something to do: an event or a rank waking up.
+    pub(super) fn next_at(&self) -> Option<Instant> {
+        let tw = self.wake.peek().map(|Reverse((t, _))| *t);
+        match (self.sim.next_event_at(), tw) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Run every event and rank wake-up before `end` (events first at equal times).
+    pub(super) fn run_window(&mut self, end: Instant) -> Result<(), SimError> {
         let limit = Instant::ZERO + self.cfg.time_limit;
         loop {
             let tw = self.wake.peek().map(|Reverse((t, _))| *t);
@@ -262,6 +332,9 @@ impl Driver<'_> {
             match (te, tw) {
                 (None, None) => break,
                 (Some(te), tw) if tw.is_none_or(|tw| te <= tw) => {
+                    if te >= end {
+                        break;
+                    }
                     if te > limit {
                         return Err(self.stuck(format!(
                             "not finished after {:.0} us",
@@ -272,6 +345,9 @@ impl Driver<'_> {
                     self.after_step();
                 }
                 (_, Some(tw)) => {
+                    if tw >= end {
+                        break;
+                    }
                     let Reverse((_, r)) = self.wake.pop().expect("peeked");
                     self.sim.run_until(tw)?;
                     self.run_rank(r, tw);
@@ -279,10 +355,16 @@ impl Driver<'_> {
                 (Some(_), None) => unreachable!("covered by the guard"),
             }
         }
-        if self.finished != self.ranks.len() as u32 {
-            return Err(self.stuck("deadlock: no event left but ranks are waiting".into()));
-        }
         Ok(())
+    }
+
+    /// An error of this partition at its current time.
+    pub(super) fn failed(&self, what: &str) -> SimError {
+        SimError {
+            what: what.to_string(),
+            seed: self.cfg.sim.seed,
+            at_us: self.sim.now().as_us_f64(),
+        }
     }
 
     fn stuck(&self, what: String) -> SimError {
@@ -291,7 +373,7 @@ impl Driver<'_> {
             .iter()
             .enumerate()
             .filter(|(_, r)| r.state != State::Done)
-            .map(|(i, r)| (i, r.state, r.outstanding, r.next_iter))
+            .map(|(i, r)| (i + self.base as usize, r.state, r.outstanding, r.next_iter))
             .take(8)
             .collect();
         SimError {
@@ -314,7 +396,7 @@ impl Driver<'_> {
             minor_faults: 0,
             copy_bytes: self.cfg.copy_bytes,
         };
-        (host, &mut self.eps[n as usize])
+        (host, &mut self.eps[(n - self.base) as usize])
     }
 
     fn after_step(&mut self) {
@@ -360,7 +442,7 @@ impl Driver<'_> {
     }
 
     fn charge(&mut self, n: NodeId, spent: Duration, minor_faults: u64) {
-        self.ranks[n as usize].debt += spent;
+        self.ranks[(n - self.base) as usize].debt += spent;
         self.res.minor_faults += minor_faults;
     }
 
@@ -374,7 +456,7 @@ impl Driver<'_> {
             self.sim.post(at, n, wr);
         }
         let now = self.sim.now();
-        while let Some(ev) = self.eps[n as usize].poll_event() {
+        while let Some(ev) = self.eps[(n - self.base) as usize].poll_event() {
             match ev {
                 MsgEvent::SendDone { result, .. } => {
                     if result.is_err() {
@@ -392,7 +474,7 @@ impl Driver<'_> {
                     continue;
                 }
             }
-            let rank = &mut self.ranks[n as usize];
+            let rank = &mut self.ranks[(n - self.base) as usize];
             rank.outstanding -= 1;
             if rank.outstanding == 0 && rank.state == State::Waiting {
                 rank.state = State::Ready;
@@ -404,9 +486,9 @@ impl Driver<'_> {
 
     fn run_rank(&mut self, n: NodeId, mut t: Instant) {
         let post = Duration::from_us_f64(self.cfg.sim.profile.cpu.post_us);
-        t += std::mem::take(&mut self.ranks[n as usize].debt);
+        t += std::mem::take(&mut self.ranks[(n - self.base) as usize].debt);
         loop {
-            let rank = &mut self.ranks[n as usize];
+            let rank = &mut self.ranks[(n - self.base) as usize];
             let Some(op) = rank.ops.pop_front() else {
                 if rank.next_iter >= self.iters.end {
                     rank.state = State::Done;
@@ -457,7 +539,7 @@ impl Driver<'_> {
                     t += spent + post;
                     if isend.is_err() {
                         self.res.msg_errors += 1;
-                        self.ranks[n as usize].outstanding -= 1;
+                        self.ranks[(n - self.base) as usize].outstanding -= 1;
                     }
                     self.drain(n, t);
                 }
@@ -479,12 +561,12 @@ impl Driver<'_> {
                     t += spent + post;
                     if !ok {
                         self.res.msg_errors += 1;
-                        self.ranks[n as usize].outstanding -= 1;
+                        self.ranks[(n - self.base) as usize].outstanding -= 1;
                     }
                     self.drain(n, t);
                 }
                 Op::Wait => {
-                    let rank = &mut self.ranks[n as usize];
+                    let rank = &mut self.ranks[(n - self.base) as usize];
                     if rank.outstanding > 0 {
                         rank.state = State::Waiting;
                         return;

@@ -3,8 +3,12 @@
 //!
 //! - [`host`]: the host CPU's access to memory for the message layer (minor faults, copies).
 //! - [`driver`]: the loop that interleaves rank programs with the simulator's events.
+//! - `parallel`: the window-synchronous parallel run over partitions of the nodes.
+//! - [`barrier`]: the window barrier (spin, then park).
 
+pub mod barrier;
 pub mod driver;
 pub mod host;
+mod parallel;
 
 pub use driver::{run_app, AppResult, AppSimConfig, BufferMode};
