@@ -63,6 +63,7 @@ pub mod handler;
 pub mod loggets;
 pub mod memory;
 mod notify;
+pub mod replies;
 pub mod reply;
 pub mod runtime;
 pub mod sort;

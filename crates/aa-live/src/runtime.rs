@@ -8,7 +8,7 @@ use unpinned_live::transport::Transport;
 use unpinned_live::{Config, LiveError, Runtime, TransportKind};
 
 use crate::memory::ActiveMemory;
-use crate::reply::ReplyHook;
+use crate::replies::ReplyHook;
 use crate::ActiveAccess;
 
 /// One rank of a live job with Active Access. Dereferences to its [`Runtime`] for everything
@@ -58,7 +58,8 @@ fn layer(
     let state = active.state.clone();
     move |mem, wake| {
         state.replies.set_waker(wake);
-        (ActiveMemory::new(mem, state.clone()), ReplyHook::new(state))
+        let hook = ReplyHook::new(state.replies.clone());
+        (ActiveMemory::new(mem, state), hook)
     }
 }
 

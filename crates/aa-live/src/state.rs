@@ -119,7 +119,7 @@ pub(crate) struct ActiveState {
     pub holds: Mutex<FxHashMap<(u32, u32), u64>>,
     pub counters: Counters,
     /// Reply-based flush: counts and reply destinations ([`crate::reply`]).
-    pub replies: crate::reply::ReplyTable,
+    pub replies: Arc<crate::replies::ReplyTable>,
 }
 
 impl ActiveState {

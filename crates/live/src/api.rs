@@ -307,6 +307,19 @@ pub struct Region {
     pub key: RemoteKey,
 }
 
+/// [`crate::runtime::SPIN_YIELD_POLLS`], or the value of
+/// [`crate::runtime::ENV_SPIN_YIELD_POLLS`] if set.
+pub fn spin_yield_polls_from_env() -> Result<u32, LiveError> {
+    use crate::runtime::{ENV_SPIN_YIELD_POLLS, SPIN_YIELD_POLLS};
+    match std::env::var(ENV_SPIN_YIELD_POLLS) {
+        Ok(v) => v.trim().parse().map_err(|e| LiveError::Env {
+            var: ENV_SPIN_YIELD_POLLS,
+            why: format!("not a number of polls ({e})"),
+        }),
+        Err(_) => Ok(SPIN_YIELD_POLLS),
+    }
+}
+
 /// One rank of a live job.
 pub struct Runtime {
     rank: u32,
@@ -531,7 +544,7 @@ impl Runtime {
         let engine = unpinned_part::PartEngine::new(cfg.rank, cfg.engine.clone());
         let (fault_tx, fault_rx) = mpsc::channel();
         let (out_tx, out_rx) = mpsc::channel();
-        let shared = Arc::new(Shared::new(crate::runtime::spin_yield_polls_from_env()?));
+        let shared = Arc::new(Shared::new(spin_yield_polls_from_env()?));
         let wake = transport.waker();
         let handler_stats = Arc::new(HandlerStats::default());
         let handler_thread = {

@@ -850,17 +850,6 @@ pub const SPIN_YIELD_POLLS: u32 = 64;
 /// Environment variable: overrides [`SPIN_YIELD_POLLS`].
 pub const ENV_SPIN_YIELD_POLLS: &str = "UNPINNED_SPIN_YIELD_POLLS";
 
-/// [`SPIN_YIELD_POLLS`], or the value of [`ENV_SPIN_YIELD_POLLS`] if set.
-pub fn spin_yield_polls_from_env() -> Result<u32, crate::LiveError> {
-    match std::env::var(ENV_SPIN_YIELD_POLLS) {
-        Ok(v) => v.trim().parse().map_err(|e| crate::LiveError::Env {
-            var: ENV_SPIN_YIELD_POLLS,
-            why: format!("not a number of polls ({e})"),
-        }),
-        Err(_) => Ok(SPIN_YIELD_POLLS),
-    }
-}
-
 /// A spin that ran out without what it waited for (a completion for a waiting caller, a packet
 /// or other work for the progress thread), or that had to yield the core
 /// ([`SPIN_YIELD_POLLS`]) before it came, turns spinning off for this many next waits or work
