@@ -8,6 +8,7 @@
 //! - the sans-IO crates depend on no driver (live runtime, OS layer, simulator);
 //! - `unpinned-os` depends on no other crate of the workspace, and `unpinned-live` on neither
 //!   the simulator nor Active Access.
+//! - inside live, aa-live and os, no cycle between modules (from their sources).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -226,4 +227,102 @@ fn the_checks_see_cycles_and_deep_dependencies() {
         violations(&g, &["capi"], &["sim", "ib"]),
         vec![("capi".to_string(), "sim".to_string())]
     );
+}
+
+/// The top-level modules of the crate whose sources are in `src` and which of them each one
+/// uses outside its tests (`crate::m`, `use crate::{m, ...}`, or an item the crate root
+/// re-exports from `m`). Comments and `#[cfg(test)] mod tests` are skipped.
+fn module_graph(src: &std::path::Path) -> Graph {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("read a source directory") {
+            let p = e.expect("directory entry").path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "bin") {
+                    files(&p, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    fn code(text: &str) -> String {
+        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        text.lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    fn idents(s: &str) -> impl Iterator<Item = &str> {
+        s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+    }
+    let mut all = Vec::new();
+    files(src, &mut all);
+    let module_of = |p: &std::path::Path| -> String {
+        let rel = p.strip_prefix(src).expect("under src");
+        let first = rel.components().next().expect("a path").as_os_str();
+        first.to_string_lossy().trim_end_matches(".rs").to_string()
+    };
+    let modules: BTreeSet<String> = all
+        .iter()
+        .map(|p| module_of(p))
+        .filter(|m| m != "lib")
+        .collect();
+    // Items re-exported at the root: `pub use m::{A, B};` / `pub use m::A;`.
+    let lib = code(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
+    let mut reexport: BTreeMap<String, String> = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let Some(rest) = stmt.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let mut words = idents(rest);
+        if let Some(m) = words.next().filter(|m| modules.contains(*m)) {
+            for w in words {
+                reexport.insert(w.to_string(), m.to_string());
+            }
+        }
+    }
+    let mut g = Graph::new();
+    for p in &all {
+        let me = module_of(p);
+        if me == "lib" {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(p).expect("read a source file"));
+        let deps = g.entry(me.clone()).or_default();
+        let mut used = Vec::new();
+        for (i, _) in text.match_indices("crate::") {
+            let after = &text[i + "crate::".len()..];
+            if let Some(group) = after.strip_prefix('{') {
+                let group = group.split('}').next().unwrap_or("");
+                used.extend(group.split(',').filter_map(|s| idents(s).next()));
+            } else if let Some(w) = idents(after).next() {
+                used.push(w);
+            }
+        }
+        for w in used {
+            let m = reexport.get(w).cloned().unwrap_or_else(|| w.to_string());
+            if m != me && modules.contains(&m) {
+                deps.insert(m);
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn no_module_cycle_in_the_live_crates() {
+    for krate in ["live", "aa-live", "os"] {
+        let src = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .join(krate)
+            .join("src");
+        let g = module_graph(&src);
+        assert!(g.len() > 3, "crates/{krate}: only modules {:?}", g.keys());
+        let on_cycle = crates_on_a_cycle(&g);
+        assert!(
+            on_cycle.is_empty(),
+            "crates/{krate}: modules on a cycle {on_cycle:?} (uses: {g:?}); move what both \
+             need into a module below them"
+        );
+    }
 }
