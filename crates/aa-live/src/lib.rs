@@ -55,6 +55,8 @@
 //! active flush under 5 ms: the per-entry futex wake on the engine thread and the context
 //! switches are the suspects, not confirmed.
 
+#![warn(missing_docs)]
+
 pub mod checkpoint;
 pub mod dht;
 mod drain;

@@ -15,6 +15,11 @@
 //! | `Sim::post`                      | [`Runtime`] (`expose`, `write`, `read`, `wait`, `flush`)    |
 //! | experiment harness               | [`launch`]: `unpinned run -n N -- PROGRAM`                  |
 //!
+//! Below it, crates/os holds what Linux says about memory and CPUs (pagemap scans, mappings,
+//! userfaultfd, page-in by `madvise`); above it, a layer plugs into the engine loop through
+//! [`layer`] (its memory decorator and a [`TurnHook`]) without the loop calling it by name:
+//! crates/aa-live does so for Active Access.
+//!
 //! No memory is ever pinned or registered: `expose` records a range and a key; a page that is
 //! not present when a packet arrives is answered with a page-fault NACK, brought in by the
 //! page-in thread, and retransmitted after an ERR, exactly as in the spec (part.md).
