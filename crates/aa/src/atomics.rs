@@ -4,38 +4,9 @@
 
 use rustc_hash::FxHashMap;
 
-/// One atomic operation on a 64-bit word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AtomicOp {
-    /// Replace with `new` if the word equals `expected`.
-    Cas {
-        /// Value the word must hold.
-        expected: u64,
-        /// Value written on success.
-        new: u64,
-    },
-    /// Add (wrapping).
-    FetchAdd(u64),
-    /// Replace unconditionally (swap).
-    FetchReplace(u64),
-}
-
-impl AtomicOp {
-    /// Apply to `word`; returns the previous value (as every remote atomic does).
-    pub fn apply(self, word: &mut u64) -> u64 {
-        let old = *word;
-        match self {
-            AtomicOp::Cas { expected, new } => {
-                if old == expected {
-                    *word = new;
-                }
-            }
-            AtomicOp::FetchAdd(d) => *word = old.wrapping_add(d),
-            AtomicOp::FetchReplace(v) => *word = v,
-        }
-        old
-    }
-}
+/// The atomic operations: core's single definition (variants `Cas`, `FetchAdd`, `Swap`, the
+/// spec's fetch-and-replace), re-exported so the use cases name it from here.
+pub use unpinned_core::api::AtomicOp;
 
 /// Word-addressed memory the atomics run on.
 pub trait WordMemory {
@@ -106,7 +77,7 @@ mod tests {
         );
         assert_eq!(m.load(8), 5);
         assert_eq!(execute(&mut m, 8, AtomicOp::FetchAdd(3)), 5);
-        assert_eq!(execute(&mut m, 8, AtomicOp::FetchReplace(1)), 8);
+        assert_eq!(execute(&mut m, 8, AtomicOp::Swap(1)), 8);
         assert_eq!(m.load(8), 1);
     }
 }

@@ -184,7 +184,7 @@ impl Volume {
             return Err(DhtError::HeapFull);
         }
         self.store(l.cell_key(c as u32), key);
-        let prev = self.atomic(l.slot_last(slot), AtomicOp::FetchReplace(c + 1));
+        let prev = self.atomic(l.slot_last(slot), AtomicOp::Swap(c + 1));
         if self.atomic(
             l.next_of(slot, prev),
             AtomicOp::Cas {
@@ -397,7 +397,7 @@ impl RmaInsert {
             InsertState::FlushCell => RemoteOp::Flush,
             InsertState::ReplaceLast => RemoteOp::Atomic {
                 addr: l.slot_last(self.slot),
-                op: AtomicOp::FetchReplace(self.cell + 1),
+                op: AtomicOp::Swap(self.cell + 1),
             },
             InsertState::LinkPrev => RemoteOp::Atomic {
                 addr: l.next_of(self.slot, self.prev),

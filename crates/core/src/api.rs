@@ -71,8 +71,13 @@ pub enum Op {
     Read,
 }
 
-/// A remote atomic on a 64-bit word (issue 5: the RMA baselines of Active Access). Every
-/// atomic returns the word's previous value.
+/// A remote atomic on a 64-bit word (issue 5: the RMA baselines of Active Access), the one
+/// definition every layer uses: the wire (`part`), the live runtime, the C API, and the
+/// Active Access models and use cases (`unpinned_aa::atomics` re-exports it).
+///
+/// Convention: like every remote atomic (and the verbs these model), an operation returns
+/// the word's *previous* value; [`AtomicOp::apply`] updates the word in place and returns
+/// that previous value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {
     /// Write `new` if the word equals `expected`.
@@ -89,9 +94,10 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
-    /// The word's new value given its old one.
-    pub fn apply(self, old: u64) -> u64 {
-        match self {
+    /// Apply to `word`: update it and return its previous value (what the requester gets).
+    pub fn apply(self, word: &mut u64) -> u64 {
+        let old = *word;
+        *word = match self {
             AtomicOp::Cas { expected, new } => {
                 if old == expected {
                     new
@@ -101,7 +107,8 @@ impl AtomicOp {
             }
             AtomicOp::FetchAdd(d) => old.wrapping_add(d),
             AtomicOp::Swap(v) => v,
-        }
+        };
+        old
     }
 }
 

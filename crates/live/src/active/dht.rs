@@ -531,7 +531,7 @@ impl<'rt> Dht<'rt> {
                             AtomicOp::Cas { expected, new }
                         }
                         unpinned_aa::atomics::AtomicOp::FetchAdd(d) => AtomicOp::FetchAdd(d),
-                        unpinned_aa::atomics::AtomicOp::FetchReplace(v) => AtomicOp::Swap(v),
+                        unpinned_aa::atomics::AtomicOp::Swap(v) => AtomicOp::Swap(v),
                     };
                     // SAFETY: `f.result` is a heap word owned by the flight, not accessed
                     // until this request completes.
@@ -636,7 +636,7 @@ impl<'rt> Dht<'rt> {
                         AtomicOp::Cas { expected, new }
                     }
                     unpinned_aa::atomics::AtomicOp::FetchAdd(d) => AtomicOp::FetchAdd(d),
-                    unpinned_aa::atomics::AtomicOp::FetchReplace(v) => AtomicOp::Swap(v),
+                    unpinned_aa::atomics::AtomicOp::Swap(v) => AtomicOp::Swap(v),
                 };
                 self.rt.atomic(t, addr, rkey, op)?
             }
