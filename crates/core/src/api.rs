@@ -110,6 +110,21 @@ impl AtomicOp {
         };
         old
     }
+
+    /// The same operation as one atomic instruction on a word other threads may update
+    /// concurrently (sequentially consistent); returns the previous value.
+    pub fn apply_atomic(self, word: &std::sync::atomic::AtomicU64) -> u64 {
+        use std::sync::atomic::Ordering::SeqCst;
+        match self {
+            AtomicOp::Cas { expected, new } => {
+                match word.compare_exchange(expected, new, SeqCst, SeqCst) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            AtomicOp::FetchAdd(d) => word.fetch_add(d, SeqCst),
+            AtomicOp::Swap(v) => word.swap(v, SeqCst),
+        }
+    }
 }
 
 /// How a work request ended.
