@@ -56,6 +56,8 @@
 //! switches are the suspects, not confirmed.
 
 pub mod checkpoint;
+#[cfg(test)]
+mod conformance;
 pub mod dht;
 mod drain;
 pub mod flush;

@@ -36,10 +36,6 @@ use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid};
 use crate::state::ActiveState;
 use unpinned_live::memory::LiveMemory;
 
-/// Gets are named `(peer, transfer id | GET_TXN)` in the logs, so that a get and a put of the
-/// same peer with the same numeric transfer id are different accesses.
-const GET_TXN: u32 = 1 << 31;
-
 /// This process's access logs as crates/aa's decision sees them: each under its lock, and
 /// the handler told about newly published entries.
 struct Logs<'a>(&'a ActiveState);
@@ -88,17 +84,11 @@ impl ActiveMemory {
         ActiveMemory { inner, state }
     }
 
-    /// The packet of `o` (a get's transaction id carries [`GET_TXN`]), or `None` if the
-    /// access is too large for a log entry (up to 4 GiB).
-    fn packet(o: &AccessOrigin, get: bool) -> Option<Packet> {
-        let txn = if get {
-            o.transfer_id | GET_TXN
-        } else {
-            o.transfer_id & !GET_TXN
-        };
+    /// The packet of `o`, or `None` if the access is too large for a log entry (up to 4 GiB).
+    fn packet(o: &AccessOrigin) -> Option<Packet> {
         Some(Packet {
             source: o.peer,
-            txn,
+            txn: o.transfer_id,
             addr: o.xfer_addr,
             total_len: u32::try_from(o.xfer_len).ok()?,
             offset: u32::try_from(o.offset).ok()?,
@@ -116,7 +106,7 @@ impl ActiveMemory {
         if Decision::put(bits) == Decision::Plain {
             return self.inner.write(pdid, addr, data);
         }
-        let Some(p) = Self::packet(o, false) else {
+        let Some(p) = Self::packet(o) else {
             return Err(MemError::Unmapped { addr });
         };
         debug_assert_eq!(p.at(), addr, "the origin names this packet");
@@ -142,7 +132,7 @@ impl ActiveMemory {
             Decision::Hold => return self.held_get(pdid, addr, out, o, bits),
             _ => {}
         }
-        let Some(p) = Self::packet(o, true) else {
+        let Some(p) = Self::packet(o) else {
             return Err(MemError::Unmapped { addr });
         };
         debug_assert_eq!(p.at(), addr, "the origin names this packet");

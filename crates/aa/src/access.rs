@@ -126,6 +126,11 @@ pub enum FaultLog {
     System,
 }
 
+/// A get's entry is named `(source, txn | GET_TXN)` in its log (and by the reassembler), so
+/// that a get and a put of one source with the same transaction id are different accesses; a
+/// put's transaction id has the bit cleared.
+pub const GET_TXN: u32 = 1 << 31;
+
 /// What one packet did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -192,6 +197,10 @@ pub fn put<L: LogStore + ?Sized, M: PacketMemory + ?Sized>(
     logs: &mut L,
     mem: &mut M,
 ) -> Result<Outcome, M::Error> {
+    let p = &Packet {
+        txn: p.txn & !GET_TXN,
+        ..*p
+    };
     let decision = Decision::put(bits);
     let (kind, with_data, memory) = match decision {
         Decision::Plain => {
@@ -224,6 +233,10 @@ pub fn get<L: LogStore + ?Sized, M: PacketMemory + ?Sized>(
     logs: &mut L,
     mem: &mut M,
 ) -> Result<Outcome, M::Error> {
+    let p = &Packet {
+        txn: p.txn | GET_TXN,
+        ..*p
+    };
     let decision = Decision::get(bits);
     let (kind, with_data, memory) = match decision {
         Decision::Plain => {
