@@ -1,6 +1,7 @@
 //! The IOMMU of one node extended for Active Access (spec "IOMMU extensions"): per-page bits,
 //! the access-log table `(IUID, base, head, tail, size)`, the logs themselves, the system fault
-//! log for E=0 pages, and the decision for every put and get packet.
+//! log for E=0 pages, and the held gets of the active flush. Every put and get packet goes
+//! through the shared decision of [`crate::access`], as in the live runtime's decorator.
 //!
 //! Translation costs (IOTLB, walks) are the driver's business (the simulator models them with
 //! `unpinned_core::iommu::Tlb`); this type decides *what* happens to an access.
