@@ -21,7 +21,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use unpinned_aa::dht::{DhtMap, RemoteOp, RmaInsert, RmaLookup, VolumeLayout};
+use unpinned_aa::atomics::WordMemory;
+use unpinned_aa::dht::{
+    DhtError as VolumeError, DhtMap, RemoteOp, RmaInsert, RmaLookup, VolumeLayout,
+};
 use unpinned_aa::log::{EntryKind, LogEntry};
 use unpinned_core::api::{AtomicOp, WrId};
 use unpinned_core::memory::PAGE_BYTES;
@@ -47,12 +50,15 @@ pub enum DhtError {
     /// The volume could not be mapped.
     #[error("cannot map the volume: {0}")]
     Map(std::io::Error),
-    /// A volume's overflow heap is exhausted.
-    #[error("the overflow heap of rank {0} is full")]
-    HeapFull(u32),
-    /// The RMA protocol found a link taken (impossible unless the table is corrupted).
-    #[error("link CAS failed at rank {0}: the table is corrupted")]
-    LinkTaken(u32),
+    /// An operation on the volume of `rank` failed (its overflow heap is full, or the table
+    /// is corrupted: a link taken, a chain that loops).
+    #[error("the volume of rank {rank}: {source}")]
+    Volume {
+        /// The rank owning the volume.
+        rank: u32,
+        /// What went wrong there.
+        source: VolumeError,
+    },
     /// Deleting a key this rank owns: only the handler deletes.
     #[error("key {0:#x} is owned by this rank: delete it from another rank")]
     LocalDelete(u64),
@@ -91,6 +97,22 @@ impl std::str::FromStr for Scheme {
             "rma" => Ok(Scheme::Rma),
             o => Err(format!("{o:?} is not aa or rma")),
         }
+    }
+}
+
+/// The words of a [`LiveVolume`] as crates/aa's volume operations see them: every access is
+/// atomic, as the handler thread shares them with the engine (remote atomics and gets).
+struct Words<'a>(&'a LiveVolume);
+
+impl WordMemory for Words<'_> {
+    fn load(&self, addr: u64) -> u64 {
+        self.0.word(addr).load(Ordering::SeqCst)
+    }
+    fn store(&mut self, addr: u64, v: u64) {
+        self.0.word(addr).store(v, Ordering::SeqCst)
+    }
+    fn atomic(&mut self, addr: u64, op: AtomicOp) -> u64 {
+        op.apply_atomic(self.0.word(addr))
     }
 }
 
@@ -152,100 +174,27 @@ impl LiveVolume {
         unsafe { &*(addr as usize as *const AtomicU64) }
     }
 
-    fn load(&self, addr: u64) -> u64 {
-        self.word(addr).load(Ordering::SeqCst)
+    /// Insert with local atomics (crates/aa's [`VolumeLayout::local_insert`], on real memory).
+    /// Returns the memory accesses made (1 without collision, 5 with).
+    pub fn insert(&self, key: u64, slot: u32) -> Result<u32, VolumeError> {
+        self.layout.local_insert(&mut Words(self), key, slot)
     }
 
-    fn store(&self, addr: u64, v: u64) {
-        self.word(addr).store(v, Ordering::SeqCst)
-    }
-
-    /// Insert with local atomics (crates/aa `Volume::local_insert`, on real memory). Returns
-    /// the memory accesses made (1 without collision, 5 with).
-    pub fn insert(&self, key: u64, slot: u32) -> Result<u32, &'static str> {
-        let l = self.layout;
-        if self
-            .word(l.slot_key(slot))
-            .compare_exchange(0, key, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            return Ok(1);
-        }
-        let c = self.word(l.next_free()).fetch_add(1, Ordering::SeqCst);
-        if c >= l.heap_cells as u64 {
-            return Err("heap full");
-        }
-        self.store(l.cell_key(c as u32), key);
-        let prev = self.word(l.slot_last(slot)).swap(c + 1, Ordering::SeqCst);
-        self.word(l.next_of(slot, prev))
-            .compare_exchange(0, c + 1, Ordering::SeqCst, Ordering::SeqCst)
-            .map_err(|_| "link taken")?;
-        Ok(5)
-    }
-
-    /// Delete (single writer: the handler). Returns whether the key was found.
+    /// Delete (single writer: the handler; crates/aa's [`VolumeLayout::local_delete`]).
+    /// Returns whether the key was found.
     pub fn delete(&self, key: u64, slot: u32) -> bool {
-        let l = self.layout;
-        if self.load(l.slot_key(slot)) == key {
-            let first = self.load(l.slot_next(slot));
-            if first == 0 {
-                self.store(l.slot_key(slot), 0);
-                return true;
-            }
-            let c = (first - 1) as u32;
-            self.store(l.slot_key(slot), self.load(l.cell_key(c)));
-            self.store(l.slot_next(slot), self.load(l.cell_next(c)));
-            if self.load(l.slot_last(slot)) == first {
-                self.store(l.slot_last(slot), 0);
-            }
-            return true;
-        }
-        let (mut prev, mut cur) = (0u64, self.load(l.slot_next(slot)));
-        while cur != 0 {
-            let c = (cur - 1) as u32;
-            let nxt = self.load(l.cell_next(c));
-            if self.load(l.cell_key(c)) == key {
-                self.store(l.next_of(slot, prev), nxt);
-                if self.load(l.slot_last(slot)) == cur {
-                    self.store(l.slot_last(slot), prev);
-                }
-                return true;
-            }
-            prev = cur;
-            cur = nxt;
-        }
-        false
+        self.layout.local_delete(&mut Words(self), key, slot).0
     }
 
     /// Keys of slot `s`, slot first then the chain.
-    pub fn chain(&self, s: u32) -> Vec<u64> {
-        let l = self.layout;
-        let mut out = Vec::new();
-        let k = self.load(l.slot_key(s));
-        if k != 0 {
-            out.push(k);
-        }
-        let mut cur = self.load(l.slot_next(s));
-        let mut steps = 0;
-        while cur != 0 && steps <= l.heap_cells {
-            out.push(self.load(l.cell_key((cur - 1) as u32)));
-            cur = self.load(l.cell_next((cur - 1) as u32));
-            steps += 1;
-        }
-        out
+    pub fn chain(&self, s: u32) -> Result<Vec<u64>, VolumeError> {
+        self.layout.chain(&Words(self), s)
     }
 
     /// Every non-empty slot with its keys sorted (crates/aa `Volume::contents`' format).
-    pub fn contents(&self) -> BTreeMap<u32, Vec<u64>> {
-        let mut out = BTreeMap::new();
-        for s in 0..self.layout.table_slots {
-            let mut c = self.chain(s);
-            if !c.is_empty() {
-                c.sort_unstable();
-                out.insert(s, c);
-            }
-        }
-        out
+    pub fn contents(&self) -> Result<BTreeMap<u32, Vec<u64>>, VolumeError> {
+        self.layout
+            .contents(&Words(self), 0..self.layout.table_slots)
     }
 
     /// The handler: active puts of 8-byte keys to a slot insert, to the delete page delete.
@@ -474,7 +423,7 @@ impl<'rt> Dht<'rt> {
                 st.collisions += u64::from(n > 1);
                 Ok(())
             }
-            Err(_) => Err(DhtError::HeapFull(me)),
+            Err(source) => Err(DhtError::Volume { rank: me, source }),
         }
     }
 
@@ -527,13 +476,6 @@ impl<'rt> Dht<'rt> {
                     continue;
                 }
                 RemoteOp::Atomic { addr, op } => {
-                    let op = match op {
-                        unpinned_aa::atomics::AtomicOp::Cas { expected, new } => {
-                            AtomicOp::Cas { expected, new }
-                        }
-                        unpinned_aa::atomics::AtomicOp::FetchAdd(d) => AtomicOp::FetchAdd(d),
-                        unpinned_aa::atomics::AtomicOp::FetchReplace(v) => AtomicOp::Swap(v),
-                    };
                     // SAFETY: `f.result` is a heap word owned by the flight, not accessed
                     // until this request completes.
                     unsafe {
@@ -573,9 +515,9 @@ impl<'rt> Dht<'rt> {
     }
 
     fn step(&self, f: &mut Flight, result: u64) -> Result<(), DhtError> {
-        f.ins.on_result(result).map_err(|e| match e {
-            unpinned_aa::dht::DhtError::HeapFull => DhtError::HeapFull(f.target),
-            unpinned_aa::dht::DhtError::LinkTaken => DhtError::LinkTaken(f.target),
+        f.ins.on_result(result).map_err(|source| DhtError::Volume {
+            rank: f.target,
+            source,
         })
     }
 
@@ -631,16 +573,7 @@ impl<'rt> Dht<'rt> {
     fn remote(&self, t: u32, op: RemoteOp) -> Result<u64, DhtError> {
         let rkey = self.rkey(t);
         Ok(match op {
-            RemoteOp::Atomic { addr, op } => {
-                let op = match op {
-                    unpinned_aa::atomics::AtomicOp::Cas { expected, new } => {
-                        AtomicOp::Cas { expected, new }
-                    }
-                    unpinned_aa::atomics::AtomicOp::FetchAdd(d) => AtomicOp::FetchAdd(d),
-                    unpinned_aa::atomics::AtomicOp::FetchReplace(v) => AtomicOp::Swap(v),
-                };
-                self.rt.atomic(t, addr, rkey, op)?
-            }
+            RemoteOp::Atomic { addr, op } => self.rt.atomic(t, addr, rkey, op)?,
             RemoteOp::Put { addr, value } => {
                 // A blocking write is the put plus its flush.
                 self.rt
@@ -660,7 +593,11 @@ impl<'rt> Dht<'rt> {
     pub fn lookup(&self, key: u64) -> Result<bool, DhtError> {
         let (t, slot) = self.map.locate(key);
         if t == self.rt.rank() {
-            return Ok(self.vol.chain(slot).contains(&key));
+            let chain = self
+                .vol
+                .chain(slot)
+                .map_err(|source| DhtError::Volume { rank: t, source })?;
+            return Ok(chain.contains(&key));
         }
         let mut lk = RmaLookup::new(self.layout_of(t), key, slot);
         while let Some(op) = lk.op() {

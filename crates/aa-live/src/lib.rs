@@ -58,6 +58,8 @@
 #![warn(missing_docs)]
 
 pub mod checkpoint;
+#[cfg(test)]
+mod conformance;
 pub mod dht;
 mod drain;
 pub mod flush;

@@ -3,18 +3,15 @@
 //!
 //! The engine thread reaches process memory only through the core `Memory` trait; remote
 //! puts arrive as [`Memory::write_from`] and packets served to remote gets as
-//! [`Memory::read_for`], both with their origin (peer, transfer id, offset, whole range). Here
-//! each such packet is decided by the bits of its page (crates/aa's [`PageBits`] decision
-//! table), exactly as the IOMMU model does:
+//! [`Memory::read_for`], both with their origin (peer, transfer id, offset, whole range). Each
+//! such packet on a marked page goes through crates/aa's decision ([`unpinned_aa::access`]),
+//! the same code the IOMMU model and the simulator use; this file adds only the live parts:
+//! the logs under their locks, the counters, and holding the active flush:
 //!
 //! - plain pages (and every access while no page is marked): straight to [`LiveMemory`];
-//! - `W=1, WL=1`: written, then its metadata (or metadata + data) logged;
-//! - `W=0, WL=1, WLD=1` (active put): not written; metadata + data reassembled into the log;
-//! - `R=1, RL=1`: served, then counted or its data logged;
 //! - `R=0, RL=1` (active get, the flushing page): held until the page's log is drained, then
-//!   served (the active flush);
-//! - faults: `E=1` logs a fault entry, both refuse the access (a protection error at the
-//!   source), and nothing is written.
+//!   served (the active flush, crates/aa's [`unpinned_aa::flush::FlushHolds`] rule);
+//! - faults refuse the access (a protection error at the source), and nothing is written.
 //!
 //! Back-pressure: a packet whose entry does not fit the log is answered as a missing page
 //! ([`MemError::NotPresent`]): the engine NACKs the block, the page-in thread (which finds the
@@ -26,11 +23,12 @@
 //! marked and an unmarked page are decided by their first page, as in the simulator's model).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use unpinned_aa::log::{EntryHeader, EntryKind};
-use unpinned_aa::pte::{GetAction, PageBits, PutAction};
+use unpinned_aa::access::{self, Decision, LogStore, Outcome, Packet, PacketMemory};
+use unpinned_aa::log::Backpressure;
+use unpinned_aa::pte::{Iuid, PageBits};
 use unpinned_aa::reassembly::{Fragment, FragmentOutcome};
 use unpinned_core::api::AtomicOp;
 use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid};
@@ -38,9 +36,42 @@ use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid};
 use crate::state::ActiveState;
 use unpinned_live::memory::LiveMemory;
 
-/// Gets are named `(peer, transfer id | GET_TXN)` in the logs, so that a get and a put of the
-/// same peer with the same numeric transfer id are different accesses.
-const GET_TXN: u32 = 1 << 31;
+/// This process's access logs as crates/aa's decision sees them: each under its lock, and
+/// the handler told about newly published entries.
+struct Logs<'a>(&'a ActiveState);
+
+impl LogStore for Logs<'_> {
+    fn on_fragment(
+        &mut self,
+        iuid: Iuid,
+        fragment: Fragment,
+    ) -> Option<Result<FragmentOutcome, Backpressure>> {
+        let log = self.0.log(iuid)?;
+        let mut ring = log.ring.lock().expect("access log");
+        let r = &mut *ring;
+        let out = r.re.on_fragment(&mut r.log, fragment);
+        if out.is_ok() {
+            log.after_change(r, self.0.now_ns());
+        }
+        Some(out)
+    }
+}
+
+/// The address space `pdid` of [`LiveMemory`] as crates/aa's decision sees it.
+struct Pages<'a> {
+    inner: &'a mut LiveMemory,
+    pdid: Pdid,
+}
+
+impl PacketMemory for Pages<'_> {
+    type Error = MemError;
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.inner.write(self.pdid, addr, data)
+    }
+    fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
+        self.inner.read(self.pdid, addr, out)
+    }
+}
 
 /// [`LiveMemory`] with the Active Access checks and logging in front of it.
 pub struct ActiveMemory {
@@ -53,40 +84,15 @@ impl ActiveMemory {
         ActiveMemory { inner, state }
     }
 
-    /// Log one fragment into the log of `bits.iuid`. `Err` = back-pressure or no such log.
-    fn log_fragment(
-        &self,
-        bits: PageBits,
-        header: EntryHeader,
-        offset: u32,
-        data: &[u8],
-    ) -> Result<FragmentOutcome, MemError> {
-        let Some(log) = self.state.log(bits.iuid) else {
-            // A marked page naming a log that does not exist: refused, never a silent write.
-            return Err(MemError::Unmapped { addr: header.addr });
-        };
-        let mut ring = log.ring.lock().expect("access log");
-        let r = &mut *ring;
-        let out = r.re.on_fragment(
-            &mut r.log,
-            Fragment {
-                header,
-                offset,
-                data,
-            },
-        );
-        match out {
-            Ok(o) => {
-                log.after_change(r, self.state.now_ns());
-                Ok(o)
-            }
-            Err(_) => {
-                self.state.counters.stalls.fetch_add(1, Ordering::Relaxed);
-                Err(MemError::NotPresent {
-                    page_addr: page_of(header.addr + offset as u64),
-                })
-            }
-        }
+    /// The packet of `o`, or `None` if the access is too large for a log entry (up to 4 GiB).
+    fn packet(o: &AccessOrigin) -> Option<Packet> {
+        Some(Packet {
+            source: o.peer,
+            txn: o.transfer_id,
+            addr: o.xfer_addr,
+            total_len: u32::try_from(o.xfer_len).ok()?,
+            offset: u32::try_from(o.offset).ok()?,
+        })
     }
 
     fn put(
@@ -97,37 +103,20 @@ impl ActiveMemory {
         o: &AccessOrigin,
         bits: PageBits,
     ) -> Result<(), MemError> {
-        let action = bits.put_action();
-        let (kind, with_data) = match action {
-            PutAction::Write => return self.inner.write(pdid, addr, data),
-            PutAction::WriteLogMeta => (EntryKind::PutMeta, false),
-            PutAction::WriteLogData => (EntryKind::PutData, true),
-            PutAction::Active => (EntryKind::ActivePut, true),
-            PutAction::FaultToAccessLog => (EntryKind::Fault, false),
-            PutAction::FaultToSystemLog => {
-                self.state.counters.faults.fetch_add(1, Ordering::Relaxed);
-                return Err(MemError::Unmapped { addr });
-            }
-        };
-        if o.xfer_len > u32::MAX as u64 || o.offset > u32::MAX as u64 {
-            // Log entries describe accesses of up to 4 GiB.
+        if Decision::put(bits) == Decision::Plain {
+            return self.inner.write(pdid, addr, data);
+        }
+        let Some(p) = Self::packet(o) else {
             return Err(MemError::Unmapped { addr });
-        }
-        if matches!(action, PutAction::WriteLogMeta | PutAction::WriteLogData) {
-            // Written first: if this fails (page missing) nothing is logged, and the
-            // retransmission after the page-in does both. Rewriting is idempotent.
-            self.inner.write(pdid, addr, data)?;
-        }
-        self.log_access(
-            addr,
-            bits,
-            kind,
-            with_data,
-            o.transfer_id & !GET_TXN,
-            o,
-            data,
-            false,
-        )
+        };
+        debug_assert_eq!(p.at(), addr, "the origin names this packet");
+        let mut logs = Logs(&self.state);
+        let mut mem = Pages {
+            inner: &mut self.inner,
+            pdid,
+        };
+        let outcome = access::put(bits, &p, data, &mut logs, &mut mem)?;
+        self.settle(outcome, addr, &self.state.counters.puts_logged)
     }
 
     fn get(
@@ -138,78 +127,48 @@ impl ActiveMemory {
         o: &AccessOrigin,
         bits: PageBits,
     ) -> Result<(), MemError> {
-        let action = bits.get_action();
-        let (kind, with_data) = match action {
-            GetAction::Read => return self.inner.read(pdid, addr, out),
-            GetAction::ReadLogMeta => (EntryKind::GetMeta, false),
-            GetAction::ReadLogData => (EntryKind::GetData, true),
-            GetAction::Active => return self.held_get(pdid, addr, out, o, bits),
-            GetAction::FaultToAccessLog => (EntryKind::Fault, false),
-            GetAction::FaultToSystemLog => {
-                self.state.counters.faults.fetch_add(1, Ordering::Relaxed);
-                return Err(MemError::Unmapped { addr });
-            }
-        };
-        if o.xfer_len > u32::MAX as u64 || o.offset > u32::MAX as u64 {
+        match Decision::get(bits) {
+            Decision::Plain => return self.inner.read(pdid, addr, out),
+            Decision::Hold => return self.held_get(pdid, addr, out, o, bits),
+            _ => {}
+        }
+        let Some(p) = Self::packet(o) else {
             return Err(MemError::Unmapped { addr });
-        }
-        if kind != EntryKind::Fault {
-            self.inner.read(pdid, addr, out)?;
-        }
-        self.log_access(
-            addr,
-            bits,
-            kind,
-            with_data,
-            o.transfer_id | GET_TXN,
-            o,
-            out,
-            true,
-        )
+        };
+        debug_assert_eq!(p.at(), addr, "the origin names this packet");
+        let mut logs = Logs(&self.state);
+        let mut mem = Pages {
+            inner: &mut self.inner,
+            pdid,
+        };
+        let outcome = access::get(bits, &p, out, &mut logs, &mut mem)?;
+        self.settle(outcome, addr, &self.state.counters.gets_logged)
     }
 
-    /// Log one packet's share of a put or get (`payload`: its bytes) and count the access
-    /// once its entry is complete; a `Fault` entry then answers the access as unmapped.
-    #[allow(clippy::too_many_arguments)]
-    fn log_access(
-        &mut self,
-        addr: u64,
-        bits: PageBits,
-        kind: EntryKind,
-        with_data: bool,
-        txn: u32,
-        o: &AccessOrigin,
-        payload: &[u8],
-        is_get: bool,
-    ) -> Result<(), MemError> {
-        let header = EntryHeader {
-            kind,
-            source: o.peer,
-            txn,
-            addr: o.xfer_addr,
-            access_len: o.xfer_len as u32,
-            data_len: if with_data { o.xfer_len as u32 } else { 0 },
-        };
-        // A metadata-only entry is one per access: logged with the packet at offset 0.
-        if with_data || o.offset == 0 {
-            let payload: &[u8] = if with_data { payload } else { &[] };
-            if self.log_fragment(bits, header, o.offset as u32, payload)?
-                == FragmentOutcome::Completed
-            {
-                let c = &self.state.counters;
-                let logged = if is_get {
-                    &c.gets_logged
-                } else {
-                    &c.puts_logged
-                };
-                logged.fetch_add(1, Ordering::Relaxed);
+    /// Count what the decision did and answer the engine: a fault refuses the access, a
+    /// stalled packet (log full) is answered as a missing page so that the source resends it.
+    fn settle(&self, outcome: Outcome, addr: u64, logged: &AtomicU64) -> Result<(), MemError> {
+        let c = &self.state.counters;
+        match outcome {
+            Outcome::Done { completed, .. } => {
+                if completed {
+                    logged.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
             }
+            Outcome::Duplicate => Ok(()),
+            Outcome::Fault(_) => {
+                c.faults.fetch_add(1, Ordering::Relaxed);
+                Err(MemError::Unmapped { addr })
+            }
+            Outcome::Stalled(_) => {
+                c.stalls.fetch_add(1, Ordering::Relaxed);
+                Err(MemError::NotPresent {
+                    page_addr: page_of(addr),
+                })
+            }
+            Outcome::Hold => unreachable!("held gets are answered by held_get"),
         }
-        if kind == EntryKind::Fault {
-            self.state.counters.faults.fetch_add(1, Ordering::Relaxed);
-            return Err(MemError::Unmapped { addr });
-        }
-        Ok(())
     }
 
     /// The active flush's get on a flushing page: on first sight remember how many entries
@@ -231,10 +190,8 @@ impl ActiveMemory {
         };
         let key = (o.peer, o.transfer_id);
         let mut holds = self.state.holds.lock().expect("flush holds");
-        let mark = *holds
-            .entry(key)
-            .or_insert_with(|| log.ring.lock().expect("access log").log.stats().reserved);
-        if log.processed.load(Ordering::SeqCst) < mark {
+        let reserved = || log.ring.lock().expect("access log").log.stats().reserved;
+        if !holds.poll(key, reserved, log.processed.load(Ordering::SeqCst)) {
             self.state
                 .counters
                 .flush_holds
@@ -245,7 +202,7 @@ impl ActiveMemory {
         }
         self.inner.read(pdid, addr, out)?;
         if o.offset + out.len() as u64 >= o.xfer_len {
-            holds.remove(&key);
+            holds.done(&key);
         }
         Ok(())
     }

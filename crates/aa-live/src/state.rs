@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant as StdInstant;
 
 use rustc_hash::FxHashMap;
+use unpinned_aa::flush::FlushHolds;
 use unpinned_aa::log::{AccessLog, LogEntry};
 use unpinned_aa::pte::{Iuid, PageBits};
 use unpinned_aa::reassembly::Reassembler;
@@ -114,9 +115,9 @@ pub(crate) struct ActiveState {
     pub pages: RwLock<FxHashMap<u64, PageBits>>,
     /// The access-log table: IUID -> log.
     pub logs: RwLock<FxHashMap<u16, Arc<LogShared>>>,
-    /// Held active gets on flushing pages: (peer, transfer id) -> entries the handler must
+    /// Held active gets on flushing pages, by (peer, transfer id): entries the handler must
     /// have processed before the get is served.
-    pub holds: Mutex<FxHashMap<(u32, u32), u64>>,
+    pub holds: Mutex<FlushHolds<(u32, u32)>>,
     pub counters: Counters,
     /// Reply-based flush: counts and reply destinations ([`crate::reply`]).
     pub replies: Arc<crate::replies::ReplyTable>,
@@ -129,7 +130,7 @@ impl ActiveState {
             any_marked: AtomicBool::new(false),
             pages: RwLock::new(FxHashMap::default()),
             logs: RwLock::new(FxHashMap::default()),
-            holds: Mutex::new(FxHashMap::default()),
+            holds: Mutex::new(FlushHolds::new()),
             counters: Counters::default(),
             replies: Default::default(),
         }

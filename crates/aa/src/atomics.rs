@@ -4,45 +4,29 @@
 
 use rustc_hash::FxHashMap;
 
-/// One atomic operation on a 64-bit word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AtomicOp {
-    /// Replace with `new` if the word equals `expected`.
-    Cas {
-        /// Value the word must hold.
-        expected: u64,
-        /// Value written on success.
-        new: u64,
-    },
-    /// Add (wrapping).
-    FetchAdd(u64),
-    /// Replace unconditionally (swap).
-    FetchReplace(u64),
-}
+/// The atomic operations: core's single definition (variants `Cas`, `FetchAdd`, `Swap`, the
+/// spec's fetch-and-replace), re-exported so the use cases name it from here.
+pub use unpinned_core::api::AtomicOp;
 
-impl AtomicOp {
-    /// Apply to `word`; returns the previous value (as every remote atomic does).
-    pub fn apply(self, word: &mut u64) -> u64 {
-        let old = *word;
-        match self {
-            AtomicOp::Cas { expected, new } => {
-                if old == expected {
-                    *word = new;
-                }
-            }
-            AtomicOp::FetchAdd(d) => *word = old.wrapping_add(d),
-            AtomicOp::FetchReplace(v) => *word = v,
-        }
-        old
-    }
-}
-
-/// Word-addressed memory the atomics run on.
+/// Word-addressed memory the atomics and the DHT's volume operations run on: a sparse map in
+/// the simulator ([`WordMap`]), real memory shared with other threads in the live runtime.
 pub trait WordMemory {
     /// Load the word at `addr` (8-byte aligned).
     fn load(&self, addr: u64) -> u64;
     /// Store the word at `addr`.
     fn store(&mut self, addr: u64, v: u64);
+    /// Execute `op` on the word at `addr` as one read-modify-write; returns the previous
+    /// value. The default loads, applies and stores (stores only a changed word): atomic for a
+    /// memory one thread owns; a memory other threads update concurrently overrides it with
+    /// an atomic instruction ([`AtomicOp::apply_atomic`]).
+    fn atomic(&mut self, addr: u64, op: AtomicOp) -> u64 {
+        let mut w = self.load(addr);
+        let old = op.apply(&mut w);
+        if w != old {
+            self.store(addr, w);
+        }
+        old
+    }
 }
 
 /// A sparse word memory: unwritten words read 0.
@@ -66,12 +50,7 @@ impl WordMemory for WordMap {
 /// target (the atomic unit's read-modify-write), which drivers charge.
 pub fn execute(mem: &mut dyn WordMemory, addr: u64, op: AtomicOp) -> u64 {
     debug_assert_eq!(addr % 8, 0, "atomics are on aligned words");
-    let mut w = mem.load(addr);
-    let old = op.apply(&mut w);
-    if w != old {
-        mem.store(addr, w);
-    }
-    old
+    mem.atomic(addr, op)
 }
 
 #[cfg(test)]
@@ -106,7 +85,7 @@ mod tests {
         );
         assert_eq!(m.load(8), 5);
         assert_eq!(execute(&mut m, 8, AtomicOp::FetchAdd(3)), 5);
-        assert_eq!(execute(&mut m, 8, AtomicOp::FetchReplace(1)), 8);
+        assert_eq!(execute(&mut m, 8, AtomicOp::Swap(1)), 8);
         assert_eq!(m.load(8), 1);
     }
 }

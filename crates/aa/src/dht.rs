@@ -130,6 +130,160 @@ pub enum DhtError {
     /// A link CAS found the next pointer taken (impossible in this protocol: a bug).
     #[error("link CAS failed")]
     LinkTaken,
+    /// Walking the chain of a slot took more links than the heap has cells: the chain loops
+    /// back on itself, so the volume's memory was corrupted (or is not a volume).
+    #[error(
+        "the chain of slot {slot} loops (more than {heap_cells} links): the volume is corrupted"
+    )]
+    ChainCycle {
+        /// The slot whose chain loops.
+        slot: u32,
+        /// Cells in the heap (the longest possible chain).
+        heap_cells: u32,
+    },
+}
+
+/// The operations at the volume's owner, once for every driver: the AA handler's insert and
+/// delete with local atomics, and the chain walk. They run on any [`WordMemory`]: the
+/// simulator's sparse [`Volume`] and the live runtime's volume in real memory (whose
+/// [`WordMemory::atomic`] is a real atomic instruction, as its handler thread shares the words
+/// with the engine).
+impl VolumeLayout {
+    /// The handler's insert with local atomics. Returns the memory accesses it made (the
+    /// driver charges one memory access each): 1 without collision, 5 with.
+    pub fn local_insert(
+        &self,
+        mem: &mut dyn WordMemory,
+        key: u64,
+        slot: u32,
+    ) -> Result<u32, DhtError> {
+        let cas = |expected, new| AtomicOp::Cas { expected, new };
+        if mem.atomic(self.slot_key(slot), cas(0, key)) == 0 {
+            return Ok(1);
+        }
+        let c = mem.atomic(self.next_free(), AtomicOp::FetchAdd(1));
+        if c >= self.heap_cells as u64 {
+            return Err(DhtError::HeapFull);
+        }
+        mem.store(self.cell_key(c as u32), key);
+        let prev = mem.atomic(self.slot_last(slot), AtomicOp::Swap(c + 1));
+        if mem.atomic(self.next_of(slot, prev), cas(0, c + 1)) != 0 {
+            return Err(DhtError::LinkTaken);
+        }
+        Ok(5)
+    }
+
+    /// The handler's delete (AA deletes are active puts of keys to the delete page; only the
+    /// handler modifies chains then). Returns (found, memory accesses).
+    pub fn local_delete(&self, mem: &mut dyn WordMemory, key: u64, slot: u32) -> (bool, u32) {
+        let mut acc = 1;
+        if mem.load(self.slot_key(slot)) == key {
+            let first = mem.load(self.slot_next(slot));
+            acc += 1;
+            if first == 0 {
+                mem.store(self.slot_key(slot), 0);
+                return (true, acc + 1);
+            }
+            let c = (first - 1) as u32;
+            let (ck, cn) = (mem.load(self.cell_key(c)), mem.load(self.cell_next(c)));
+            mem.store(self.slot_key(slot), ck);
+            mem.store(self.slot_next(slot), cn);
+            if mem.load(self.slot_last(slot)) == first {
+                mem.store(self.slot_last(slot), 0);
+            }
+            return (true, acc + 5);
+        }
+        let mut prev = 0u64;
+        let mut cur = mem.load(self.slot_next(slot));
+        acc += 1;
+        while cur != 0 {
+            let c = (cur - 1) as u32;
+            acc += 2;
+            let nxt = mem.load(self.cell_next(c));
+            if mem.load(self.cell_key(c)) == key {
+                mem.store(self.next_of(slot, prev), nxt);
+                if mem.load(self.slot_last(slot)) == cur {
+                    mem.store(self.slot_last(slot), prev);
+                }
+                return (true, acc + 2);
+            }
+            prev = cur;
+            cur = nxt;
+        }
+        (false, acc)
+    }
+
+    /// The overflow links of slot `s` in order (link values: cell + 1), or
+    /// [`DhtError::ChainCycle`] when there are more than the heap has cells.
+    fn links(&self, mem: &dyn WordMemory, s: u32) -> Result<Vec<u64>, DhtError> {
+        let mut out = Vec::new();
+        let mut cur = mem.load(self.slot_next(s));
+        while cur != 0 {
+            if out.len() >= self.heap_cells as usize {
+                return Err(DhtError::ChainCycle {
+                    slot: s,
+                    heap_cells: self.heap_cells,
+                });
+            }
+            out.push(cur);
+            cur = mem.load(self.cell_next((cur - 1) as u32));
+        }
+        Ok(out)
+    }
+
+    /// Keys of slot `s`, slot first then the chain.
+    pub fn chain(&self, mem: &dyn WordMemory, s: u32) -> Result<Vec<u64>, DhtError> {
+        let mut out = Vec::new();
+        let k = mem.load(self.slot_key(s));
+        if k != 0 {
+            out.push(k);
+        }
+        for c in self.links(mem, s)? {
+            out.push(mem.load(self.cell_key((c - 1) as u32)));
+        }
+        Ok(out)
+    }
+
+    /// The non-empty ones among `slots` with their keys sorted (order within a chain depends
+    /// on timing; the set does not).
+    pub fn contents(
+        &self,
+        mem: &dyn WordMemory,
+        slots: impl IntoIterator<Item = u32>,
+    ) -> Result<BTreeMap<u32, Vec<u64>>, DhtError> {
+        let mut out = BTreeMap::new();
+        for s in slots {
+            let mut c = self.chain(mem, s)?;
+            if !c.is_empty() {
+                c.sort_unstable();
+                out.insert(s, c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Structural check of `slots`: the last pointer of every slot is the end of its chain.
+    pub fn check(
+        &self,
+        mem: &dyn WordMemory,
+        slots: impl IntoIterator<Item = u32>,
+    ) -> Result<(), String> {
+        for s in slots {
+            let end = self
+                .links(mem, s)
+                .map_err(|e| e.to_string())?
+                .last()
+                .copied()
+                .unwrap_or(0);
+            let last = mem.load(self.slot_last(s));
+            if last != end {
+                return Err(format!(
+                    "slot {s}: last pointer {last} but chain ends at {end}"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One volume (a process's part of the DHT) over a sparse word memory.
@@ -165,107 +319,28 @@ impl Volume {
         self.mem.store(addr, v)
     }
 
-    /// The handler's insert with local atomics. Returns the memory accesses it made (the
-    /// driver charges one memory access each): 1 without collision, 5 with.
+    /// [`VolumeLayout::local_insert`] on this volume.
     pub fn local_insert(&mut self, key: u64, slot: u32) -> Result<u32, DhtError> {
-        let l = self.layout;
-        if self.atomic(
-            l.slot_key(slot),
-            AtomicOp::Cas {
-                expected: 0,
-                new: key,
-            },
-        ) == 0
-        {
-            return Ok(1);
-        }
-        let c = self.atomic(l.next_free(), AtomicOp::FetchAdd(1));
-        if c >= l.heap_cells as u64 {
-            return Err(DhtError::HeapFull);
-        }
-        self.store(l.cell_key(c as u32), key);
-        let prev = self.atomic(l.slot_last(slot), AtomicOp::FetchReplace(c + 1));
-        if self.atomic(
-            l.next_of(slot, prev),
-            AtomicOp::Cas {
-                expected: 0,
-                new: c + 1,
-            },
-        ) != 0
-        {
-            return Err(DhtError::LinkTaken);
-        }
-        Ok(5)
+        self.layout.local_insert(&mut self.mem, key, slot)
     }
 
-    /// The handler's delete (AA deletes are active puts of keys to the delete page; only the
-    /// handler modifies chains then). Returns (found, memory accesses).
+    /// [`VolumeLayout::local_delete`] on this volume.
     pub fn local_delete(&mut self, key: u64, slot: u32) -> (bool, u32) {
-        let l = self.layout;
-        let mut acc = 1;
-        if self.load(l.slot_key(slot)) == key {
-            let first = self.load(l.slot_next(slot));
-            acc += 1;
-            if first == 0 {
-                self.store(l.slot_key(slot), 0);
-                return (true, acc + 1);
-            }
-            let c = (first - 1) as u32;
-            let (ck, cn) = (self.load(l.cell_key(c)), self.load(l.cell_next(c)));
-            self.store(l.slot_key(slot), ck);
-            self.store(l.slot_next(slot), cn);
-            if self.load(l.slot_last(slot)) == first {
-                self.store(l.slot_last(slot), 0);
-            }
-            return (true, acc + 5);
-        }
-        let mut prev = 0u64;
-        let mut cur = self.load(l.slot_next(slot));
-        acc += 1;
-        while cur != 0 {
-            let c = (cur - 1) as u32;
-            acc += 2;
-            let nxt = self.load(l.cell_next(c));
-            if self.load(l.cell_key(c)) == key {
-                self.store(l.next_of(slot, prev), nxt);
-                if self.load(l.slot_last(slot)) == cur {
-                    self.store(l.slot_last(slot), prev);
-                }
-                return (true, acc + 2);
-            }
-            prev = cur;
-            cur = nxt;
-        }
-        (false, acc)
+        self.layout.local_delete(&mut self.mem, key, slot)
     }
 
     /// Keys of slot `s`, slot first then the chain.
-    pub fn chain(&self, s: u32) -> Vec<u64> {
-        let l = self.layout;
-        let mut out = Vec::new();
-        let k = self.load(l.slot_key(s));
-        if k != 0 {
-            out.push(k);
-        }
-        let mut cur = self.load(l.slot_next(s));
-        let mut steps = 0;
-        while cur != 0 {
-            out.push(self.load(l.cell_key((cur - 1) as u32)));
-            cur = self.load(l.cell_next((cur - 1) as u32));
-            steps += 1;
-            assert!(steps <= l.heap_cells, "cycle in the chain of slot {s}");
-        }
-        out
+    pub fn chain(&self, s: u32) -> Result<Vec<u64>, DhtError> {
+        self.layout.chain(&self.mem, s)
     }
 
     /// Local lookup.
-    pub fn contains(&self, key: u64, slot: u32) -> bool {
-        self.chain(slot).contains(&key)
+    pub fn contains(&self, key: u64, slot: u32) -> Result<bool, DhtError> {
+        Ok(self.chain(slot)?.contains(&key))
     }
 
-    /// Every non-empty slot with its keys sorted (order within a chain depends on timing; the
-    /// set does not).
-    pub fn contents(&self) -> BTreeMap<u32, Vec<u64>> {
+    /// The slots with a written key or next word (the others are empty).
+    fn written_slots(&self) -> Vec<u32> {
         let l = self.layout;
         let mut slots: Vec<u32> = self
             .mem
@@ -279,35 +354,18 @@ impl Volume {
             .collect();
         slots.sort_unstable();
         slots.dedup();
-        let mut out = BTreeMap::new();
-        for s in slots {
-            let mut c = self.chain(s);
-            if !c.is_empty() {
-                c.sort_unstable();
-                out.insert(s, c);
-            }
-        }
-        out
+        slots
+    }
+
+    /// Every non-empty slot with its keys sorted (order within a chain depends on timing; the
+    /// set does not).
+    pub fn contents(&self) -> Result<BTreeMap<u32, Vec<u64>>, DhtError> {
+        self.layout.contents(&self.mem, self.written_slots())
     }
 
     /// Structural check: the last pointer of every slot is the end of its chain.
     pub fn check(&self) -> Result<(), String> {
-        let l = self.layout;
-        for &s in self.contents().keys() {
-            let mut cur = self.load(l.slot_next(s));
-            let mut end = 0;
-            while cur != 0 {
-                end = cur;
-                cur = self.load(l.cell_next((cur - 1) as u32));
-            }
-            if self.load(l.slot_last(s)) != end {
-                return Err(format!(
-                    "slot {s}: last pointer {} but chain ends at {end}",
-                    self.load(l.slot_last(s))
-                ));
-            }
-        }
-        Ok(())
+        self.layout.check(&self.mem, self.written_slots())
     }
 }
 
@@ -397,7 +455,7 @@ impl RmaInsert {
             InsertState::FlushCell => RemoteOp::Flush,
             InsertState::ReplaceLast => RemoteOp::Atomic {
                 addr: l.slot_last(self.slot),
-                op: AtomicOp::FetchReplace(self.cell + 1),
+                op: AtomicOp::Swap(self.cell + 1),
             },
             InsertState::LinkPrev => RemoteOp::Atomic {
                 addr: l.next_of(self.slot, self.prev),
@@ -554,7 +612,11 @@ mod tests {
                     live.swap_remove(i);
                 }
             }
-            assert_eq!(vol.contents(), reference.contents(), "seed {seed}");
+            assert_eq!(
+                vol.contents().unwrap(),
+                reference.contents().unwrap(),
+                "seed {seed}"
+            );
             vol.check().unwrap();
             for &(k, s) in &keys {
                 let mut lk = RmaLookup::new(l, k, s);
@@ -617,11 +679,32 @@ mod tests {
             }
         }
         assert!(!v.local_delete(3, keys[2].1).0, "already deleted");
-        assert_eq!(v.contents(), r.contents());
+        assert_eq!(v.contents().unwrap(), r.contents().unwrap());
         v.check().unwrap();
         // Inserting after deletes keeps the structure valid.
         v.local_insert(10_000, 0).unwrap();
         v.check().unwrap();
+    }
+
+    #[test]
+    fn a_chain_cycle_is_a_typed_error_not_a_hang_or_a_panic() {
+        let l = layout();
+        let mut v = Volume::new(l);
+        for k in [11, 12, 13] {
+            v.local_insert(k, 4).unwrap();
+        }
+        assert_eq!(v.chain(4).unwrap(), vec![11, 12, 13]);
+        // Corrupt the volume: the second cell links back to the first.
+        v.store(l.cell_next(1), 1);
+        let cycle = DhtError::ChainCycle {
+            slot: 4,
+            heap_cells: l.heap_cells,
+        };
+        assert_eq!(v.chain(4), Err(cycle));
+        assert_eq!(v.contains(99, 4), Err(cycle));
+        assert_eq!(v.contents(), Err(cycle));
+        let e = v.check().unwrap_err();
+        assert!(e.contains("slot 4") && e.contains("loops"), "{e}");
     }
 
     #[test]

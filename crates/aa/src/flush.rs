@@ -60,6 +60,47 @@ impl<T> FlushGate<T> {
     }
 }
 
+/// The same rule for drivers that hold a flush by refusing its get until it is retried (the
+/// live engine re-reads a packet its memory refused): per access, the log's reservation
+/// position when the get first arrived; the get is served once the consumer has reached it.
+#[derive(Clone, Debug)]
+pub struct FlushHolds<K> {
+    marks: FxHashMap<K, u64>,
+}
+
+impl<K> Default for FlushHolds<K> {
+    fn default() -> Self {
+        FlushHolds {
+            marks: FxHashMap::default(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> FlushHolds<K> {
+    /// No flush held.
+    pub fn new() -> FlushHolds<K> {
+        FlushHolds::default()
+    }
+
+    /// The flush get `key` arrived (again): `reserved` gives the log's reservation position,
+    /// asked only on its first arrival; `consumed` is how far the handler has got. True: serve
+    /// it now; false: hold it (refuse, to be retried).
+    pub fn poll(&mut self, key: K, reserved: impl FnOnce() -> u64, consumed: u64) -> bool {
+        let mark = *self.marks.entry(key).or_insert_with(reserved);
+        consumed >= mark
+    }
+
+    /// The flush get `key` was served completely: forget it.
+    pub fn done(&mut self, key: &K) {
+        self.marks.remove(key);
+    }
+
+    /// Flush gets seen and not yet served.
+    pub fn held(&self) -> usize {
+        self.marks.len()
+    }
+}
+
 /// Target side of the reply-based flush: per source, how many accesses the handler processed.
 #[derive(Clone, Debug, Default)]
 pub struct ReplyCounter {

@@ -1,6 +1,7 @@
 //! The IOMMU of one node extended for Active Access (spec "IOMMU extensions"): per-page bits,
 //! the access-log table `(IUID, base, head, tail, size)`, the logs themselves, the system fault
-//! log for E=0 pages, and the decision for every put and get packet.
+//! log for E=0 pages, and the held gets of the active flush. Every put and get packet goes
+//! through the shared decision of [`crate::access`], as in the live runtime's decorator.
 //!
 //! Translation costs (IOTLB, walks) are the driver's business (the simulator models them with
 //! `unpinned_core::iommu::Tlb`); this type decides *what* happens to an access.
@@ -8,9 +9,11 @@
 use rustc_hash::FxHashMap;
 use unpinned_core::memory::{Pdid, PAGE_BYTES};
 
-use crate::log::{AccessLog, Backpressure, EntryHeader, EntryKind};
+use crate::access::{self, Decision, FaultLog, LogStore, Outcome, Packet, PacketMemory};
+use crate::flush::FlushHolds;
+use crate::log::{AccessLog, Backpressure};
 use crate::memory::ByteMemory;
-use crate::pte::{GetAction, Iuid, PageBits, PutAction};
+use crate::pte::{Iuid, PageBits};
 use crate::reassembly::{Fragment, FragmentOutcome, Reassembler};
 
 /// One row of the access-log table, as the IOMMU holds it.
@@ -41,37 +44,6 @@ pub struct SystemFault {
     pub write: bool,
 }
 
-/// Result of one put packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PutOutcome {
-    /// Written (and possibly logged); `logged` says whether an entry was completed.
-    Done {
-        /// The IOMMU action taken.
-        action: PutAction,
-        /// An entry became complete in the log with this packet.
-        logged: bool,
-    },
-    /// Duplicate of a packet already processed: ignored (idempotent).
-    Duplicate,
-    /// A fault (recorded per E).
-    Fault,
-    /// The log is full: nothing happened; the packet must be retried (back-pressure).
-    Stalled(Backpressure),
-}
-
-/// Result of one get.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GetOutcome {
-    /// Served with these bytes (and possibly logged).
-    Data(Vec<u8>),
-    /// An active get: logged for the handler, no data.
-    Logged,
-    /// A fault (recorded per E).
-    Fault,
-    /// The log is full: nothing happened; retry (back-pressure).
-    Stalled(Backpressure),
-}
-
 /// One put packet as it reaches the IOMMU.
 #[derive(Clone, Copy, Debug)]
 pub struct PutPacket<'a> {
@@ -91,13 +63,78 @@ pub struct PutPacket<'a> {
     pub data: &'a [u8],
 }
 
+/// Result of one get.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GetOutcome {
+    /// Served with these bytes (and possibly logged).
+    Data(Vec<u8>),
+    /// The active flush's get on a flushing page: held until the log is drained; ask again.
+    Held,
+    /// A fault (recorded per E).
+    Fault,
+    /// The log is full: nothing happened; retry (back-pressure).
+    Stalled(Backpressure),
+}
+
+/// The logs with their reassemblers, as the decision sees them.
+#[derive(Default)]
+struct Logs(FxHashMap<u16, (AccessLog, Reassembler)>);
+
+impl LogStore for Logs {
+    fn on_fragment(
+        &mut self,
+        iuid: Iuid,
+        fragment: Fragment,
+    ) -> Option<Result<FragmentOutcome, Backpressure>> {
+        let (log, re) = self.0.get_mut(&iuid.get())?;
+        Some(re.on_fragment(log, fragment))
+    }
+}
+
+/// A [`ByteMemory`] as the decision's memory (it cannot fail).
+struct Infallible<'a, M: ?Sized>(&'a mut M);
+
+impl<M: ByteMemory + ?Sized> PacketMemory for Infallible<'_, M> {
+    type Error = std::convert::Infallible;
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), Self::Error> {
+        self.0.write(addr, data);
+        Ok(())
+    }
+    fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), Self::Error> {
+        self.0.read(addr, out);
+        Ok(())
+    }
+}
+
+/// A memory that is only read (gets), as the decision's memory.
+struct ReadOnly<'a, M: ?Sized>(&'a M);
+
+impl<M: ByteMemory + ?Sized> PacketMemory for ReadOnly<'_, M> {
+    type Error = std::convert::Infallible;
+    fn write(&mut self, _addr: u64, _data: &[u8]) -> Result<(), Self::Error> {
+        unreachable!("a get does not write")
+    }
+    fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), Self::Error> {
+        self.0.read(addr, out);
+        Ok(())
+    }
+}
+
+fn infallible<T>(r: Result<T, std::convert::Infallible>) -> T {
+    match r {
+        Ok(t) => t,
+        Err(e) => match e {},
+    }
+}
+
 /// The extended IOMMU of one node.
 #[derive(Default)]
 pub struct AaIommu {
     pages: FxHashMap<(Pdid, u64), PageBits>,
     table: FxHashMap<u16, LogDescriptor>,
-    logs: FxHashMap<u16, (AccessLog, Reassembler)>,
+    logs: Logs,
     system_faults: Vec<SystemFault>,
+    holds: FlushHolds<(u32, u32)>,
 }
 
 impl AaIommu {
@@ -120,7 +157,7 @@ impl AaIommu {
                 tail: 0,
             },
         );
-        self.logs.insert(iuid.get(), (log, Reassembler::new()));
+        self.logs.0.insert(iuid.get(), (log, Reassembler::new()));
     }
 
     /// The access-log table row of `iuid`.
@@ -148,12 +185,12 @@ impl AaIommu {
 
     /// The access log `iuid` (for the handler).
     pub fn log_mut(&mut self, iuid: Iuid) -> Option<&mut AccessLog> {
-        self.logs.get_mut(&iuid.get()).map(|(l, _)| l)
+        self.logs.0.get_mut(&iuid.get()).map(|(l, _)| l)
     }
 
     /// Handler side: take the oldest entry of log `iuid` and mirror the head into the table.
     pub fn pop(&mut self, iuid: Iuid) -> Option<crate::log::LogEntry> {
-        let (log, _) = self.logs.get_mut(&iuid.get())?;
+        let (log, _) = self.logs.0.get_mut(&iuid.get())?;
         let e = log.pop();
         let head = log.head();
         if let Some(d) = self.table.get_mut(&iuid.get()) {
@@ -168,91 +205,38 @@ impl AaIommu {
     }
 
     fn sync_tail(&mut self, iuid: u16) {
-        if let (Some(d), Some((l, _))) = (self.table.get_mut(&iuid), self.logs.get(&iuid)) {
+        if let (Some(d), Some((l, _))) = (self.table.get_mut(&iuid), self.logs.0.get(&iuid)) {
             d.tail = l.published();
             d.head = l.head();
         }
     }
 
-    /// Process one put packet against `mem` (the target's memory).
-    pub fn put(&mut self, p: PutPacket, mem: &mut dyn ByteMemory) -> PutOutcome {
+    /// Process one put packet against `mem` (the target's memory): the decision of
+    /// [`access::put`], plus the system fault log and the table's tail.
+    pub fn put(&mut self, p: PutPacket, mem: &mut dyn ByteMemory) -> Outcome {
         let bits = self.bits(p.pdid, p.addr + p.offset as u64);
-        let action = bits.put_action();
-        let (kind, data_len) = match action {
-            PutAction::Write => {
-                mem.write(p.addr + p.offset as u64, p.data);
-                return PutOutcome::Done {
-                    action,
-                    logged: false,
-                };
-            }
-            PutAction::WriteLogMeta => (EntryKind::PutMeta, 0),
-            PutAction::WriteLogData => (EntryKind::PutData, p.total_len),
-            PutAction::Active => (EntryKind::ActivePut, p.total_len),
-            PutAction::FaultToAccessLog => (EntryKind::Fault, 0),
-            PutAction::FaultToSystemLog => {
-                self.system_faults.push(SystemFault {
-                    pdid: p.pdid,
-                    addr: p.addr,
-                    source: p.source,
-                    write: true,
-                });
-                return PutOutcome::Fault;
-            }
-        };
-        let iuid = bits.iuid.get();
-        let Some((log, re)) = self.logs.get_mut(&iuid) else {
-            // A page naming a log that does not exist: a system fault (never a silent write).
-            self.system_faults.push(SystemFault {
-                pdid: p.pdid,
-                addr: p.addr,
-                source: p.source,
-                write: true,
-            });
-            return PutOutcome::Fault;
-        };
-        let header = EntryHeader {
-            kind,
+        let pkt = Packet {
             source: p.source,
             txn: p.txn,
             addr: p.addr,
-            access_len: p.total_len,
-            data_len,
+            total_len: p.total_len,
+            offset: p.offset,
         };
-        // Metadata-only entries are one per access: logged with the first packet (offset 0)
-        // only, so a multi-packet tracked put is one entry.
-        let outcome = if data_len == 0 && p.offset != 0 {
-            Ok(FragmentOutcome::Accepted)
-        } else {
-            let data: &[u8] = if data_len == 0 { &[] } else { p.data };
-            re.on_fragment(
-                log,
-                Fragment {
-                    header,
-                    offset: p.offset,
-                    data,
-                },
-            )
-        };
-        let r = match outcome {
-            Err(bp) => return PutOutcome::Stalled(bp),
-            Ok(FragmentOutcome::Duplicate) => return PutOutcome::Duplicate,
-            Ok(o) => o,
-        };
-        if matches!(action, PutAction::WriteLogMeta | PutAction::WriteLogData) {
-            mem.write(p.addr + p.offset as u64, p.data);
-        }
-        self.sync_tail(iuid);
-        if action == PutAction::FaultToAccessLog {
-            return PutOutcome::Fault;
-        }
-        PutOutcome::Done {
-            action,
-            logged: r == FragmentOutcome::Completed,
-        }
+        let o = infallible(access::put(
+            bits,
+            &pkt,
+            p.data,
+            &mut self.logs,
+            &mut Infallible(mem),
+        ));
+        self.after(p.pdid, &pkt, true, bits, o);
+        o
     }
 
-    /// Process one get of `len` bytes at `addr` of `pdid` from `source` (transaction `txn`).
+    /// Process one get of `len` bytes at `addr` of `pdid` from `source` (transaction `txn`),
+    /// in one packet: the decision of [`access::get`]; the active flush's get is held
+    /// ([`GetOutcome::Held`]) until the handler has consumed every entry reserved when it
+    /// first arrived.
     pub fn get(
         &mut self,
         pdid: Pdid,
@@ -263,64 +247,60 @@ impl AaIommu {
         mem: &dyn ByteMemory,
     ) -> GetOutcome {
         let bits = self.bits(pdid, addr);
-        let action = bits.get_action();
-        let kind = match action {
-            GetAction::Read => {
-                let mut d = vec![0; len as usize];
-                mem.read(addr, &mut d);
-                return GetOutcome::Data(d);
-            }
-            GetAction::ReadLogMeta => EntryKind::GetMeta,
-            GetAction::ReadLogData => EntryKind::GetData,
-            GetAction::Active => EntryKind::ActiveGet,
-            GetAction::FaultToAccessLog => EntryKind::Fault,
-            GetAction::FaultToSystemLog => {
-                self.system_faults.push(SystemFault {
-                    pdid,
-                    addr,
-                    source,
-                    write: false,
-                });
-                return GetOutcome::Fault;
-            }
-        };
-        let iuid = bits.iuid.get();
-        let Some((log, _)) = self.logs.get_mut(&iuid) else {
-            self.system_faults.push(SystemFault {
-                pdid,
-                addr,
-                source,
-                write: false,
-            });
-            return GetOutcome::Fault;
-        };
-        let mut d = Vec::new();
-        if matches!(action, GetAction::ReadLogMeta | GetAction::ReadLogData) {
-            d = vec![0; len as usize];
-            mem.read(addr, &mut d);
-        }
-        let data_len = if action == GetAction::ReadLogData {
-            len
-        } else {
-            0
-        };
-        let header = EntryHeader {
-            kind,
+        let pkt = Packet {
             source,
             txn,
             addr,
-            access_len: len,
-            data_len,
+            total_len: len,
+            offset: 0,
         };
-        let logged: &[u8] = if data_len == 0 { &[] } else { &d };
-        if let Err(bp) = log.append(header, logged) {
-            return GetOutcome::Stalled(bp);
+        let mut d = vec![0; len as usize];
+        let o = infallible(access::get(
+            bits,
+            &pkt,
+            &mut d,
+            &mut self.logs,
+            &mut ReadOnly(mem),
+        ));
+        self.after(pdid, &pkt, false, bits, o);
+        match o {
+            Outcome::Done { .. } | Outcome::Duplicate => GetOutcome::Data(d),
+            Outcome::Fault(_) => GetOutcome::Fault,
+            Outcome::Stalled(bp) => GetOutcome::Stalled(bp),
+            Outcome::Hold => {
+                let Some((log, _)) = self.logs.0.get(&bits.iuid.get()) else {
+                    self.system_fault(pdid, &pkt, false);
+                    return GetOutcome::Fault;
+                };
+                let (reserved, head) = (log.reserved(), log.head());
+                if !self.holds.poll((source, txn), || reserved, head) {
+                    return GetOutcome::Held;
+                }
+                self.holds.done(&(source, txn));
+                mem.read(addr, &mut d);
+                GetOutcome::Data(d)
+            }
         }
-        self.sync_tail(iuid);
-        match action {
-            GetAction::Active => GetOutcome::Logged,
-            GetAction::FaultToAccessLog => GetOutcome::Fault,
-            _ => GetOutcome::Data(d),
+    }
+
+    fn system_fault(&mut self, pdid: Pdid, p: &Packet, write: bool) {
+        self.system_faults.push(SystemFault {
+            pdid,
+            addr: p.addr,
+            source: p.source,
+            write,
+        });
+    }
+
+    /// Record what the decision did: a system fault, or the log's new tail.
+    fn after(&mut self, pdid: Pdid, p: &Packet, write: bool, bits: PageBits, o: Outcome) {
+        match o {
+            Outcome::Fault(FaultLog::System) => self.system_fault(pdid, p, write),
+            Outcome::Done {
+                decision: Decision::Plain,
+                ..
+            } => {}
+            _ => self.sync_tail(bits.iuid.get()),
         }
     }
 }
@@ -328,6 +308,7 @@ impl AaIommu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::EntryKind;
     use crate::memory::SparseMemory;
 
     #[test]
@@ -348,17 +329,17 @@ mod tests {
         };
         assert_eq!(
             io.put(pkt(0x10_0010, b"active!!"), &mut mem),
-            PutOutcome::Done {
-                action: PutAction::Active,
-                logged: true
+            Outcome::Done {
+                decision: Decision::put(PageBits::active_put(i)),
+                completed: true
             }
         );
         // Plain RMA on an unmarked page of the same target in between.
         assert_eq!(
             io.put(pkt(0x20_0000, b"plainrma"), &mut mem),
-            PutOutcome::Done {
-                action: PutAction::Write,
-                logged: false
+            Outcome::Done {
+                decision: Decision::Plain,
+                completed: false
             }
         );
         let mut b = [0u8; 8];
@@ -396,5 +377,40 @@ mod tests {
         io.assoc_pages(1, 0x9000, 1, legacy);
         assert_eq!(io.get(1, 3, 2, 0x9000, 8, &mem), GetOutcome::Fault);
         assert_eq!(io.system_faults().len(), 1);
+    }
+
+    #[test]
+    fn the_flush_get_is_held_until_the_handler_drained_the_log() {
+        let mut io = AaIommu::new();
+        let mut mem = SparseMemory::new();
+        let i = Iuid::new(2).unwrap();
+        io.create_log(i, 1, 0, 4096);
+        io.assoc_pages(1, 0x10_0000, 4096, PageBits::active_put(i));
+        let flushing = PageBits {
+            rl: true,
+            iuid: i,
+            ..PageBits::default()
+        };
+        io.assoc_pages(1, 0x20_0000, 4096, flushing);
+        let put = PutPacket {
+            pdid: 1,
+            source: 4,
+            txn: 1,
+            addr: 0x10_0000,
+            total_len: 8,
+            offset: 0,
+            data: b"activeXX",
+        };
+        assert!(matches!(io.put(put, &mut mem), Outcome::Done { .. }));
+        assert_eq!(io.get(1, 4, 2, 0x20_0000, 8, &mem), GetOutcome::Held);
+        // A put after the flush arrived is not waited for.
+        let later = PutPacket { txn: 3, ..put };
+        assert!(matches!(io.put(later, &mut mem), Outcome::Done { .. }));
+        assert_eq!(io.get(1, 4, 2, 0x20_0000, 8, &mem), GetOutcome::Held);
+        io.pop(i).unwrap();
+        assert_eq!(
+            io.get(1, 4, 2, 0x20_0000, 8, &mem),
+            GetOutcome::Data(vec![0; 8])
+        );
     }
 }

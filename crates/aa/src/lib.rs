@@ -10,6 +10,7 @@
 //! - [`log`]: the access log, a ring buffer with reserve/commit (whole-entry publication) and
 //!   back-pressure instead of overwrite.
 //! - [`reassembly`]: multi-packet puts from several sources, interleaved, per (source, txn).
+//! - [`access`]: the decision for one put or get packet, once for every driver.
 //! - [`iommu`]: the extended IOMMU of one node: page bits, the access-log table, the logs.
 //! - [`notify`]: handler notification (interrupt with threshold/period, polling, scratchpad).
 //! - [`flush`]: active flush (a held get on the flushing page) and the reply-based alternative.
@@ -19,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod atomics;
 pub mod checkpoint;
 pub mod counter;

@@ -12,6 +12,8 @@
 
 #![warn(missing_docs)]
 
+pub mod active;
+
 /// A rank of a scenario.
 pub type NodeId = u32;
 

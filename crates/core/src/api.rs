@@ -71,8 +71,13 @@ pub enum Op {
     Read,
 }
 
-/// A remote atomic on a 64-bit word (issue 5: the RMA baselines of Active Access). Every
-/// atomic returns the word's previous value.
+/// A remote atomic on a 64-bit word (issue 5: the RMA baselines of Active Access), the one
+/// definition every layer uses: the wire (`part`), the live runtime, the C API, and the
+/// Active Access models and use cases (`unpinned_aa::atomics` re-exports it).
+///
+/// Convention: like every remote atomic (and the verbs these model), an operation returns
+/// the word's *previous* value; [`AtomicOp::apply`] updates the word in place and returns
+/// that previous value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {
     /// Write `new` if the word equals `expected`.
@@ -89,9 +94,10 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
-    /// The word's new value given its old one.
-    pub fn apply(self, old: u64) -> u64 {
-        match self {
+    /// Apply to `word`: update it and return its previous value (what the requester gets).
+    pub fn apply(self, word: &mut u64) -> u64 {
+        let old = *word;
+        *word = match self {
             AtomicOp::Cas { expected, new } => {
                 if old == expected {
                     new
@@ -101,6 +107,22 @@ impl AtomicOp {
             }
             AtomicOp::FetchAdd(d) => old.wrapping_add(d),
             AtomicOp::Swap(v) => v,
+        };
+        old
+    }
+
+    /// The same operation as one atomic instruction on a word other threads may update
+    /// concurrently (sequentially consistent); returns the previous value.
+    pub fn apply_atomic(self, word: &std::sync::atomic::AtomicU64) -> u64 {
+        use std::sync::atomic::Ordering::SeqCst;
+        match self {
+            AtomicOp::Cas { expected, new } => {
+                match word.compare_exchange(expected, new, SeqCst, SeqCst) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            AtomicOp::FetchAdd(d) => word.fetch_add(d, SeqCst),
+            AtomicOp::Swap(v) => word.swap(v, SeqCst),
         }
     }
 }

@@ -91,8 +91,9 @@ pub fn atomic_by_read_write<M: Memory + ?Sized>(
 ) -> Result<u64, MemError> {
     let mut b = [0u8; 8];
     mem.read(pdid, addr, &mut b)?;
-    let old = u64::from_le_bytes(b);
-    mem.write(pdid, addr, &op.apply(old).to_le_bytes())?;
+    let mut word = u64::from_le_bytes(b);
+    let old = op.apply(&mut word);
+    mem.write(pdid, addr, &word.to_le_bytes())?;
     Ok(old)
 }
 

@@ -40,7 +40,7 @@ use unpinned_core::profile::Profile;
 use unpinned_part::EngineConfig;
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
-use crate::fault_handler::{self, HandlerConfig, HandlerStats};
+use crate::fault_handler::{self, PageInConfig, PageInCounters};
 use crate::layer::{EngineMemory, NoHook, TurnHook};
 use crate::memory::{
     check_mapped_kind, LiveMemory, MapsError, MemoryError, MemoryMode, LOCAL_PDID,
@@ -165,7 +165,7 @@ pub struct Config {
     /// The engine's parameters (block and packet size, window, timeouts).
     pub engine: EngineConfig,
     /// Page-in policy and ERR switch.
-    pub handler: HandlerConfig,
+    pub handler: PageInConfig,
     /// PDID of this process (every rank uses the same by default).
     pub pdid: Pdid,
     /// Directory for bootstrap collectives (exchange, barrier).
@@ -244,7 +244,7 @@ impl Config {
             rank,
             size,
             engine,
-            handler: HandlerConfig::default(),
+            handler: PageInConfig::default(),
             pdid: LOCAL_PDID,
             bootstrap_dir: None,
             bootstrap_timeout: Duration::from_secs(30),
@@ -546,7 +546,7 @@ impl Runtime {
         let (out_tx, out_rx) = mpsc::channel();
         let shared = Arc::new(Shared::new(spin_yield_polls_from_env()?));
         let wake = transport.waker();
-        let handler_stats = Arc::new(HandlerStats::default());
+        let handler_stats = Arc::new(PageInCounters::default());
         let handler_thread = {
             let (wake, stats, hcfg) = (wake.clone(), handler_stats.clone(), cfg.handler);
             std::thread::Builder::new()

@@ -1,20 +1,21 @@
 //! The host's page-in task (spec part.md, mechanism 5), as a thread.
 //!
 //! The engine loop forwards every fault record the engine logs (its "fault FIFO") over a
-//! channel. The handler thread drains everything queued, deduplicates (many failed packets and
-//! several blocks map to one page), computes the pages to bring in with the configured
-//! [`PageInPolicy`], merges overlapping ranges, and pages them in with
+//! channel. The handler thread drains everything queued and plans the drain with the core's
+//! page-in plan ([`PageInPlan`], shared with the simulator's handler model): the configured
+//! policy's ranges, merged per access so that each page is brought in once, and one answer per
+//! faulted block. This thread only makes the system calls: it pages the ranges in with
 //! `madvise(MADV_POPULATE_WRITE)` for destination faults (the page must become writable, so a
 //! zero page or a copy-on-write page is replaced) or `MADV_POPULATE_READ` for source faults
 //! (Linux >= 5.14, probed once). On kernels without them it falls back to touching one byte per
 //! page: an atomic `fetch_or(0)` for writes (a real store that cannot lose a concurrent engine
 //! write to the same byte) or a volatile read.
 //!
-//! Then it hands back one [`HandlerOutput`] per distinct (transfer, block, attempt): "send an
-//! ERR" for destination faults, "resume the source" for source faults, and wakes the engine
-//! loop. A page whose page-in fails with `EINVAL` / `EFAULT` (mapped, but without the permission,
-//! e.g. `mprotect` after `expose`) is reported as [`HandlerOutput::Bad`] first, so the retransmission that follows
-//! fails as a protection error instead of faulting forever.
+//! Then it hands back the plan's answers ([`HandlerOutput::Reply`]: "send an ERR" for
+//! destination faults, "resume the source" for source faults) and wakes the engine loop. A page
+//! whose page-in fails with `EINVAL` / `EFAULT` (mapped, but without the permission, e.g.
+//! `mprotect` after `expose`) is reported as [`HandlerOutput::Bad`] first, so the
+//! retransmission that follows fails as a protection error instead of faulting forever.
 //!
 //! Known limitation: if a page-in succeeds but the residency check still refuses the page (a
 //! case not seen so far: the write rule accepts exclusive anonymous pages and file / shared
@@ -30,32 +31,18 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
-use unpinned_core::api::{FaultRecord, FaultSide, TransferKey};
+use unpinned_core::api::FaultRecord;
 use unpinned_core::memory::{page_of, PAGE_BYTES};
-use unpinned_core::os::PageInPolicy;
+use unpinned_core::os::PageInPlan;
+pub use unpinned_core::os::{BlockReply, PageInConfig};
 use unpinned_os::populate::{page_in, will_need};
 
 /// What the handler asks of the engine loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HandlerOutput {
-    /// Destination fault resolved: send an ERR for this block attempt (`post_err`).
-    SendErr {
-        /// The transfer.
-        transfer: TransferKey,
-        /// Block index.
-        block: u32,
-        /// Attempt that faulted.
-        block_seq: u16,
-    },
-    /// Source fault resolved: resume the block (`handle_source_resolved`).
-    ResumeSource {
-        /// The transfer.
-        transfer: TransferKey,
-        /// Block index.
-        block: u32,
-        /// Attempt that faulted.
-        block_seq: u16,
-    },
+    /// A faulted block's pages are in: send its ERR (`post_err`) or resume the source
+    /// (`handle_source_resolved`).
+    Reply(BlockReply),
     /// Page-in of `[start, end)` failed although it is mapped (no permission): accesses must
     /// fail instead of faulting forever.
     Bad {
@@ -66,27 +53,9 @@ pub enum HandlerOutput {
     },
 }
 
-/// Handler configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HandlerConfig {
-    /// Which pages to bring in per fault.
-    pub policy: PageInPolicy,
-    /// Send ERRs (false: retransmission only by the source's block timeout).
-    pub send_err: bool,
-}
-
-impl Default for HandlerConfig {
-    fn default() -> Self {
-        HandlerConfig {
-            policy: PageInPolicy::Pia,
-            send_err: true,
-        }
-    }
-}
-
-/// Counters of the handler, shared with the runtime (relaxed atomics).
+/// Counters of the page-in thread, shared with the runtime (relaxed atomics).
 #[derive(Debug, Default)]
-pub struct HandlerStats {
+pub struct PageInCounters {
     /// Fault records received (including those the engine handled inline).
     pub records: AtomicU64,
     /// Batches processed (wake-ups of the page-in task).
@@ -109,9 +78,9 @@ pub struct HandlerStats {
     pub inline_page_ins: AtomicU64,
 }
 
-/// A plain copy of [`HandlerStats`].
+/// A plain copy of [`PageInCounters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HandlerSnapshot {
+pub struct PageInStats {
     /// Fault records received.
     pub records: u64,
     /// Batches processed.
@@ -132,11 +101,11 @@ pub struct HandlerSnapshot {
     pub inline_page_ins: u64,
 }
 
-impl HandlerStats {
+impl PageInCounters {
     /// Read every counter.
-    pub fn snapshot(&self) -> HandlerSnapshot {
+    pub fn snapshot(&self) -> PageInStats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        HandlerSnapshot {
+        PageInStats {
             records: l(&self.records),
             batches: l(&self.batches),
             pages: l(&self.pages),
@@ -150,105 +119,61 @@ impl HandlerStats {
     }
 }
 
-/// Merge `[start, end)` ranges in place (sorted, coalesced when overlapping or adjacent).
-fn merge(ranges: &mut Vec<(u64, u64)>) {
-    ranges.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
-    for &(s, e) in ranges.iter() {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    *ranges = out;
-}
-
-/// Process one batch of fault records: page in, then the outputs for the engine loop.
+/// Process one batch of fault records: plan, page in, then the outputs for the engine loop.
 pub fn process_batch(
-    cfg: &HandlerConfig,
+    cfg: &PageInConfig,
     batch: &[FaultRecord],
-    stats: &HandlerStats,
+    stats: &PageInCounters,
 ) -> Vec<HandlerOutput> {
-    let mut write_ranges = Vec::new();
-    let mut read_ranges = Vec::new();
-    for rec in batch {
-        let (s, e) = cfg.policy.pages(rec);
-        match rec.side {
-            FaultSide::Destination => write_ranges.push((s, e)),
-            FaultSide::Source => read_ranges.push((s, e)),
-        }
-    }
-    merge(&mut write_ranges);
-    merge(&mut read_ranges);
+    let mut plan = PageInPlan::new();
+    plan.plan(cfg, batch);
     let mut out = Vec::new();
     let t = StdInstant::now();
     // Start the reads of every range's missing file pages at once, before populating page by
     // page: under `MADV_RANDOM` (an application's hint against fault read-ahead, which
-    // `live-hol` sets) `MADV_POPULATE_WRITE` of a 1 MiB file mapping with its page cache dropped
-    // took 860-910 ms here (one synchronous read per page), and 1.7-1.9 ms after
-    // `MADV_WILLNEED` over the range (CPU write faults page by page: 11-18 ms). On anonymous
-    // memory the advice only reads back swapped-out pages.
-    for &(s, e) in write_ranges.iter().chain(read_ranges.iter()) {
-        will_need(s, e);
+    // `live-hol` sets) a populate of a file mapping whose page cache was dropped reads one page
+    // at a time, synchronously; `MADV_WILLNEED` over the range first lets the kernel read them
+    // together. On anonymous memory the advice only reads back swapped-out pages.
+    for r in &plan.ranges {
+        will_need(r.start, r.end);
     }
-    for (ranges, write) in [(&write_ranges, true), (&read_ranges, false)] {
-        for &(s, e) in ranges.iter() {
-            stats.calls.fetch_add(1, Ordering::Relaxed);
-            stats
-                .pages
-                .fetch_add((e - s) / PAGE_BYTES, Ordering::Relaxed);
-            if page_in(s, e, write).is_err() {
-                // Find the bad pages one by one; the good ones are now in. Only pages that are
-                // mapped but cannot be populated (EINVAL / EFAULT: no permission, e.g. mprotect
-                // after expose) are reported: an unmapped page (ENOMEM) is seen as unmapped by the
-                // engine's own check, and a stale record for memory the application has since
-                // unmapped must not poison a later mapping at the same address.
-                let mut p = s;
-                while p < e {
-                    if matches!(
-                        page_in(p, p + PAGE_BYTES, write),
-                        Err(libc::EFAULT | libc::EINVAL)
-                    ) {
-                        stats.bad_ranges.fetch_add(1, Ordering::Relaxed);
-                        out.push(HandlerOutput::Bad {
-                            start: p,
-                            end: p + PAGE_BYTES,
-                        });
-                    }
-                    p += PAGE_BYTES;
+    for r in &plan.ranges {
+        stats.calls.fetch_add(1, Ordering::Relaxed);
+        stats
+            .pages
+            .fetch_add((r.end - r.start) / PAGE_BYTES, Ordering::Relaxed);
+        if page_in(r.start, r.end, r.write).is_err() {
+            // Find the bad pages one by one; the good ones are now in. Only pages that are
+            // mapped but cannot be populated (EINVAL / EFAULT: no permission, e.g. mprotect
+            // after expose) are reported: an unmapped page (ENOMEM) is seen as unmapped by the
+            // engine's own check, and a stale record for memory the application has since
+            // unmapped must not poison a later mapping at the same address.
+            let mut p = r.start;
+            while p < r.end {
+                if matches!(
+                    page_in(p, p + PAGE_BYTES, r.write),
+                    Err(libc::EFAULT | libc::EINVAL)
+                ) {
+                    stats.bad_ranges.fetch_add(1, Ordering::Relaxed);
+                    out.push(HandlerOutput::Bad {
+                        start: p,
+                        end: p + PAGE_BYTES,
+                    });
                 }
+                p += PAGE_BYTES;
             }
         }
     }
     stats
         .page_in_ns
         .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    let mut seen: Vec<(FaultSide, TransferKey, u32, u16)> = Vec::new();
-    for rec in batch {
-        let k = (rec.side, rec.transfer, rec.block, rec.block_seq);
-        if seen.contains(&k) {
-            continue;
-        }
-        seen.push(k);
-        match rec.side {
-            FaultSide::Destination if cfg.send_err => {
-                stats.errs.fetch_add(1, Ordering::Relaxed);
-                out.push(HandlerOutput::SendErr {
-                    transfer: rec.transfer,
-                    block: rec.block,
-                    block_seq: rec.block_seq,
-                });
-            }
-            FaultSide::Destination => {}
-            FaultSide::Source => {
-                stats.resumes.fetch_add(1, Ordering::Relaxed);
-                out.push(HandlerOutput::ResumeSource {
-                    transfer: rec.transfer,
-                    block: rec.block,
-                    block_seq: rec.block_seq,
-                });
-            }
-        }
+    for &reply in &plan.replies {
+        let counter = match reply {
+            BlockReply::SendErr { .. } => &stats.errs,
+            BlockReply::ResumeSource { .. } => &stats.resumes,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        out.push(HandlerOutput::Reply(reply));
     }
     out
 }
@@ -257,11 +182,11 @@ pub fn process_batch(
 ///
 /// `wake` is called after outputs were queued, so a parked engine loop picks them up at once.
 pub fn run(
-    cfg: HandlerConfig,
+    cfg: PageInConfig,
     records: Receiver<FaultRecord>,
     outputs: Sender<HandlerOutput>,
     wake: Arc<dyn Fn() + Send + Sync>,
-    stats: Arc<HandlerStats>,
+    stats: Arc<PageInCounters>,
 ) {
     let mut batch = Vec::new();
     while let Some(first) = next_record(&records) {
@@ -331,16 +256,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn merges_ranges() {
+    fn a_batch_pages_in_the_merged_plan_and_answers_each_block_once() {
         let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let mut r = vec![
-            (0x3000, 0x4000),
-            (0x1000, 0x2000),
-            (0x1800, 0x3000),
-            (0x9000, 0xa000),
-        ];
-        merge(&mut r);
-        assert_eq!(r, vec![(0x1000, 0x4000), (0x9000, 0xa000)]);
+        // SAFETY: fresh private anonymous mapping owned by the test.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                3 * PAGE_BYTES as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        } as u64;
+        let transfer = unpinned_core::api::TransferKey {
+            data_src: 0,
+            data_dst: 1,
+            id: 5,
+            read_response: false,
+        };
+        let rec = |block: u32, page: u64| FaultRecord {
+            side: unpinned_core::api::FaultSide::Destination,
+            transfer,
+            block,
+            block_seq: 0,
+            pdid: 1,
+            page_addr: p + page * PAGE_BYTES,
+            block_range: (p + page * PAGE_BYTES, p + (page + 1) * PAGE_BYTES),
+            transfer_range: (p, p + 3 * PAGE_BYTES),
+        };
+        let cfg = PageInConfig {
+            policy: unpinned_core::os::PageInPolicy::Pio,
+            send_err: true,
+        };
+        let stats = PageInCounters::default();
+        // Two packets of block 0 and one of block 1, on adjacent pages: one call, two ERRs.
+        let out = process_batch(&cfg, &[rec(0, 0), rec(0, 0), rec(1, 1)], &stats);
+        let err = |block| {
+            HandlerOutput::Reply(BlockReply::SendErr {
+                transfer,
+                block,
+                block_seq: 0,
+            })
+        };
+        assert_eq!(out, vec![err(0), err(1)]);
+        let s = stats.snapshot();
+        assert_eq!((s.calls, s.pages, s.errs, s.bad_ranges), (1, 2, 2, 0));
+        let mut m = crate::memory::LiveMemory::new(1).unwrap();
+        assert!(m
+            .check(p, 2 * PAGE_BYTES as usize, crate::memory::Access::Write)
+            .is_ok());
+        // SAFETY: unmapping our own mapping.
+        unsafe { libc::munmap(p as *mut libc::c_void, 3 * PAGE_BYTES as usize) };
     }
 
     #[test]

@@ -1132,8 +1132,7 @@ impl Memory for LiveMemory {
         addr: u64,
         op: unpinned_core::api::AtomicOp,
     ) -> Result<u64, MemError> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        use unpinned_core::api::AtomicOp;
+        use std::sync::atomic::AtomicU64;
         self.domain(pdid)?;
         if !addr.is_multiple_of(8) || addr.checked_add(8).is_none() {
             return Err(MemError::Unmapped { addr });
@@ -1146,15 +1145,7 @@ impl Memory for LiveMemory {
         // promised to keep mapped; other threads access such words only through atomics or
         // the engine, so viewing it as an `AtomicU64` for one operation is sound.
         let w = unsafe { &*(addr as usize as *const AtomicU64) };
-        Ok(match op {
-            AtomicOp::Cas { expected, new } => {
-                match w.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst) {
-                    Ok(v) | Err(v) => v,
-                }
-            }
-            AtomicOp::FetchAdd(d) => w.fetch_add(d, Ordering::SeqCst),
-            AtomicOp::Swap(v) => w.swap(v, Ordering::SeqCst),
-        })
+        Ok(op.apply_atomic(w))
     }
 }
 

@@ -115,7 +115,7 @@ use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::time::Instant;
 use unpinned_part::{EngineStats, Event, PartEngine};
 
-use crate::fault_handler::{HandlerConfig, HandlerOutput};
+use crate::fault_handler::{BlockReply, HandlerOutput, PageInConfig};
 use crate::layer::{EngineMemory, NoHook, TurnHook};
 use crate::memory::{LiveMemory, MemStats};
 use crate::transport::{InPlace, SendError, Sleeper, Transport};
@@ -246,7 +246,7 @@ pub struct RuntimeStats {
     /// Residency checks and copies.
     pub memory: MemStats,
     /// Fault handler counters.
-    pub handler: crate::fault_handler::HandlerSnapshot,
+    pub handler: crate::fault_handler::PageInStats,
     /// Engine loop turns.
     pub turns: u64,
     /// Times the loop slept in the transport.
@@ -325,8 +325,8 @@ pub(crate) struct Core<M = LiveMemory, H = NoHook> {
     pub shared: Arc<Shared>,
     pub clock: Clock,
     pub opts: LoopOptions,
-    pub handler_stats: Arc<crate::fault_handler::HandlerStats>,
-    handler: HandlerConfig,
+    pub handler_stats: Arc<crate::fault_handler::PageInCounters>,
+    handler: PageInConfig,
     /// Exposures over private anonymous memory (candidates for inline page-in).
     anon_exposures: Vec<(u64, u64, RemoteKey)>,
     /// The transport cannot corrupt bytes: packets carry no CRC and are not verified.
@@ -359,8 +359,8 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
         shared: Arc<Shared>,
         clock: Clock,
         opts: LoopOptions,
-        handler_stats: Arc<crate::fault_handler::HandlerStats>,
-        handler: HandlerConfig,
+        handler_stats: Arc<crate::fault_handler::PageInCounters>,
+        handler: PageInConfig,
     ) -> Core<M, H> {
         let bufsz = transport
             .max_packet()
@@ -591,16 +591,16 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
             }
             work = true;
             match out {
-                HandlerOutput::SendErr {
+                HandlerOutput::Reply(BlockReply::SendErr {
                     transfer,
                     block,
                     block_seq,
-                } => self.engine.post_err(transfer, block, block_seq),
-                HandlerOutput::ResumeSource {
+                }) => self.engine.post_err(transfer, block, block_seq),
+                HandlerOutput::Reply(BlockReply::ResumeSource {
                     transfer,
                     block,
                     block_seq,
-                } => self
+                }) => self
                     .engine
                     .handle_source_resolved(now, transfer, block, block_seq),
                 HandlerOutput::Bad { start, end } => self.mem.as_mut().mark_bad(start, end),

@@ -536,7 +536,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use unpinned_experiments::{ExperimentError, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_os::mapping::Mapping;
 
@@ -645,7 +645,7 @@ pub fn dedicated_cores(
     let pair = Pair::with_ring(
         &ctx.profile,
         MemoryMode::Part,
-        HandlerConfig::default(),
+        PageInConfig::default(),
         0,
         ring_slots,
         |r, o| {
@@ -947,11 +947,11 @@ pub fn run(
     // Declared before the pairs so that it outlives them on every path.
     let dst = present(big)?;
     // The runtime's defaults: every missing page takes the spec's path (NACK, page-in, ERR).
-    let part = Pair::new(&ctx.profile, MemoryMode::Part, HandlerConfig::default())?;
+    let part = Pair::new(&ctx.profile, MemoryMode::Part, PageInConfig::default())?;
     let to = Pair::new(
         &ctx.profile,
         MemoryMode::TransferOnly,
-        HandlerConfig::default(),
+        PageInConfig::default(),
     )?;
     // SAFETY: `dst` outlives both pairs and is never read while transfers run.
     let (kp, kt) = unsafe { (part.expose(dst.ptr(), big)?, to.expose(dst.ptr(), big)?) };
@@ -1042,7 +1042,7 @@ pub fn run(
     let fill_pair = Pair::with_fill(
         &ctx.profile,
         MemoryMode::Part,
-        HandlerConfig::default(),
+        PageInConfig::default(),
         FILL_OPT_IN_PAGES,
     )?;
     let mut miss_fill = Vec::new();
@@ -1076,7 +1076,7 @@ pub fn run(
     let small = Pair::with_ring(
         &ctx.profile,
         MemoryMode::Part,
-        HandlerConfig::default(),
+        PageInConfig::default(),
         crate::exp::fill_pages_from_env(),
         SMALL_RING_SLOTS,
         |_, _| {},

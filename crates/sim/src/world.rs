@@ -5,7 +5,9 @@ use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
 use unpinned_core::iommu::Iommu;
 use unpinned_core::memory::Pdid;
-use unpinned_core::os::{FaultHandlerModel, HandlerAction, HandlerConfig, PageInPolicy};
+use unpinned_core::os::{
+    BlockReply, FaultHandlerModel, HandlerAction, HandlerConfig, PageInConfig, PageInPolicy,
+};
 use unpinned_core::profile::Profile;
 use unpinned_core::rng::{derive_seed, rng_for, Rng, SimRng};
 use unpinned_core::time::{serialization, Duration, Instant};
@@ -271,8 +273,10 @@ impl Sim {
                     mem: SimMemory::new(),
                     handler: FaultHandlerModel::new(HandlerConfig {
                         os: p.os.clone(),
-                        policy: cfg.policy,
-                        send_err: cfg.send_err,
+                        page_in: PageInConfig {
+                            policy: cfg.policy,
+                            send_err: cfg.send_err,
+                        },
                     }),
                     tx_free_at: Instant::ZERO,
                     tx_prep_at: Instant::ZERO,
@@ -937,16 +941,16 @@ impl Sim {
                     HandlerAction::PageIn { pdid, page_addr } => {
                         node.mem.make_present(pdid, page_addr)
                     }
-                    HandlerAction::SendErr {
+                    HandlerAction::Reply(BlockReply::SendErr {
                         transfer,
                         block,
                         block_seq,
-                    } => node.engine.post_err(transfer, block, block_seq),
-                    HandlerAction::ResumeSource {
+                    }) => node.engine.post_err(transfer, block, block_seq),
+                    HandlerAction::Reply(BlockReply::ResumeSource {
                         transfer,
                         block,
                         block_seq,
-                    } => node
+                    }) => node
                         .engine
                         .handle_source_resolved(now, transfer, block, block_seq),
                 }

@@ -93,7 +93,7 @@ fn reference(
             assert!(v.local_delete(k, slot).0);
         }
     }
-    v.contents()
+    v.contents().expect("the reference volume has no cycle")
 }
 
 fn dht(args: &[String]) -> Result<(), String> {
@@ -118,7 +118,10 @@ fn dht(args: &[String]) -> Result<(), String> {
     rt.barrier().map_err(|e| e.to_string())?;
     let layout = d.volume().layout();
     let want = reference(map, layout, me, n, seed, &[]);
-    let got = d.volume().contents();
+    let got = d
+        .volume()
+        .contents()
+        .map_err(|e| format!("rank {me}: {e}"))?;
     if got != want {
         return Err(format!(
             "rank {me}: volume differs from the sequential reference after concurrent inserts: {} slots vs {} expected",
@@ -157,7 +160,11 @@ fn dht(args: &[String]) -> Result<(), String> {
             .flat_map(|r| keys_of(map, r, n, seed).into_iter().step_by(2))
             .collect();
         let want = reference(map, layout, me, n, seed, &all_del);
-        if d.volume().contents() != want {
+        if d.volume()
+            .contents()
+            .map_err(|e| format!("rank {me}: {e}"))?
+            != want
+        {
             return Err(format!(
                 "rank {me}: volume differs from the reference after AA deletes"
             ));

@@ -10,14 +10,15 @@
 //! 2. FIFO reads (`fifo_read_ns` each): one per record, plus one that finds the FIFO empty
 //!    (a drain stops without that empty read once it has read `fifo_entries` records: the
 //!    spec's "up to 16 register reads");
-//! 3. `get_user_pages`: per maximal contiguous run of new pages of one PDID, a call
+//! 3. `get_user_pages`: per maximal contiguous run of new pages of one PDID (within the
+//!    ranges of the shared page-in plan, [`super::plan`]), a call
 //!    (`gup_call_us`), then one step per page (`gup_page_us`), at whose end the page is present
 //!    ([`HandlerAction::PageIn`]): page-in is progressive, which is what lets a short block
 //!    timeout overlap retransmission with page-in (mechanism 9);
 //! 4. bookkeeping (`bookkeeping_us`), 5. netlink notification (`notify_us`);
-//! 6. one ERR (`err_send_us`) per distinct faulted block: [`HandlerAction::SendErr`] for
-//!    destination faults (only when ERRs are enabled), [`HandlerAction::ResumeSource`] for source
-//!    faults (always: the source engine waits for it);
+//! 6. one ERR (`err_send_us`) per distinct faulted block ([`HandlerAction::Reply`], from the
+//!    plan): [`BlockReply::SendErr`] for destination faults (only when ERRs are enabled),
+//!    [`BlockReply::ResumeSource`] for source faults (always: the source engine waits for it);
 //! 7. if records arrived meanwhile, back to 2 within the same run; else the task sleeps.
 //!
 //! Sans-IO: time only moves through [`FaultHandlerModel::handle_timeout`]. Driver contract:
@@ -30,9 +31,9 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashSet;
 
-use crate::api::{FaultRecord, FaultSide, TransferKey};
+use crate::api::FaultRecord;
 use crate::memory::{Pdid, PAGE_BYTES};
-use crate::os::PageInPolicy;
+use crate::os::plan::{BlockReply, PageInConfig, PageInPlan};
 use crate::profile::OsProfile;
 use crate::time::{Duration, Instant};
 
@@ -47,10 +48,8 @@ pub trait Residency {
 pub struct HandlerConfig {
     /// OS costs.
     pub os: OsProfile,
-    /// Page-in policy.
-    pub policy: PageInPolicy,
-    /// Send ERRs after page-in (false: retransmission by timeout only).
-    pub send_err: bool,
+    /// Page-in policy and ERR switch (the planning shared with the live runtime).
+    pub page_in: PageInConfig,
 }
 
 /// What the handler did, to be applied by the driver.
@@ -63,24 +62,8 @@ pub enum HandlerAction {
         /// Page-aligned address.
         page_addr: u64,
     },
-    /// Send an ERR for this faulted block to the transfer's data source (destination faults).
-    SendErr {
-        /// The transfer.
-        transfer: TransferKey,
-        /// The block.
-        block: u32,
-        /// The attempt that faulted.
-        block_seq: u16,
-    },
-    /// A source-side fault is resolved: the local engine may resume the block.
-    ResumeSource {
-        /// The transfer.
-        transfer: TransferKey,
-        /// The block.
-        block: u32,
-        /// The attempt that faulted.
-        block_seq: u16,
-    },
+    /// The pages of a faulted block are in: answer it (an ERR or a source resume).
+    Reply(BlockReply),
 }
 
 /// Host-CPU time spent per component of the fault path.
@@ -141,7 +124,7 @@ enum StepKind {
     GupPage { pdid: Pdid, page_addr: u64 },
     Bookkeeping,
     Notify,
-    Err(HandlerAction),
+    Err(BlockReply),
 }
 
 /// The task step in progress: its CPU work, and when it ends given the interrupts known so far.
@@ -161,9 +144,6 @@ struct GupRun {
     /// Pages of the run still to bring in (including `next`).
     left: u64,
 }
-
-/// Key of a distinct faulted block among one drain's records: one ERR / resume each.
-type BlockKey = (FaultSide, TransferKey, u32, u16);
 
 /// The model of one node's host fault path.
 pub struct FaultHandlerModel {
@@ -195,7 +175,7 @@ pub struct FaultHandlerModel {
     /// `get_user_pages` calls still to make in this loop of the task.
     runs: VecDeque<GupRun>,
     /// ERRs / resumes still to send in this loop of the task.
-    errs: VecDeque<HandlerAction>,
+    errs: VecDeque<BlockReply>,
     /// Due actions with their due time, not yet polled.
     actions: VecDeque<(Instant, HandlerAction)>,
     /// Pages whose `PageIn` is produced but not yet polled: the driver has not made them
@@ -203,9 +183,8 @@ pub struct FaultHandlerModel {
     unpolled: FxHashSet<(Pdid, u64)>,
     breakdown: Breakdown,
     stats: HandlerStats,
-    /// Scratch, kept to avoid an allocation per drain.
-    ranges: Vec<(Pdid, u64, u64)>,
-    seen: FxHashSet<BlockKey>,
+    /// The plan of the current drain (kept to avoid an allocation per drain).
+    plan: PageInPlan,
 }
 
 impl FaultHandlerModel {
@@ -237,8 +216,7 @@ impl FaultHandlerModel {
             unpolled: FxHashSet::default(),
             breakdown: Breakdown::default(),
             stats: HandlerStats::default(),
-            ranges: Vec::new(),
-            seen: FxHashSet::default(),
+            plan: PageInPlan::new(),
             cfg,
         }
     }
@@ -437,13 +415,12 @@ impl FaultHandlerModel {
             }
             StepKind::Bookkeeping => self.start_step(StepKind::Notify, self.notify, t),
             StepKind::Notify => self.next_err(t),
-            StepKind::Err(action) => {
-                match action {
-                    HandlerAction::SendErr { .. } => self.stats.errs += 1,
-                    HandlerAction::ResumeSource { .. } => self.stats.resumes += 1,
-                    HandlerAction::PageIn { .. } => unreachable!("PageIn is not an ERR step"),
+            StepKind::Err(reply) => {
+                match reply {
+                    BlockReply::SendErr { .. } => self.stats.errs += 1,
+                    BlockReply::ResumeSource { .. } => self.stats.resumes += 1,
                 }
-                self.emit(t, action);
+                self.emit(t, HandlerAction::Reply(reply));
                 self.next_err(t);
             }
         }
@@ -465,58 +442,15 @@ impl FaultHandlerModel {
             // Woken with nothing to do (record dropped, or already drained by an earlier loop).
             return;
         }
-        // Union of the policy ranges per address space, merged as intervals so that each page
-        // is examined once even when PIA ranges of many records overlap.
-        self.ranges.clear();
-        for rec in &self.batch {
-            let (s, e) = self.cfg.policy.pages(rec);
-            self.ranges.push((rec.pdid, s, e));
+        // The shared plan: the policy ranges merged per address space and access (each page
+        // examined once even when PIA ranges of many records overlap), and one ERR / resume
+        // per distinct faulted block attempt, in the order first seen.
+        self.plan.plan(&self.cfg.page_in, &self.batch);
+        for i in 0..self.plan.ranges.len() {
+            let r = self.plan.ranges[i];
+            self.plan_runs((r.pdid, r.start, r.end), mem);
         }
-        self.ranges.sort_unstable();
-        let mut cur: Option<(Pdid, u64, u64)> = None;
-        for i in 0..self.ranges.len() {
-            let (pdid, s, e) = self.ranges[i];
-            match &mut cur {
-                Some((cp, _, ce)) if *cp == pdid && s <= *ce => *ce = (*ce).max(e),
-                _ => {
-                    if let Some(c) = cur {
-                        self.plan_runs(c, mem);
-                    }
-                    cur = Some((pdid, s, e));
-                }
-            }
-        }
-        if let Some(c) = cur {
-            self.plan_runs(c, mem);
-        }
-        // One ERR / resume per distinct faulted block attempt, in the order first seen.
-        self.seen.clear();
-        for i in 0..self.batch.len() {
-            let rec = self.batch[i];
-            if !self
-                .seen
-                .insert((rec.side, rec.transfer, rec.block, rec.block_seq))
-            {
-                continue;
-            }
-            let (transfer, block, block_seq) = (rec.transfer, rec.block, rec.block_seq);
-            match rec.side {
-                FaultSide::Destination if self.cfg.send_err => {
-                    self.errs.push_back(HandlerAction::SendErr {
-                        transfer,
-                        block,
-                        block_seq,
-                    })
-                }
-                // Without ERRs the source recovers by its block timeout: nothing to send.
-                FaultSide::Destination => {}
-                FaultSide::Source => self.errs.push_back(HandlerAction::ResumeSource {
-                    transfer,
-                    block,
-                    block_seq,
-                }),
-            }
-        }
+        self.errs.extend(self.plan.replies.iter().copied());
         self.batch.clear();
         if self.runs.is_empty() {
             self.start_step(StepKind::Bookkeeping, self.bookkeeping, t);
@@ -609,7 +543,9 @@ impl FaultHandlerModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::{FaultSide, TransferKey};
     use crate::memory::page_of;
+    use crate::os::PageInPolicy;
     use crate::profile::Profile;
 
     const P: u64 = PAGE_BYTES;
@@ -636,8 +572,7 @@ mod tests {
             World {
                 h: FaultHandlerModel::new(HandlerConfig {
                     os,
-                    policy,
-                    send_err,
+                    page_in: PageInConfig { policy, send_err },
                 }),
                 mem: Pages::default(),
                 log: Vec::new(),
@@ -747,11 +682,11 @@ mod tests {
             w.errs(),
             vec![(
                 ns(22_100),
-                HandlerAction::SendErr {
+                HandlerAction::Reply(BlockReply::SendErr {
                     transfer: key(1),
                     block: 0,
                     block_seq: 0
-                }
+                })
             )]
         );
         let b = w.h.breakdown();
@@ -832,11 +767,11 @@ mod tests {
         for (i, (_, a)) in errs.iter().enumerate() {
             assert_eq!(
                 *a,
-                HandlerAction::SendErr {
+                HandlerAction::Reply(BlockReply::SendErr {
                     transfer: key(1),
                     block: i as u32,
                     block_seq: 0
-                }
+                })
             );
         }
         // 8 reads + 1 empty, one gup call + one page.
@@ -1013,11 +948,11 @@ mod tests {
                 w.errs(),
                 vec![(
                     ns(22_100),
-                    HandlerAction::ResumeSource {
+                    HandlerAction::Reply(BlockReply::ResumeSource {
                         transfer: key(3),
                         block: 0,
                         block_seq: 0
-                    }
+                    })
                 )]
             );
             assert_eq!(w.h.stats().resumes, 1);
@@ -1057,8 +992,10 @@ mod tests {
         os.sched_us = 0.0;
         let mut h = FaultHandlerModel::new(HandlerConfig {
             os,
-            policy: PageInPolicy::Pio,
-            send_err: true,
+            page_in: PageInConfig {
+                policy: PageInPolicy::Pio,
+                send_err: true,
+            },
         });
         let mem = Pages::default();
         h.handle_fifo_push(us(0), dst(0, 1));

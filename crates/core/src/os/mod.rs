@@ -2,6 +2,8 @@
 //! live runtime shares.
 //!
 //! - [`policy`]: which pages a fault pages in (PIO / PI4 / PIA), pure.
+//! - [`plan`]: the page-in plan of one drain of fault records (merged ranges, one ERR or
+//!   resume per block), shared by the model below and the live page-in thread.
 //! - [`handler`]: the fault handler model: IOMMU fault interrupts that preempt a deferred page-in
 //!   task, which drains the NI fault FIFO, deduplicates pages, calls `get_user_pages`, notifies
 //!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
@@ -9,9 +11,11 @@
 
 pub mod cpu;
 pub mod handler;
+pub mod plan;
 pub mod policy;
 
 pub use handler::{
     Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,
 };
+pub use plan::{BlockReply, PageInConfig, PageInPlan, PageRange};
 pub use policy::PageInPolicy;

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::{MemoryMode, PageInPolicy};
 use unpinned_report::{PlotSpec, Table};
 
@@ -42,7 +42,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let pair = Pair::new(
             &ctx.profile,
             MemoryMode::Part,
-            HandlerConfig {
+            PageInConfig {
                 policy,
                 send_err: true,
             },

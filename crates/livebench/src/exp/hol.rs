@@ -10,7 +10,7 @@
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_os::mapping::Mapping;
 use unpinned_report::{PlotSpec, Table};
@@ -88,7 +88,7 @@ pub fn hol(
     let pair = Pair::with_ring(
         &ctx.profile,
         mode,
-        HandlerConfig::default(),
+        PageInConfig::default(),
         super::fill_pages_from_env(),
         p.ring_slots,
         |_, _| {},

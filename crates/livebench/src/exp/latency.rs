@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_os::mapping::Mapping;
 use unpinned_report::{PlotSpec, Table};
@@ -96,7 +96,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         (MemoryMode::TransferOnly, &NOCHECK[..]),
         (MemoryMode::Part, &["part"][..]),
     ] {
-        let pair = Pair::new(&ctx.profile, mode, HandlerConfig::default())?;
+        let pair = Pair::new(&ctx.profile, mode, PageInConfig::default())?;
         for &size in &sizes {
             let src = pattern(size, size as usize);
             let dst = present(size as usize)?;

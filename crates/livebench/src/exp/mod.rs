@@ -39,7 +39,7 @@ use unpinned_aa_live::ActiveRuntime;
 use unpinned_core::profile::Profile;
 use unpinned_experiments::{ExperimentError, ExperimentSpec};
 use unpinned_live::api::LIVE_DEFAULTS;
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
 use unpinned_live::{Config, MemoryMode, RemoteKey, RuntimeStats};
 use unpinned_os::mapping::Mapping;
@@ -140,7 +140,7 @@ impl Pair {
     pub fn new(
         profile: &Profile,
         mode: MemoryMode,
-        handler: HandlerConfig,
+        handler: PageInConfig,
     ) -> Result<Pair, ExperimentError> {
         Pair::with_fill(profile, mode, handler, fill_pages_from_env())
     }
@@ -150,7 +150,7 @@ impl Pair {
     pub fn with_fill(
         profile: &Profile,
         mode: MemoryMode,
-        handler: HandlerConfig,
+        handler: PageInConfig,
         fill_pages: u64,
     ) -> Result<Pair, ExperimentError> {
         Pair::with_loop(profile, mode, handler, fill_pages, |_, _| {})
@@ -161,7 +161,7 @@ impl Pair {
     pub fn with_loop(
         profile: &Profile,
         mode: MemoryMode,
-        handler: HandlerConfig,
+        handler: PageInConfig,
         fill_pages: u64,
         tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
     ) -> Result<Pair, ExperimentError> {
@@ -172,7 +172,7 @@ impl Pair {
     pub fn with_ring(
         profile: &Profile,
         mode: MemoryMode,
-        handler: HandlerConfig,
+        handler: PageInConfig,
         fill_pages: u64,
         slots: u32,
         tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
@@ -237,7 +237,7 @@ impl Pair {
 
     /// PART (residency checks), PIA with ERR.
     pub fn part(profile: &Profile) -> Result<Pair, ExperimentError> {
-        Pair::new(profile, MemoryMode::Part, HandlerConfig::default())
+        Pair::new(profile, MemoryMode::Part, PageInConfig::default())
     }
 
     /// Expose `[ptr, ptr+len)` at the target for writing and reading.
@@ -350,7 +350,7 @@ mod ring_tests {
         let e = Pair::with_ring(
             &p,
             MemoryMode::Part,
-            HandlerConfig::default(),
+            PageInConfig::default(),
             0,
             1,
             |_, _| {},
@@ -360,7 +360,7 @@ mod ring_tests {
         let pair = Pair::with_ring(
             &p,
             MemoryMode::Part,
-            HandlerConfig::default(),
+            PageInConfig::default(),
             0,
             2,
             |_, _| {},

@@ -19,7 +19,7 @@
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_report::{PlotSpec, Table};
 
@@ -72,21 +72,21 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         Pair::with_loop(
             &ctx.profile,
             MemoryMode::Part,
-            HandlerConfig::default(),
+            PageInConfig::default(),
             0,
             |_, _| {},
         )?,
         Pair::with_loop(
             &ctx.profile,
             MemoryMode::Part,
-            HandlerConfig::default(),
+            PageInConfig::default(),
             0,
             |_, o| o.residency_cache = false,
         )?,
         Pair::new(
             &ctx.profile,
             MemoryMode::TransferOnly,
-            HandlerConfig::default(),
+            PageInConfig::default(),
         )?,
     ];
     let mut keys = Vec::new();

@@ -15,7 +15,7 @@
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_report::{PlotSpec, Table};
 
@@ -40,7 +40,7 @@ pub fn steps(ctx: &RunContext, engine: &str, len: usize) -> Result<Vec<bool>, Ex
     } else {
         MemoryMode::TransferOnly
     };
-    let pair = Pair::new(&ctx.profile, mode, HandlerConfig::default())?;
+    let pair = Pair::new(&ctx.profile, mode, PageInConfig::default())?;
     let mut buf = SharedBuf::new(len).map_err(fail)?;
     let mut cache = PinCache::new(16);
     let mut part_key = None;

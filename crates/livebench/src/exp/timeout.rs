@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::fault_handler::HandlerConfig;
+use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_report::{PlotSpec, Table};
 
@@ -35,7 +35,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let mut p = ctx.profile.clone();
         p.engine.block_timeout_us = to;
         p = p.with_override("engine.max_timeouts=1000").map_err(fail)?;
-        let pair = Pair::new(&p, MemoryMode::Part, HandlerConfig::default())?;
+        let pair = Pair::new(&p, MemoryMode::Part, PageInConfig::default())?;
         let mut v = Vec::new();
         for &size in &sizes {
             v.push(fault_point(&pair, size, reps, &|_, _| true)?);

@@ -201,7 +201,8 @@ impl DhtWorkload {
     pub fn check(&self) -> Result<(), String> {
         for (t, (v, r)) in self.vols.iter().zip(self.reference()).enumerate() {
             v.check().map_err(|e| format!("volume {t}: {e}"))?;
-            if v.contents() != r.contents() {
+            let contents = |v: &Volume| v.contents().map_err(|e| format!("volume {t}: {e}"));
+            if contents(v)? != contents(&r)? {
                 return Err(format!("volume {t} differs from the sequential reference"));
             }
         }

@@ -17,9 +17,12 @@
 //! - [`scheme`]: the schemes and how each notifies its handler.
 //! - [`platform`]: network and IOMMU resources.
 //! - [`world`]: the event loop, processes, logs, handlers.
+//! - [`conformance`]: the Active Access conformance scenarios on the IOMMU model (the
+//!   reference the live runtime's decorator must match).
 //! - [`dht`], [`counter`], [`loggets`], [`sort`], [`stream`]: the workloads of the
 //!   experiments.
 
+pub mod conformance;
 pub mod counter;
 pub mod dht;
 pub mod loggets;

@@ -13,11 +13,13 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use unpinned_aa::access::Decision;
 use unpinned_aa::atomics::AtomicOp;
 use unpinned_aa::flush::FlushGate;
 use unpinned_aa::log::{AccessLog, EntryHeader, EntryKind};
 use unpinned_aa::notify::{Notifier, NotifyPolicy};
 use unpinned_aa::profile::AaProfile;
+use unpinned_aa::pte::{Iuid, PageBits};
 use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::rng::{rng_for, Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
@@ -146,6 +148,39 @@ pub enum LogMode {
     Meta,
     /// Metadata and data (WLD / RLD).
     Data,
+}
+
+impl LogMode {
+    /// The page bits of a readable, writable page logging in this mode (one log per process,
+    /// so the IUID does not matter to the model).
+    pub fn bits(self) -> PageBits {
+        let (log, data) = match self {
+            LogMode::None => (false, false),
+            LogMode::Meta => (true, false),
+            LogMode::Data => (true, true),
+        };
+        PageBits {
+            wl: log,
+            wld: data,
+            rl: log,
+            rld: data,
+            e: true,
+            ..PageBits::plain()
+        }
+    }
+}
+
+/// The IOMMU's decision (crates/aa's, shared with the live runtime) for message `m` at its
+/// target: plain and logged puts and gets by the workload's page bits, active puts on an
+/// active-put page. Messages that are not IOMMU accesses (AM mailbox deposits, atomics,
+/// flushes, collectives) have none.
+fn decision<W: Workload>(wl: &W, q: u32, m: &Msg) -> Option<Decision> {
+    match m.kind {
+        MsgKind::Put => Some(Decision::put(wl.log_mode(q, m.addr, true).bits())),
+        MsgKind::Get => Some(Decision::get(wl.log_mode(q, m.addr, false).bits())),
+        MsgKind::ActivePut => Some(Decision::put(PageBits::active_put(Iuid::default()))),
+        _ => None,
+    }
 }
 
 /// What one handler invocation on one entry did.
@@ -898,15 +933,10 @@ impl<W: Workload> AaWorld<W> {
                 self.respond(&m, MsgKind::Response, v, 8, done);
             }
             MsgKind::Put => {
-                let mode = self.wl.log_mode(q, m.addr, true);
-                if mode != LogMode::None {
+                if let Some(Decision::Log { data, .. }) = decision(&self.wl, q, &m) {
                     // Written and logged: the write, the entry, the tail (+ the data copy).
                     let lp = self.log_page(q);
-                    let copy = if mode == LogMode::Data {
-                        m.bytes as u64
-                    } else {
-                        0
-                    };
+                    let copy = if data { m.bytes as u64 } else { 0 };
                     let done = self
                         .pf
                         .iommu(node, rx, &[page, lp], 3, m.bytes as u64 + copy);
@@ -923,15 +953,10 @@ impl<W: Workload> AaWorld<W> {
                 }
             }
             MsgKind::Get => {
-                let mode = self.wl.log_mode(q, m.addr, false);
-                if mode != LogMode::None {
+                if let Some(Decision::Log { data, .. }) = decision(&self.wl, q, &m) {
                     let lp = self.log_page(q);
                     // Read, then write the entry (+ a copy of the data) and publish the tail.
-                    let copy = if mode == LogMode::Data {
-                        m.bytes as u64
-                    } else {
-                        0
-                    };
+                    let copy = if data { m.bytes as u64 } else { 0 };
                     let done = self
                         .pf
                         .iommu(node, rx, &[page, lp], 3, m.bytes as u64 + copy);
@@ -981,25 +1006,19 @@ impl<W: Workload> AaWorld<W> {
             return true;
         }
         let logged_get = m.kind == MsgKind::Get;
-        let mode = match m.kind {
-            MsgKind::Get => self.wl.log_mode(q, m.addr, false),
-            MsgKind::Put => self.wl.log_mode(q, m.addr, true),
-            _ => LogMode::Data,
-        };
         // Data entries carry the payload word (8 bytes) in the ring; the rest of a large
         // access's data is streamed by the IOMMU into the per-source log area (charged as
         // streaming bytes in `nic_arrive`), so a 64 KiB get does not need a 64 KiB ring.
-        let data_len = if mode == LogMode::Data { 8 } else { 0 };
-        let kind = match m.kind {
-            MsgKind::Get if mode == LogMode::Data => EntryKind::GetData,
-            MsgKind::Get => EntryKind::GetMeta,
-            MsgKind::Put if mode == LogMode::Data => EntryKind::PutData,
-            MsgKind::Put => EntryKind::PutMeta,
-            MsgKind::AmSend if m.reply_bytes.is_some() || m.addr == AM_FLUSH_ADDR => {
-                EntryKind::ActiveGet
+        // AM mailbox messages are deposited whole (their word) as active entries.
+        let (kind, data) = match decision(&self.wl, q, &m) {
+            Some(Decision::Log { kind, data, .. }) => (kind, data),
+            Some(d) => unreachable!("a committed access is logged, not {d:?}"),
+            None if m.reply_bytes.is_some() || m.addr == AM_FLUSH_ADDR => {
+                (EntryKind::ActiveGet, true)
             }
-            _ => EntryKind::ActivePut,
+            None => (EntryKind::ActivePut, true),
         };
+        let data_len = if data { 8 } else { 0 };
         let h = EntryHeader {
             kind,
             source: m.src,
