@@ -28,7 +28,7 @@
 //! them: every queued entry keeps its place relative to the others and to every later one, so
 //! the order is the same as with unbounded numbers.
 //!
-//! Measured alternatives that did not pay off (see the perf notes in docs/ARCHITECTURE.md): a
+//! Alternatives that did not pay off (their measurements: docs/performance.md): a
 //! radix heap (entries are redistributed more often than a heap sifts them at these queue
 //! lengths), a front slot for an event earlier than the whole heap (it almost never is: every
 //! event is scheduled at least one NI or link delay ahead), a calendar queue of 32 ns

@@ -223,7 +223,7 @@ pub struct Sim {
     /// Small and zero-payload packets are stored compactly (not with fault injection or
     /// tracing: they look at or change every byte on the link; and only when a full buffer is
     /// much larger than a compact one, [`linkbuf::COMPACT_MIN_BUF_BYTES`]: with small packets
-    /// the check and the copies cost time, ~5% of `bench sim`, and save little memory).
+    /// the check and the copies cost more time than the little memory they save is worth).
     compact_ok: bool,
     buf_len: usize,
     fault_rng: SimRng,

@@ -3,11 +3,11 @@
 //! On two cores shared with other work, a thread spinning at the barrier while its partner is
 //! descheduled burns the very core the partner needs; a thread that always parks pays a futex
 //! wake-up per window, and on a loaded machine the woken thread often waits for a time slice
-//! (LAMMPS-like at 4096 nodes, load 4-6 on 2 cores: parking after 50 us of spinning lost about
-//! as much wall time as the second core gained). So a waiter spins for [`SPINS`] rounds (the
-//! partner is usually about to arrive), then yields the core (`sched_yield`: it stays runnable
-//! and runs again when the core has nothing else to do) for up to [`YIELD`], then parks until
-//! the last arriver unparks it.
+//! (so much that parking early can cost as much wall time as the second core gains;
+//! docs/performance.md, "Simulator: parallel application runs"). So a waiter spins for
+//! [`SPINS`] rounds (the partner is usually about to arrive), then yields the core
+//! (`sched_yield`: it stays runnable and runs again when the core has nothing else to do) for
+//! up to [`YIELD`], then parks until the last arriver unparks it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
