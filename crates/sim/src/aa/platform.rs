@@ -54,23 +54,33 @@ pub struct Platform {
 }
 
 /// A torus for `nodes` nodes: the most cubic x*y*z = nodes with x >= y >= z.
+///
+/// Only shapes with x >= y >= z qualify, so z^3 <= nodes and z*y^2 <= nodes bound the search
+/// (in u64, so no product wraps for any u32 node count); the order of the search and the
+/// tie-break (first strictly smaller x - z) are those of the exhaustive search.
 #[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than rust-version 1.80
 pub fn torus_for(nodes: u32) -> Topology {
-    let mut best = (nodes, 1, 1);
-    for z in 1..=nodes {
-        for y in z..=nodes {
-            if nodes % (y * z) == 0 {
-                let x = nodes / (y * z);
-                if x >= y && x - z < best.0 - best.2 {
+    let n = u64::from(nodes.max(1));
+    let mut best = (n, 1u64, 1u64);
+    let mut z = 1u64;
+    while z * z * z <= n {
+        let mut y = z;
+        while z * y * y <= n {
+            if n % (y * z) == 0 {
+                let x = n / (y * z);
+                if x - z < best.0 - best.2 {
                     best = (x, y, z);
                 }
             }
+            y += 1;
         }
+        z += 1;
     }
+    // Each factor divides `n`, itself a u32.
     Topology::Torus3d {
-        x: best.0,
-        y: best.1,
-        z: best.2,
+        x: best.0 as u32,
+        y: best.1 as u32,
+        z: best.2 as u32,
     }
 }
 
@@ -226,6 +236,53 @@ mod tests {
         assert_eq!(torus_for(64), Topology::Torus3d { x: 4, y: 4, z: 4 });
         assert_eq!(torus_for(16), Topology::Torus3d { x: 4, y: 2, z: 2 });
         assert_eq!(torus_for(1), Topology::Torus3d { x: 1, y: 1, z: 1 });
+    }
+
+    /// The bounded search finds what the exhaustive one finds, and node counts whose
+    /// exhaustive search wrapped a u32 product (65,536; 100,000; u32::MAX) get a torus.
+    #[test]
+    fn torus_shapes_match_exhaustive_search_and_large_counts_do_not_wrap() {
+        fn exhaustive(n: u64) -> (u64, u64, u64) {
+            let mut best = (n, 1, 1);
+            for z in 1..=n {
+                for y in z..=n {
+                    if n % (y * z) == 0 {
+                        let x = n / (y * z);
+                        if x >= y && x - z < best.0 - best.2 {
+                            best = (x, y, z);
+                        }
+                    }
+                }
+            }
+            best
+        }
+        for n in 1..=300u32 {
+            let (x, y, z) = exhaustive(u64::from(n));
+            assert_eq!(
+                torus_for(n),
+                Topology::Torus3d {
+                    x: x as u32,
+                    y: y as u32,
+                    z: z as u32
+                },
+                "{n} nodes"
+            );
+        }
+        for n in [65_536u32, 100_000, 1 << 31, u32::MAX] {
+            let Topology::Torus3d { x, y, z } = torus_for(n) else {
+                panic!("not a torus")
+            };
+            assert_eq!(u64::from(x) * u64::from(y) * u64::from(z), u64::from(n));
+            assert!(x >= y && y >= z, "{n}: {x}x{y}x{z}");
+        }
+        assert_eq!(
+            torus_for(65_536),
+            Topology::Torus3d {
+                x: 64,
+                y: 32,
+                z: 32
+            }
+        );
     }
 
     #[test]
