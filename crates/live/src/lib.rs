@@ -46,7 +46,9 @@ pub mod affinity;
 pub mod api;
 pub mod atomics;
 pub mod bootstrap;
+pub mod config;
 pub mod conformance;
+pub mod edge;
 pub mod fault_handler;
 pub mod launch;
 pub mod mapping;
@@ -65,7 +67,8 @@ pub mod uffd_abi;
 #[cfg(test)]
 pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub use api::{Config, LiveError, Region, Runtime, TransportKind};
+pub use api::{LiveError, Region, Runtime, TransportKind};
+pub use config::{Config, ConfigError};
 pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;
 pub use unpinned_core::api::{AtomicOp, Completion, CompletionError, Op, Perms, RemoteKey, WrId};

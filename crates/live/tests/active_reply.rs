@@ -178,7 +178,7 @@ fn reply_flush_bad_calls_and_missing_handler_are_typed_errors() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let rts = pair_with(|c| {
-        c.op_timeout = Duration::from_millis(300);
+        c.timeouts.op_ms = 300;
         c.bootstrap_dir = Some(dir.clone());
     });
     let (src, dst) = (&rts[0], &rts[1]);
