@@ -1,5 +1,5 @@
 //! The Active Access and remote-atomic calls of the C ABI (`up_aa_*`, `up_atomic`; issue 5),
-//! thin wrappers over [`unpinned_live::active::ActiveAccess`], [`Runtime::active_flush`] and
+//! thin wrappers over [`unpinned_aa_live::ActiveAccess`], [`Runtime::active_flush`] and
 //! [`Runtime::atomic`]. Documented in `include/unpinned.h`.
 //!
 //! [`Runtime::active_flush`]: unpinned_live::Runtime::active_flush
@@ -7,7 +7,7 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use unpinned_live::active::{ActiveError, EntryKind, Iuid, Notify, PageBits};
+use unpinned_aa_live::{ActiveError, EntryKind, Iuid, Notify, PageBits};
 use unpinned_live::{AtomicOp, LiveError};
 
 use crate::{arg, guard, handle, null, Fail, UpRuntime, UP_OK};

@@ -2,17 +2,18 @@
 //!
 //! `include/unpinned.h` is the hand-written header; this crate builds `libunpinned.a`
 //! (staticlib), `libunpinned.so` (cdylib) and an rlib (for the Rust tests). Every function is a
-//! thin wrapper over [`unpinned_live::Runtime`]:
+//! thin wrapper over [`unpinned_aa_live::ActiveRuntime`] (an [`unpinned_live::Runtime`] with
+//! Active Access):
 //!
 //! | C                          | Rust                                   |
 //! |----------------------------|----------------------------------------|
-//! | `up_init` / `up_finalize`  | [`Runtime::from_env`] / `drop`         |
-//! | `up_rank` / `up_size`      | [`Runtime::rank`] / [`Runtime::size`]  |
-//! | `up_expose` / `up_revoke`  | [`Runtime::expose`] / [`Runtime::revoke`] |
-//! | `up_exchange`              | [`Runtime::exchange`]                  |
-//! | `up_write` / `up_read`     | [`Runtime::write`] / [`Runtime::read`] |
-//! | `up_wait` / `up_poll`      | [`Runtime::wait`] / [`Runtime::poll_completion`] |
-//! | `up_flush` / `up_barrier`  | [`Runtime::flush`] / [`Runtime::barrier`] |
+//! | `up_init` / `up_finalize`  | [`Runtime::from_env`](unpinned_live::Runtime::from_env) / `drop`         |
+//! | `up_rank` / `up_size`      | [`Runtime::rank`](unpinned_live::Runtime::rank) / [`Runtime::size`](unpinned_live::Runtime::size)  |
+//! | `up_expose` / `up_revoke`  | [`Runtime::expose`](unpinned_live::Runtime::expose) / [`Runtime::revoke`](unpinned_live::Runtime::revoke) |
+//! | `up_exchange`              | [`Runtime::exchange`](unpinned_live::Runtime::exchange)                  |
+//! | `up_write` / `up_read`     | [`Runtime::write`](unpinned_live::Runtime::write) / [`Runtime::read`](unpinned_live::Runtime::read) |
+//! | `up_wait` / `up_poll`      | [`Runtime::wait`](unpinned_live::Runtime::wait) / [`Runtime::poll_completion`](unpinned_live::Runtime::poll_completion) |
+//! | `up_flush` / `up_barrier`  | [`Runtime::flush`](unpinned_live::Runtime::flush) / [`Runtime::barrier`](unpinned_live::Runtime::barrier) |
 //! | `up_aa_*`, `up_atomic`     | [`active`]: Active Access and remote atomics |
 //!
 //! Rules every entry point follows:
@@ -24,8 +25,8 @@
 //!   ([`live_error_code`], [`completion_error_code`]); the full message (with what to do) is kept
 //!   per thread for `up_last_error_message`.
 //!
-//! One thing [`Runtime`] does not give back is the operation of a failed request waited for
-//! with [`Runtime::wait`] (`LiveError::Failed` carries only the id and the error). The handle
+//! One thing [`Runtime`](unpinned_live::Runtime) does not give back is the operation of a failed request waited for
+//! with [`Runtime::wait`](unpinned_live::Runtime::wait) (`LiveError::Failed` carries only the id and the error). The handle
 //! therefore remembers `wr_id -> op` for requests it posted and has not yet returned (a small
 //! map, also used to refuse waiting on an id that is not outstanding instead of timing out).
 
@@ -38,7 +39,8 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 
-use unpinned_live::{Completion, CompletionError, LiveError, Op, Perms, Runtime};
+use unpinned_aa_live::ActiveRuntime;
+use unpinned_live::{Completion, CompletionError, LiveError, Op, Perms};
 
 // ---------------------------------------------------------------------------------------------
 // Codes (keep in sync with include/unpinned.h; the unit tests check the header).
@@ -205,12 +207,12 @@ impl From<&Completion> for UpCompletion {
     }
 }
 
-/// `up_runtime_t`: the opaque handle. Owns the [`Runtime`] (its engine and page-in threads).
+/// `up_runtime_t`: the opaque handle. Owns the [`Runtime`](unpinned_live::Runtime) (its engine and page-in threads).
 pub struct UpRuntime {
     /// Running Active Access handlers, by IUID. Declared first: dropped (stopped, after
     /// processing what was published) before the runtime on finalize.
-    handlers: Mutex<HashMap<u32, unpinned_live::active::Handler>>,
-    rt: Runtime,
+    handlers: Mutex<HashMap<u32, unpinned_aa_live::Handler>>,
+    rt: ActiveRuntime,
     /// Requests posted through this handle and not yet returned by wait/poll/flush.
     outstanding: Mutex<HashMap<u64, Op>>,
 }
@@ -224,7 +226,7 @@ const _: () = {
 impl UpRuntime {
     /// Wrap a runtime built in Rust (tests use the in-process transport) into a C handle, to be
     /// released with [`up_finalize`].
-    pub fn into_handle(rt: Runtime) -> *mut UpRuntime {
+    pub fn into_handle(rt: ActiveRuntime) -> *mut UpRuntime {
         Box::into_raw(Box::new(UpRuntime {
             rt,
             outstanding: Mutex::new(HashMap::new()),
@@ -238,7 +240,7 @@ impl UpRuntime {
         self.outstanding.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn handlers(&self) -> MutexGuard<'_, HashMap<u32, unpinned_live::active::Handler>> {
+    fn handlers(&self) -> MutexGuard<'_, HashMap<u32, unpinned_aa_live::Handler>> {
         self.handlers.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -343,7 +345,7 @@ pub unsafe extern "C" fn up_init(out: *mut *mut UpRuntime) -> c_int {
         if out.is_null() {
             return Err(null("out"));
         }
-        let rt = Runtime::from_env()?;
+        let rt = ActiveRuntime::from_env()?;
         // SAFETY: `out` is non-NULL and the caller guarantees it is valid for a pointer write.
         unsafe { out.write(UpRuntime::into_handle(rt)) };
         Ok(UP_OK)
@@ -400,7 +402,7 @@ pub unsafe extern "C" fn up_size(rt: *const UpRuntime) -> c_int {
 /// # Safety
 ///
 /// `rt` is NULL or a live handle; `key` is NULL or valid for writing; `[addr, addr+len)` obeys
-/// the contract of [`Runtime::expose`] (stays mapped, not accessed while peers may write it).
+/// the contract of [`Runtime::expose`](unpinned_live::Runtime::expose) (stays mapped, not accessed while peers may write it).
 #[no_mangle]
 pub unsafe extern "C" fn up_expose(
     rt: *mut UpRuntime,
@@ -510,7 +512,7 @@ fn post(
 /// # Safety
 ///
 /// `rt` is NULL or a live handle; `wr_id` is NULL or valid for writing; `[local, local+len)`
-/// stays mapped and unmodified until the completion is returned ([`Runtime::write`]).
+/// stays mapped and unmodified until the completion is returned ([`Runtime::write`](unpinned_live::Runtime::write)).
 #[no_mangle]
 pub unsafe extern "C" fn up_write(
     rt: *mut UpRuntime,
@@ -541,7 +543,7 @@ pub unsafe extern "C" fn up_write(
 /// # Safety
 ///
 /// `rt` is NULL or a live handle; `wr_id` is NULL or valid for writing; `[local, local+len)`
-/// stays mapped and is not accessed until the completion is returned ([`Runtime::read`]).
+/// stays mapped and is not accessed until the completion is returned ([`Runtime::read`](unpinned_live::Runtime::read)).
 #[no_mangle]
 pub unsafe extern "C" fn up_read(
     rt: *mut UpRuntime,

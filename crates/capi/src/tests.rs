@@ -10,7 +10,7 @@ use unpinned_live::bootstrap::BootstrapError;
 use unpinned_live::memory::{MapsError, MemoryError};
 use unpinned_live::transport::mem::network;
 use unpinned_live::transport::shm::ShmError;
-use unpinned_live::{Config, Runtime};
+use unpinned_live::Config;
 
 use super::*;
 
@@ -132,7 +132,7 @@ fn every_error_variant_has_its_own_code() {
     use crate::active::{
         active_error_code, UP_ERR_AA_EXISTS, UP_ERR_AA_HANDLER, UP_ERR_AA_NO_LOG, UP_ERR_AA_THREAD,
     };
-    use unpinned_live::active::ActiveError;
+    use unpinned_aa_live::ActiveError;
     for (e, code) in [
         (ActiveError::LogExists(1), UP_ERR_AA_EXISTS),
         (ActiveError::NoLog(1), UP_ERR_AA_NO_LOG),
@@ -304,7 +304,8 @@ impl Pair {
         let mut ts = network(2, max).into_iter();
         let mut h = [null_mut(); 2];
         for (r, slot) in h.iter_mut().enumerate() {
-            let rt = Runtime::new(Config::new(r as u32, 2), Box::new(ts.next().unwrap())).unwrap();
+            let rt =
+                ActiveRuntime::new(Config::new(r as u32, 2), Box::new(ts.next().unwrap())).unwrap();
             *slot = UpRuntime::into_handle(rt);
         }
         Pair(h)
@@ -523,7 +524,7 @@ fn exchange_and_barrier_with_a_bootstrap_directory() {
         .map(|(r, t)| {
             let mut cfg = Config::new(r as u32, 2);
             cfg.bootstrap_dir = Some(dir.clone());
-            UpRuntime::into_handle(Runtime::new(cfg, Box::new(t)).unwrap()) as usize
+            UpRuntime::into_handle(ActiveRuntime::new(cfg, Box::new(t)).unwrap()) as usize
         })
         .collect();
     let threads: Vec<_> = handles
@@ -692,11 +693,11 @@ fn reply_flush_through_the_c_abi() {
         .map(|(r, t)| {
             let mut cfg = Config::new(r as u32, 2);
             cfg.bootstrap_dir = Some(dir.clone());
-            UpRuntime::into_handle(Runtime::new(cfg, Box::new(t)).unwrap()) as usize
+            UpRuntime::into_handle(ActiveRuntime::new(cfg, Box::new(t)).unwrap()) as usize
         })
         .collect();
     let (src, dst) = (h[0] as *mut UpRuntime, h[1] as *mut UpRuntime);
-    let mem = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+    let mem = unpinned_os::mapping::Mapping::anon(4096).unwrap();
     let counted = AtomicU64::new(0);
     let mut key = 0u32;
     // SAFETY: live handles; `mem` and `counted` outlive every use (the handler is stopped and

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
-use unpinned_live::mapping::Mapping;
 use unpinned_live::{Perms, Runtime, WrId};
+use unpinned_os::mapping::Mapping;
 
 use crate::error::DsmLiveError;
 use crate::wire::{self, WireMsg, SLOT_BYTES};

@@ -8,7 +8,7 @@
 //! (`UFFDIO_WRITEPROTECT`), which only toggles write access.
 
 use unpinned_dsm::Access;
-use unpinned_live::uffd_abi::{
+use unpinned_os::uffd_abi::{
     UffdioApi, UffdioRange, UffdioRegister, UffdioWriteprotect, UFFDIO_API, UFFDIO_REGISTER,
     UFFDIO_REGISTER_MODE_WP, UFFDIO_WRITEPROTECT, UFFDIO_WRITEPROTECT_MODE_WP, UFFD_API,
     UFFD_FEATURE_WP_HUGETLBFS_SHMEM,

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use unpinned_dsm_live::endpoint::Endpoint;
 use unpinned_dsm_live::wire::{encode, WireMsg};
 use unpinned_dsm_live::DsmLiveError;
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
 use unpinned_live::{Config, Runtime};
+use unpinned_os::mapping::Mapping;
 
 static N: AtomicU32 = AtomicU32::new(0);
 

@@ -39,8 +39,9 @@ use unpinned_core::memory::Pdid;
 use crate::bootstrap::{Bootstrap, BootstrapError};
 pub use crate::config::Config;
 use crate::fault_handler::{self, HandlerStats};
+use crate::layer::{EngineMemory, NoHook, TurnHook};
 use crate::memory::{check_mapped_kind, LiveMemory, MapsError, MemoryError};
-use crate::runtime::{Clock, Core, LoopOptions, RuntimeStats, Shared};
+use crate::runtime::{Clock, Core, Driver, LoopOptions, RuntimeStats, Shared};
 use crate::transport::shm::{ShmError, ShmTransport};
 use crate::transport::udp::UdpTransport;
 use crate::transport::{Transport, Waker};
@@ -195,7 +196,8 @@ pub struct Runtime {
     rank: u32,
     size: u32,
     pub(crate) pdid: Pdid,
-    core: Arc<Mutex<Core>>,
+    /// The engine loop, compiled for the layer's memory and hook (see [`crate::layer`]).
+    core: Arc<Mutex<dyn Driver>>,
     pub(crate) wake: Waker,
     shared: Arc<Shared>,
     pub(crate) opts: LoopOptions,
@@ -206,8 +208,6 @@ pub struct Runtime {
     clock: Clock,
     engine_thread: Option<JoinHandle<()>>,
     handler_thread: Option<JoinHandle<()>>,
-    /// Active Access (crates/live/src/active): page bits and logs the engine's memory checks.
-    pub(crate) active: crate::active::ActiveAccess,
 }
 
 impl Runtime {
@@ -217,8 +217,31 @@ impl Runtime {
         crate::edge::Edge::from_env()?.connect()
     }
 
+    /// The configuration and transport of this rank from the launcher's environment
+    /// ([`crate::edge::Edge`]; for a runtime with a layer, [`Runtime::connect_with_layer`]).
+    pub fn env_config() -> Result<(Config, TransportKind), LiveError> {
+        let edge = crate::edge::Edge::from_env()?;
+        Ok((edge.config()?, edge.transport))
+    }
+
     /// Open the transport `kind` and start.
     pub fn connect(cfg: Config, kind: TransportKind) -> Result<Runtime, LiveError> {
+        let transport = Runtime::open_transport(&cfg, kind)?;
+        Runtime::new(cfg, transport)
+    }
+
+    /// [`Runtime::connect`] with a layer ([`Runtime::with_layer`]).
+    pub fn connect_with_layer<M: EngineMemory, H: TurnHook>(
+        cfg: Config,
+        kind: TransportKind,
+        layer: impl FnOnce(LiveMemory, Waker) -> (M, H),
+    ) -> Result<Runtime, LiveError> {
+        let transport = Runtime::open_transport(&cfg, kind)?;
+        Runtime::with_layer(cfg, transport, layer)
+    }
+
+    /// Open the transport `kind` for the rank `cfg` describes.
+    fn open_transport(cfg: &Config, kind: TransportKind) -> Result<Box<dyn Transport>, LiveError> {
         let transport: Box<dyn Transport> = match kind {
             TransportKind::Shm(path) => {
                 let t = ShmTransport::open(&path, cfg.rank)?;
@@ -243,11 +266,23 @@ impl Runtime {
                 UdpTransport::bind(cfg.rank, peers, cfg.max_packet()).map_err(LiveError::Udp)?,
             ),
         };
-        Runtime::new(cfg, transport)
+        Ok(transport)
     }
 
     /// Start on an already open transport (tests use [`crate::transport::mem::network`]).
     pub fn new(cfg: Config, transport: Box<dyn Transport>) -> Result<Runtime, LiveError> {
+        Runtime::with_layer(cfg, transport, |mem, _| (mem, NoHook))
+    }
+
+    /// Start on an already open transport with a layer above the engine loop
+    /// ([`crate::layer`]): `layer` receives this rank's [`LiveMemory`] and the engine's waker
+    /// and returns the memory the engine accesses (a decorator around that one) and the hook
+    /// that sees the turns and completions.
+    pub fn with_layer<M: EngineMemory, H: TurnHook>(
+        cfg: Config,
+        transport: Box<dyn Transport>,
+        layer: impl FnOnce(LiveMemory, Waker) -> (M, H),
+    ) -> Result<Runtime, LiveError> {
         if transport.rank() != cfg.rank || transport.size() != cfg.size {
             return Err(LiveError::Config(format!(
                 "transport is rank {} of {}, configuration says rank {} of {}",
@@ -265,7 +300,7 @@ impl Runtime {
             )));
         }
         if let Some(cpu) = cfg.progress.cpu {
-            let allowed = crate::affinity::allowed_cpus()
+            let allowed = unpinned_os::affinity::allowed_cpus()
                 .map_err(|e| LiveError::Config(format!("cannot read this process's CPUs: {e}")))?;
             if !allowed.contains(&cpu) {
                 return Err(LiveError::Config(format!(
@@ -279,11 +314,9 @@ impl Runtime {
         }
         let opts = cfg.loop_options();
         let handler = cfg.handler_config();
-        let active = crate::active::ActiveAccess::new(cfg.rank);
-        active.state.replies.set_waker(transport.waker());
         let mut live_mem = LiveMemory::with_mode(cfg.memory.pdid, cfg.memory.mode)?;
         live_mem.set_scan(cfg.memory.pagemap_scan);
-        let mem = crate::active::memory::ActiveMemory::new(live_mem, active.state.clone());
+        let (mem, hook) = layer(live_mem, transport.waker());
         let mut engine_cfg = cfg.engine_config();
         engine_cfg.key_salt = random_u64();
         let engine = unpinned_part::PartEngine::new(cfg.rank, engine_cfg);
@@ -304,6 +337,7 @@ impl Runtime {
         let core = Arc::new(Mutex::new(Core::new(
             engine,
             mem,
+            hook,
             transport,
             out_rx,
             fault_tx,
@@ -339,7 +373,6 @@ impl Runtime {
             clock,
             engine_thread: Some(engine_thread),
             handler_thread: Some(handler_thread),
-            active,
         })
     }
 
@@ -359,9 +392,36 @@ impl Runtime {
         self.clock.now()
     }
 
+    /// The protection domain of this rank's memory (local and remote PDID of its requests).
+    pub fn pdid(&self) -> Pdid {
+        self.pdid
+    }
+
+    /// The loop options this runtime runs with (spin and yield bounds of waits).
+    pub fn loop_options(&self) -> &LoopOptions {
+        &self.opts
+    }
+
+    /// How long a blocking call waits before it gives [`LiveError::Timeout`].
+    pub fn op_timeout(&self) -> Duration {
+        self.op_timeout
+    }
+
+    /// Wake the progress thread (a layer that changed what its hook will do next turn).
+    pub fn wake_engine(&self) {
+        (self.wake)();
+    }
+
+    /// Run `f` while holding the engine's lock: no turn runs meanwhile, so memory the engine
+    /// writes during its turns (a layer's reply words) can be read whole.
+    pub fn with_engine_locked<R>(&self, f: impl FnOnce() -> R) -> Result<R, LiveError> {
+        let _core = self.core()?;
+        Ok(f())
+    }
+
     /// The engine, for a call that must happen now (post, expose, revoke, stats): waits for
     /// a turn in progress (bounded by `LoopOptions::batch` packets) to end.
-    pub(crate) fn core(&self) -> Result<MutexGuard<'_, Core>, LiveError> {
+    pub(crate) fn core(&self) -> Result<MutexGuard<'_, dyn Driver + 'static>, LiveError> {
         if self.shared.stopped.load(Ordering::SeqCst) {
             return Err(LiveError::EngineGone);
         }
@@ -572,7 +632,7 @@ impl Runtime {
         // ends sooner reads no clock at all; the spin, yield and timeout bounds count from there.
         let mut start: Option<Instant> = None;
         // A caller pinned to one CPU has it to itself: it spins without yielding or backing off.
-        let pinned = crate::affinity::current_thread_pinned();
+        let pinned = unpinned_os::affinity::current_thread_pinned();
         let mut spin = self.opts.wait_spin;
         // Adaptive spinning (crate::runtime::SPIN_BACKOFF): skip the spin for a while after
         // one ran out without its completion.

@@ -1,6 +1,6 @@
 //! Remote atomics in the live API (issue 5): compare-and-swap, fetch-and-add and swap on a
 //! 64-bit word a peer exposed read-write, executed by the peer's engine with a real atomic
-//! instruction ([`crate::active::memory::ActiveMemory`]), at most once even when the request
+//! instruction ([`crate::memory::LiveMemory`]'s `Memory::atomic`), at most once even when the request
 //! or its response is lost (crates/part/src/atomics.rs).
 
 use std::sync::atomic::Ordering;

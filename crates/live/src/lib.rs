@@ -41,26 +41,19 @@
 
 #![warn(missing_docs)]
 
-pub mod active;
-pub mod affinity;
 pub mod api;
 pub mod atomics;
 pub mod bootstrap;
 pub mod config;
-pub mod conformance;
 pub mod edge;
 pub mod fault_handler;
 pub mod launch;
-pub mod mapping;
+pub mod layer;
 pub mod memory;
 pub mod msg;
-pub mod procmap;
-pub mod residency_cache;
 pub mod runtime;
-pub mod scan;
 pub mod trace;
 pub mod transport;
-pub mod uffd_abi;
 
 /// Unit tests that unmap memory and then probe the hole must not race with other tests that
 /// map memory (a new mapping could land in the hole).
@@ -69,6 +62,7 @@ pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub use api::{LiveError, Region, Runtime, TransportKind};
 pub use config::{Config, ConfigError};
+pub use layer::{EngineMemory, NoHook, TurnHook};
 pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;
 pub use unpinned_core::api::{AtomicOp, Completion, CompletionError, Op, Perms, RemoteKey, WrId};

@@ -9,7 +9,7 @@
 //! # Mechanism: one `PAGEMAP_SCAN` per window of a range, pagemap entries as the fallback
 //!
 //! Since issue 3's speed work the first question for an access is answered by the
-//! `PAGEMAP_SCAN` ioctl ([`crate::scan`], Linux 6.7+): one call returns how far the pages from
+//! `PAGEMAP_SCAN` ioctl ([`unpinned_os::scan`], Linux 6.7+): one call returns how far the pages from
 //! the accessed one on are good (present; for a write, not the zero page), looking
 //! [`SCAN_AHEAD_BYTES`] ahead, and that *range verdict* answers the next packets of the same
 //! transfer with two comparisons while it is trusted (the same [`RESIDENCY_TTL`] rule as the
@@ -17,14 +17,14 @@
 //! costs 16-32 scans per side (the TTL ends most verdicts) instead of 32 or more `pread`s of
 //! 32 entries; a scan of 4 MiB costs 3.8 us against 29 us for `pread`ing its 1024 entries
 //! (C test, median of 51). Only the pages at and after a bad one, and every write once the process has
-//! forked (the scan cannot see copy-on-write sharing, see [`crate::scan`]), go through the
+//! forked (the scan cannot see copy-on-write sharing, see [`unpinned_os::scan`]), go through the
 //! pagemap entries described next. `memory.pagemap_scan = false` ([`LiveMemory::set_scan`])
 //! switches the scan off.
 //!
 //! # The translation cache: verdicts trusted until the kernel reports a change
 //!
 //! The TTL exists because a verdict cannot see the page table change after the scan. For
-//! watched memory it can: [`crate::residency_cache`] registers ranges with a userfaultfd in
+//! watched memory it can: [`unpinned_os::residency_cache`] registers ranges with a userfaultfd in
 //! write-protect mode *only for its events* (no page is ever write-protected, so no fault is
 //! ever routed to it: first touches, `MADV_POPULATE_WRITE` and copy-on-write of the zero page
 //! behave as before, tested), and a reader thread bumps an epoch for every `munmap`,
@@ -141,6 +141,7 @@ use std::os::unix::fs::FileExt;
 use std::time::Instant as StdInstant;
 
 use unpinned_core::memory::{page_of, MemError, Memory, Pdid, PAGE_BYTES};
+pub use unpinned_os::maps::{check_mapped, check_mapped_kind, is_mapped, MapsError};
 
 /// The PDID of "this process" unless configured otherwise.
 pub const LOCAL_PDID: Pdid = 1;
@@ -206,7 +207,7 @@ pub struct MemStats {
     pub bytes_written: u64,
     /// Bytes read from application memory.
     pub bytes_read: u64,
-    /// `PAGEMAP_SCAN` calls (one per window of a range, see [`crate::scan`]).
+    /// `PAGEMAP_SCAN` calls (one per window of a range, see [`unpinned_os::scan`]).
     pub range_scans: u64,
     /// Accesses answered from a range verdict of a scan.
     pub range_hits: u64,
@@ -215,7 +216,7 @@ pub struct MemStats {
     /// Time spent paging in on access, ns.
     pub fill_ns: u64,
     /// Exposed ranges registered with the translation cache's userfaultfd
-    /// ([`crate::residency_cache`]): their verdicts are trusted until an unmap / remove /
+    /// ([`unpinned_os::residency_cache`]): their verdicts are trusted until an unmap / remove /
     /// remap event instead of for the TTL.
     pub cache_registrations: u64,
     /// Exposed anonymous ranges that could not be registered (another userfaultfd owns them,
@@ -260,7 +261,7 @@ impl MemoryMode {
 /// Pagemap windows kept per turn (replaced round robin).
 const WINDOWS: usize = 8;
 
-/// How far past an access one `PAGEMAP_SCAN` looks (see [`crate::scan`]): 256 KiB, 64 pages,
+/// How far past an access one `PAGEMAP_SCAN` looks (see [`unpinned_os::scan`]): 256 KiB, 64 pages,
 /// about 1.1 us per scan on the development VM (0.9 us per call + 3 ns per page). The packets
 /// that follow in the same transfer find their pages in the verdict while it is trusted
 /// ([`RESIDENCY_TTL`], 20 us): even at this machine's memcpy bound (~20 GB/s) the engine moves
@@ -299,7 +300,7 @@ impl Verdict {
 
 /// An exposure is registered with the cache's userfaultfd at its this-many-th scan, not at
 /// `expose`: a registration costs an `ioctl` that takes the mmap lock for writing and may split
-/// the mapping (measured in the tests of [`crate::residency_cache`]), which a short-lived
+/// the mapping (measured in the tests of [`unpinned_os::residency_cache`]), which a short-lived
 /// exposure (one message's rendezvous buffer, a single small write) would pay for nothing.
 pub const REGISTER_AFTER_SCANS: u32 = 3;
 
@@ -393,7 +394,7 @@ pub struct LiveMemory {
     mode: MemoryMode,
     ttl: std::time::Duration,
     /// The translation cache's invalidation (opened at the first registration).
-    watch: Option<crate::residency_cache::Watch>,
+    watch: Option<unpinned_os::residency_cache::Watch>,
     /// The cache is on (`memory.residency_cache`, and the userfaultfd could be opened).
     cache: bool,
     /// Exposed private anonymous ranges, candidates for the cache.
@@ -401,7 +402,7 @@ pub struct LiveMemory {
     /// What the last scan of [`LiveMemory::covered`] told of the first page after its good
     /// prefix (that page, and whether it is missing or unmapped): the answer `mincore` gave
     /// before, without the system call.
-    scan_after: Option<(u64, crate::scan::After)>,
+    scan_after: Option<(u64, unpinned_os::scan::After)>,
     /// The last few posted local buffers too small to watch (page-aligned bounds): a scan
     /// window over one of them stops at its end, like one over an exposure.
     small_locals: [(u64, u64); SMALL_LOCALS],
@@ -419,7 +420,7 @@ impl LiveMemory {
     /// Open the residency checker for this process, answering to `pdid`.
     pub fn new(pdid: Pdid) -> Result<LiveMemory, MemoryError> {
         let pagemap = File::open("/proc/self/pagemap").map_err(MemoryError::Pagemap)?;
-        crate::scan::watch_forks();
+        unpinned_os::scan::watch_forks();
         Ok(LiveMemory {
             pdid,
             pagemap,
@@ -491,7 +492,7 @@ impl LiveMemory {
     /// Page `[start, end)` in for writing now; whether it worked.
     fn fill(&mut self, start: u64, end: u64) -> bool {
         let t = StdInstant::now();
-        if crate::fault_handler::page_in(start, end, true).is_err() {
+        if unpinned_os::populate::page_in(start, end, true).is_err() {
             return false;
         }
         self.stats.filled_pages += (end - start) / PAGE_BYTES;
@@ -550,7 +551,7 @@ impl LiveMemory {
     }
 
     /// The counters of the cache's userfaultfd reader (`None`: nothing registered yet).
-    pub fn cache_stats(&self) -> Option<crate::residency_cache::WatchStats> {
+    pub fn cache_stats(&self) -> Option<unpinned_os::residency_cache::WatchStats> {
         self.watch.as_ref().map(|w| w.stats())
     }
 
@@ -665,7 +666,7 @@ impl LiveMemory {
     /// If `[page, end)` lies in a watched range (registering its exposure if due), the end of
     /// that range: a verdict over it may be trusted until the cache's epoch changes.
     fn watched_end(&mut self, page: u64, end: u64) -> Option<u64> {
-        if !self.cache || self.mode != MemoryMode::Part || crate::scan::forked() {
+        if !self.cache || self.mode != MemoryMode::Part || unpinned_os::scan::forked() {
             return None;
         }
         let i = self
@@ -681,7 +682,7 @@ impl LiveMemory {
             }
             WatchState::Pending(_) => {
                 if self.watch.is_none() {
-                    match crate::residency_cache::Watch::open() {
+                    match unpinned_os::residency_cache::Watch::open() {
                         Ok(w) => self.watch = Some(w),
                         Err(_) => {
                             // No userfaultfd for this process: never try again.
@@ -834,13 +835,13 @@ impl LiveMemory {
         }
         // Without `PAGEMAP_SCAN`, or for a write once the process forked (a shared
         // copy-on-write page looks present to the scan): per-page entries.
-        if !self.scan || (write && crate::scan::forked()) {
+        if !self.scan || (write && unpinned_os::scan::forked()) {
             return page;
         }
         let need = if write {
-            crate::scan::Need::Write
+            unpinned_os::scan::Need::Write
         } else {
-            crate::scan::Need::Read
+            unpinned_os::scan::Need::Read
         };
         let watched = self.watched_end(page, end);
         let ahead = match watched {
@@ -868,7 +869,7 @@ impl LiveMemory {
         // Read before the scan: an event during the scan leaves the verdict with an old epoch.
         let epoch = self.epoch();
         self.stats.range_scans += 1;
-        let Some(probe) = crate::scan::probe(&self.pagemap, page, ahead, need) else {
+        let Some(probe) = unpinned_os::scan::probe(&self.pagemap, page, ahead, need) else {
             self.scan = false;
             return page;
         };
@@ -978,14 +979,14 @@ impl LiveMemory {
         };
         let mut page = page_of(addr);
         if self.bad.is_empty() || !self.overlaps_bad(page, end) {
-            let scanned = self.scan && (access == Access::Read || !crate::scan::forked());
+            let scanned = self.scan && (access == Access::Read || !unpinned_os::scan::forked());
             page = self.covered(page, end, access);
             // A good prefix that ended before the range (at a page the scan did not see, or
             // at the kernel's 2 MiB walk chunk): scan again from there, a few times at most.
             let mut again = 0;
             while page < end
                 && again < 4
-                && matches!(self.scan_after, Some((p, crate::scan::After::Unknown)) if p == page)
+                && matches!(self.scan_after, Some((p, unpinned_os::scan::After::Unknown)) if p == page)
             {
                 page = self.covered(page, end, access);
                 again += 1;
@@ -996,8 +997,8 @@ impl LiveMemory {
                 // `mincore` tells, not the per-page pagemap entry (a `pread`, 2.7-4.7 us
                 // here, on every NACK).
                 let mapped = match self.scan_after.take() {
-                    Some((p, crate::scan::After::Missing)) if p == page => true,
-                    Some((p, crate::scan::After::Unmapped)) if p == page => false,
+                    Some((p, unpinned_os::scan::After::Missing)) if p == page => true,
+                    Some((p, unpinned_os::scan::After::Unmapped)) if p == page => false,
                     _ => {
                         self.stats.mincore_calls += 1;
                         is_mapped(page)
@@ -1078,7 +1079,7 @@ impl Memory for LiveMemory {
         // out as usual).
         if self.domain(pdid).is_ok()
             && self.scan
-            && !crate::scan::forked()
+            && !unpinned_os::scan::forked()
             && !self.overlaps_bad(s, e)
         {
             let good = self.covered(s, e, Access::Write);
@@ -1113,166 +1114,39 @@ impl Memory for LiveMemory {
         self.stats.bytes_read += out.len() as u64;
         Ok(())
     }
-}
 
-/// Whether the page holding `addr` is mapped in this process (`mincore` fails with `ENOMEM` on
-/// unmapped addresses). Does not touch the page.
-pub fn is_mapped(addr: u64) -> bool {
-    let mut v = 0u8;
-    // SAFETY: mincore only inspects the page tables / VMAs for the given range and writes one
-    // byte per page into `v` (exactly one page here); it never accesses the page itself.
-    let r = unsafe {
-        libc::mincore(
-            page_of(addr) as usize as *mut libc::c_void,
-            PAGE_BYTES as usize,
-            &mut v,
-        )
-    };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOMEM)
-}
-
-/// Why a range cannot be exposed.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum MapsError {
-    /// Part of the range is not mapped.
-    #[error("address {0:#x} is not mapped in this process; expose only memory you have mapped (mmap / a live allocation)")]
-    Unmapped(u64),
-    /// Part of the range lacks a permission the exposure grants.
-    #[error(
-        "mapping at {addr:#x} is not {need}; expose it with fewer permissions or mprotect it first"
-    )]
-    Protection {
-        /// Start of the offending mapping (or of the range).
+    /// A real atomic instruction on the word: the application's threads may access it at the
+    /// same time (through atomics), so the default read-then-write would lose updates.
+    fn atomic(
+        &mut self,
+        pdid: Pdid,
         addr: u64,
-        /// "readable" or "writable".
-        need: &'static str,
-    },
-    /// /proc/self/maps could not be read.
-    #[error("cannot read /proc/self/maps: {0}")]
-    Io(String),
-}
-
-/// Check from `/proc/self/maps` that `[addr, addr+len)` is mapped with the permissions asked
-/// (called once per exposure; costs tens of microseconds, not per access).
-pub fn check_mapped(addr: u64, len: u64, read: bool, write: bool) -> Result<(), MapsError> {
-    check_mapped_kind(addr, len, read, write).map(|_| ())
-}
-
-/// [`check_mapped`], also telling whether every mapping of the range is private anonymous
-/// memory (no file behind it, so a missing page is a zero-fill minor fault, never a disk read).
-///
-/// Asks the kernel mapping by mapping (`PROCMAP_QUERY`, [`crate::procmap`]) where it can, and
-/// parses `/proc/self/maps` otherwise (kernels before 6.11); both give the same answers, except
-/// for `[vsyscall]`, which the query does not see (nobody exposes it).
-pub fn check_mapped_kind(addr: u64, len: u64, read: bool, write: bool) -> Result<bool, MapsError> {
-    if len == 0 {
-        return Ok(false);
+        op: unpinned_core::api::AtomicOp,
+    ) -> Result<u64, MemError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use unpinned_core::api::AtomicOp;
+        self.domain(pdid)?;
+        if !addr.is_multiple_of(8) || addr.checked_add(8).is_none() {
+            return Err(MemError::Unmapped { addr });
+        }
+        if self.mode == MemoryMode::Part {
+            self.check(addr, 8, Access::Write)?;
+        }
+        // SAFETY: `addr` is 8-byte aligned and its page was just seen present and writable
+        // (Part mode) in this process, inside a range the application exposed read-write and
+        // promised to keep mapped; other threads access such words only through atomics or
+        // the engine, so viewing it as an `AtomicU64` for one operation is sound.
+        let w = unsafe { &*(addr as usize as *const AtomicU64) };
+        Ok(match op {
+            AtomicOp::Cas { expected, new } => {
+                match w.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            AtomicOp::FetchAdd(d) => w.fetch_add(d, Ordering::SeqCst),
+            AtomicOp::Swap(v) => w.swap(v, Ordering::SeqCst),
+        })
     }
-    match check_mapped_kind_query(addr, len, read, write) {
-        Some(answer) => answer,
-        None => check_mapped_kind_parse(addr, len, read, write),
-    }
-}
-
-/// Whether a mapping with these properties is private anonymous memory.
-fn is_anonymous(shared: bool, inode: u64, name: &str) -> bool {
-    !shared && inode == 0 && (name.is_empty() || name == "[heap]" || name.starts_with("[anon:"))
-}
-
-/// [`check_mapped_kind`] through `PROCMAP_QUERY` (`None`: the kernel cannot answer).
-fn check_mapped_kind_query(
-    addr: u64,
-    len: u64,
-    read: bool,
-    write: bool,
-) -> Option<Result<bool, MapsError>> {
-    use crate::procmap::{Procmap, QueryError};
-    let mut maps = Procmap::open()?;
-    let end = addr.saturating_add(len);
-    let (mut cur, mut anon) = (addr, true);
-    loop {
-        let vma = match maps.covering_or_next(cur) {
-            Ok(vma) => vma,
-            Err(QueryError::NoneAbove) => return Some(Err(MapsError::Unmapped(cur))),
-            Err(QueryError::Unsupported) => return None,
-        };
-        if vma.start > cur {
-            return Some(Err(MapsError::Unmapped(cur)));
-        }
-        let at = vma.start.max(addr);
-        if read && !vma.read {
-            return Some(Err(MapsError::Protection {
-                addr: at,
-                need: "readable",
-            }));
-        }
-        if write && !vma.write {
-            return Some(Err(MapsError::Protection {
-                addr: at,
-                need: "writable",
-            }));
-        }
-        anon &= is_anonymous(vma.shared, vma.inode, &vma.name);
-        cur = vma.end;
-        if cur >= end {
-            return Some(Ok(anon));
-        }
-    }
-}
-
-/// [`check_mapped_kind`] by parsing `/proc/self/maps` (`len` > 0).
-fn check_mapped_kind_parse(
-    addr: u64,
-    len: u64,
-    read: bool,
-    write: bool,
-) -> Result<bool, MapsError> {
-    let mut anon = true;
-    let maps =
-        std::fs::read_to_string("/proc/self/maps").map_err(|e| MapsError::Io(e.to_string()))?;
-    let end = addr.saturating_add(len);
-    let mut cur = addr;
-    for line in maps.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(range), Some(perms)) = (it.next(), it.next()) else {
-            continue;
-        };
-        let Some((s, e)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else {
-            continue;
-        };
-        if e <= cur {
-            continue;
-        }
-        if s > cur {
-            return Err(MapsError::Unmapped(cur));
-        }
-        let p = perms.as_bytes();
-        if read && p.first() != Some(&b'r') {
-            return Err(MapsError::Protection {
-                addr: s.max(addr),
-                need: "readable",
-            });
-        }
-        if write && p.get(1) != Some(&b'w') {
-            return Err(MapsError::Protection {
-                addr: s.max(addr),
-                need: "writable",
-            });
-        }
-        // Fields after perms: offset, device, inode, then the path (if any).
-        let inode = it.nth(2).and_then(|i| i.parse::<u64>().ok());
-        let path = it.next().unwrap_or("");
-        let private = p.get(3) == Some(&b'p');
-        anon &= inode.is_some_and(|i| is_anonymous(!private, i, path));
-        cur = e;
-        if cur >= end {
-            return Ok(anon);
-        }
-    }
-    Err(MapsError::Unmapped(cur))
 }
 
 /// Result of [`bench_residency`], nanoseconds per page.
@@ -1746,7 +1620,7 @@ mod tests {
             assert_eq!(s1.range_scans, s0.range_scans + 1);
             assert_eq!(s1.mincore_calls, s0.mincore_calls);
         }
-        crate::fault_handler::page_in(base, base + 4096, true).unwrap();
+        unpinned_os::populate::page_in(base, base + 4096, true).unwrap();
         m.paged_in(base, base + 4096);
         let s2 = m.stats();
         assert_eq!(m.check(base, 4096, Access::Write), Ok(()));
@@ -1791,95 +1665,5 @@ mod tests {
         );
         // SAFETY: unmapping our own mapping.
         unsafe { libc::munmap(base as *mut libc::c_void, 4096) };
-    }
-
-    /// The kernel query and the maps-file parse answer alike: anonymous, file-backed,
-    /// read-only, a hole, a range across two mappings.
-    #[test]
-    fn query_and_parse_agree() {
-        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let base = anon(4);
-        // SAFETY: changing the protection of / unmapping pages of our own mapping.
-        unsafe {
-            libc::mprotect((base + 4096) as *mut libc::c_void, 4096, libc::PROT_READ);
-            libc::munmap((base + 3 * 4096) as *mut libc::c_void, 4096);
-        }
-        let exe = std::fs::read_to_string("/proc/self/maps")
-            .unwrap()
-            .lines()
-            .find(|l| l.contains('/'))
-            .and_then(|l| u64::from_str_radix(l.split('-').next()?, 16).ok())
-            .unwrap();
-        for (a, l) in [
-            (base, 4096),
-            (base, 8192),
-            (base + 4096, 4096),
-            (base, 3 * 4096),
-            (base, 4 * 4096),
-            (base + 3 * 4096, 1),
-            (exe, 4096),
-        ] {
-            for (r, w) in [(true, false), (false, true), (true, true)] {
-                let parsed = check_mapped_kind_parse(a, l, r, w);
-                if let Some(queried) = check_mapped_kind_query(a, l, r, w) {
-                    assert_eq!(queried, parsed, "{a:#x}+{l} read {r} write {w}");
-                }
-            }
-        }
-        // SAFETY: unmapping the rest of our own mapping.
-        unsafe { libc::munmap(base as *mut libc::c_void, 3 * 4096) };
-    }
-
-    #[test]
-    fn file_mapping_is_not_anonymous() {
-        let path = std::env::temp_dir().join(format!("unpinned-kind-{}", std::process::id()));
-        std::fs::write(&path, [0u8; 4096]).unwrap();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        // SAFETY: a private mapping of our own temporary file, unmapped below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE,
-                std::os::fd::AsRawFd::as_raw_fd(&f),
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        assert_eq!(check_mapped_kind(p as u64, 4096, true, true), Ok(false));
-        // SAFETY: unmapping our own mapping.
-        unsafe { libc::munmap(p, 4096) };
-        let _ = std::fs::remove_file(&path);
-    }
-
-    #[test]
-    fn read_only_mapping_is_refused_for_write_exposure() {
-        let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: a fresh read-only anonymous mapping owned by the test.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert!(check_mapped(p as u64, 4096, true, false).is_ok());
-        assert!(matches!(
-            check_mapped(p as u64, 4096, false, true),
-            Err(MapsError::Protection {
-                need: "writable",
-                ..
-            })
-        ));
-        // SAFETY: unmapping our own mapping.
-        unsafe { libc::munmap(p, 4096) };
     }
 }

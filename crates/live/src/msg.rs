@@ -14,7 +14,7 @@ use unpinned_core::api::{Completion, Op, Perms, RemoteKey, WrId};
 use unpinned_msg::{Endpoint, HostMem, Layout, MsgConfig, MsgEvent, PeerInfo};
 
 use crate::api::{LiveError, Region, Runtime};
-use crate::mapping::Mapping;
+use unpinned_os::mapping::Mapping;
 
 /// The process's own memory for the message layer (the engine thread writes the region on
 /// packet arrival: reads are volatile and followed by an acquire fence).

@@ -57,7 +57,7 @@
 //! leaves our two threads one core, a spinner keeps the thread it waits for off that core
 //! until its spin ends. Spinning wins only with a core per thread; then set
 //! `progress.spin_us` / `progress.wait_spin_us` and pin the threads apart
-//! ([`LoopOptions::progress_cpu`], [`crate::affinity`]). Measured (`bench live`, two sets of
+//! ([`LoopOptions::progress_cpu`], [`unpinned_os::affinity`]). Measured (`bench live`, two sets of
 //! three runs of `--repeat 15`, load ~5 and ~4): 8 B write 7.24-7.74 us and 2.49-6.99 us with
 //! the defaults, 0.88-0.89 us and 1.68-1.80 us with the caller pinned to CPU 0 and the
 //! target's progress thread to CPU 1, both spinning 200 us.
@@ -92,7 +92,7 @@
 //!   waiting caller within [`LoopOptions::wait_spin`], the progress thread within
 //!   [`LoopOptions::spin`]) stops spinning for its next 64 waits / work episodes after a spin
 //!   that ran out, or that had to yield the core (once per 64 polls) before its answer came.
-//!   Pinned threads ([`crate::affinity::pin_current_thread`] to one CPU, or
+//!   Pinned threads ([`unpinned_os::affinity::pin_current_thread`] to one CPU, or
 //!   [`LoopOptions::progress_cpu`]) spin as before. With 20 us of spin unpinned
 //!   (`examples/lat8_loop.rs`, three interleaved runs each, load 4.6-5.2), an 8 B write took
 //!   2.24-52.3 us median (p99 62-355 us) before, depending on whether the two spinners shared
@@ -116,7 +116,8 @@ use unpinned_core::time::Instant;
 use unpinned_part::{EngineStats, Event, PartEngine};
 
 use crate::fault_handler::{HandlerConfig, HandlerOutput};
-use crate::memory::MemStats;
+use crate::layer::{EngineMemory, NoHook, TurnHook};
+use crate::memory::{LiveMemory, MemStats};
 use crate::transport::{InPlace, SendError, Sleeper, Transport};
 
 /// An idle turn (nothing received, nothing to send) checks the engine's deadline only every
@@ -205,7 +206,7 @@ pub struct LoopOptions {
     /// 1.7 us or ~110 us from run to run with 100 us of spin on this 2-vCPU VM).
     pub progress_cpu: Option<usize>,
     /// Trust residency verdicts of watched memory until the kernel reports a change
-    /// (the translation cache, [`crate::residency_cache`]; `memory.residency_cache`, default
+    /// (the translation cache, [`unpinned_os::residency_cache`]; `memory.residency_cache`, default
     /// on); off: every verdict lives [`LoopOptions::residency_ttl`].
     pub residency_cache: bool,
     /// Keep the CRC32 of every packet on a reliable transport too (`transport.shm_checksum`).
@@ -309,10 +310,13 @@ impl Shared {
     }
 }
 
-/// Everything the engine of a rank owns; whoever holds the lock drives it.
-pub(crate) struct Core {
+/// Everything the engine of a rank owns; whoever holds the lock drives it. `M` is the memory
+/// the engine accesses and `H` the hook of the layer above, if any ([`crate::layer`]).
+pub(crate) struct Core<M = LiveMemory, H = NoHook> {
     pub engine: PartEngine,
-    pub mem: crate::active::memory::ActiveMemory,
+    pub mem: M,
+    /// The layer's view of the turns and completions.
+    hook: H,
     pub transport: Box<dyn Transport>,
     pub handler_out: Receiver<HandlerOutput>,
     /// Fault records to the page-in thread; `None` once the runtime stops (ends that thread).
@@ -340,13 +344,14 @@ pub(crate) struct Core {
     idle_turns: u32,
 }
 
-impl Core {
+impl<M: EngineMemory, H: TurnHook> Core<M, H> {
     /// Assemble a core; buffers are sized for the larger of the transport's and the engine's
     /// packets.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         engine: PartEngine,
-        mem: crate::active::memory::ActiveMemory,
+        mem: M,
+        hook: H,
         transport: Box<dyn Transport>,
         handler_out: Receiver<HandlerOutput>,
         faults: Sender<FaultRecord>,
@@ -355,7 +360,7 @@ impl Core {
         opts: LoopOptions,
         handler_stats: Arc<crate::fault_handler::HandlerStats>,
         handler: HandlerConfig,
-    ) -> Core {
+    ) -> Core<M, H> {
         let bufsz = transport
             .max_packet()
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
@@ -369,13 +374,14 @@ impl Core {
             engine.set_checksum(unpinned_wire::Checksum::None);
         }
         let mut mem = mem;
-        mem.set_ttl(opts.residency_ttl);
+        mem.as_mut().set_ttl(opts.residency_ttl);
         if !opts.residency_cache {
-            mem.set_cache(false);
+            mem.as_mut().set_cache(false);
         }
         Core {
             engine,
             mem,
+            hook,
             transport,
             handler_out,
             faults: Some(faults),
@@ -402,8 +408,8 @@ impl Core {
     pub fn post(&mut self, wr: WorkRequest) -> StdInstant {
         let t = StdInstant::now();
         let now = self.clock.at(t);
-        // A candidate for the translation cache if large (crate::residency_cache).
-        self.mem.watch_local(wr.local_addr, wr.len);
+        // A candidate for the translation cache if large (unpinned_os::residency_cache).
+        self.mem.as_mut().watch_local(wr.local_addr, wr.len);
         if self.engine.post(now, wr).is_err() {
             self.shared.push(Completion {
                 wr_id: wr.wr_id,
@@ -459,13 +465,15 @@ impl Core {
         anonymous: bool,
     ) -> Option<RemoteKey> {
         let end = base.saturating_add(len);
-        self.mem.clear_bad(base, end);
-        let key = self.engine.expose(self.mem.pdid(), base, len, perms)?;
+        self.mem.as_mut().clear_bad(base, end);
+        let key = self
+            .engine
+            .expose(self.mem.as_mut().pdid(), base, len, perms)?;
         if anonymous {
             self.anon_exposures.push((base, end, key));
             self.update_fill();
-            // A candidate for the translation cache (crate::residency_cache).
-            self.mem.watch_exposure(base, end);
+            // A candidate for the translation cache (unpinned_os::residency_cache).
+            self.mem.as_mut().watch_exposure(base, end);
         }
         Some(key)
     }
@@ -473,7 +481,7 @@ impl Core {
     /// Withdraw an exposure.
     pub fn revoke(&mut self, key: RemoteKey) -> bool {
         if let Some(&(b, e, _)) = self.anon_exposures.iter().find(|x| x.2 == key) {
-            self.mem.unwatch_exposure(b, e);
+            self.mem.as_mut().unwatch_exposure(b, e);
         }
         self.anon_exposures.retain(|e| e.2 != key);
         self.update_fill();
@@ -492,6 +500,7 @@ impl Core {
             .fill_on_access_max_pages
             .saturating_mul(PAGE_BYTES);
         self.mem
+            .as_mut()
             .set_fill(ranges, if self.handler.send_err { max } else { 0 });
     }
 
@@ -514,7 +523,7 @@ impl Core {
         let t = StdInstant::now();
         // A failure (a range made inaccessible since) goes to the thread, which finds the bad
         // pages and reports them.
-        if crate::fault_handler::page_in(s, e, true).is_err() {
+        if unpinned_os::populate::page_in(s, e, true).is_err() {
             return false;
         }
         let st = &self.handler_stats;
@@ -524,7 +533,7 @@ impl Core {
         st.page_in_ns
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         st.errs.fetch_add(1, Ordering::Relaxed);
-        self.mem.paged_in(s, e);
+        self.mem.as_mut().paged_in(s, e);
         self.engine.post_err(rec.transfer, rec.block, rec.block_seq);
         crate::trace::mark(self.rank, crate::trace::Point::PageInEnd, 0);
         true
@@ -534,7 +543,7 @@ impl Core {
     pub fn stats(&self) -> RuntimeStats {
         let mut s = self.stats;
         s.engine = self.engine.stats();
-        s.memory = self.mem.stats();
+        s.memory = self.mem.as_ref().stats();
         s.handler = self.handler_stats.snapshot();
         s.sleeps = self.shared.sleeps.load(Ordering::Relaxed);
         s
@@ -553,15 +562,18 @@ impl Core {
     /// [`Core::turn`] right after a post that read the clock at `now` (one clock read saved on
     /// the posting path; the turn is still the same).
     pub fn turn_at(&mut self, now: StdInstant) -> bool {
-        self.mem.begin_turn_at(now);
+        self.mem.as_mut().begin_turn_at(now);
         let now = self.clock.at(now);
         self.turn_inner(Some(now))
     }
 
     fn turn_inner(&mut self, at: Option<Instant>) -> bool {
         self.stats.turns += 1;
-        // Replies of the reply-based active flush that handlers made due.
-        self.post_replies();
+        // The layer's own requests that are due (Active Access: replies of the reply flush).
+        {
+            let clock = self.clock;
+            self.hook.before_turn(&mut self.engine, &mut || clock.now());
+        }
         let mut work = false;
         // The clock, and the expiry of residency verdicts, only for a turn that has something
         // to handle: a clock read costs ~35 ns on the development VM, more than half of an
@@ -574,7 +586,7 @@ impl Core {
             let now = self.now_for_work(&mut now);
             if !work {
                 // Pages were brought in: cached "missing" verdicts are stale.
-                self.mem.forget();
+                self.mem.as_mut().forget();
             }
             work = true;
             match out {
@@ -590,7 +602,7 @@ impl Core {
                 } => self
                     .engine
                     .handle_source_resolved(now, transfer, block, block_seq),
-                HandlerOutput::Bad { start, end } => self.mem.mark_bad(start, end),
+                HandlerOutput::Bad { start, end } => self.mem.as_mut().mark_bad(start, end),
             }
         }
 
@@ -612,7 +624,7 @@ impl Core {
                     crate::trace::mark(*rank, crate::trace::Point::RxStart, bytes.len() as u32);
                     let now = *now.get_or_insert_with(|| {
                         let t = StdInstant::now();
-                        mem.begin_turn_at(t);
+                        mem.as_mut().begin_turn_at(t);
                         clock.at(t)
                     });
                     // Every other check (lengths, fields, geometry, protection) applies either way.
@@ -743,7 +755,7 @@ impl Core {
     fn now_for_work(&mut self, now: &mut Option<Instant>) -> Instant {
         *now.get_or_insert_with(|| {
             let t = StdInstant::now();
-            self.mem.begin_turn_at(t);
+            self.mem.as_mut().begin_turn_at(t);
             self.clock.at(t)
         })
     }
@@ -755,8 +767,8 @@ impl Core {
         while let Some(ev) = self.engine.poll_event() {
             work = true;
             match ev {
-                // The runtime's own reply writes stay out of the application's queue.
-                Event::Completion(c) if self.reply_completed(&c) => {}
+                // The layer's own requests (e.g. reply writes) stay out of the application's queue.
+                Event::Completion(c) if self.hook.completed(&c) => {}
                 Event::Completion(c) => {
                     crate::trace::mark(self.rank, crate::trace::Point::Completion, c.len as u32);
                     self.shared.push(c)
@@ -773,6 +785,55 @@ impl Core {
             }
         }
         work
+    }
+}
+
+/// The engine loop as the API ([`crate::Runtime`]) calls it, whatever the layer's memory and
+/// hook types: one virtual call per operation or turn; the per-packet path inside a turn is
+/// compiled for the layer's types.
+pub(crate) trait Driver: Send {
+    /// [`Core::post`].
+    fn post(&mut self, wr: WorkRequest) -> StdInstant;
+    /// [`Core::needs_wake_after_post`].
+    fn needs_wake_after_post(&mut self, now: StdInstant) -> bool;
+    /// [`Core::post_atomic`].
+    fn post_atomic(&mut self, r: unpinned_part::AtomicRequest);
+    /// [`Core::expose`].
+    fn expose(&mut self, base: u64, len: u64, perms: Perms, anonymous: bool) -> Option<RemoteKey>;
+    /// [`Core::revoke`].
+    fn revoke(&mut self, key: RemoteKey) -> bool;
+    /// [`Core::stats`].
+    fn stats(&self) -> RuntimeStats;
+    /// [`Core::turn`].
+    fn turn(&mut self) -> bool;
+    /// [`Core::turn_at`].
+    fn turn_at(&mut self, now: StdInstant) -> bool;
+}
+
+impl<M: EngineMemory, H: TurnHook> Driver for Core<M, H> {
+    fn post(&mut self, wr: WorkRequest) -> StdInstant {
+        Core::post(self, wr)
+    }
+    fn needs_wake_after_post(&mut self, now: StdInstant) -> bool {
+        Core::needs_wake_after_post(self, now)
+    }
+    fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) {
+        Core::post_atomic(self, r)
+    }
+    fn expose(&mut self, base: u64, len: u64, perms: Perms, anonymous: bool) -> Option<RemoteKey> {
+        Core::expose(self, base, len, perms, anonymous)
+    }
+    fn revoke(&mut self, key: RemoteKey) -> bool {
+        Core::revoke(self, key)
+    }
+    fn stats(&self) -> RuntimeStats {
+        Core::stats(self)
+    }
+    fn turn(&mut self) -> bool {
+        Core::turn(self)
+    }
+    fn turn_at(&mut self, now: StdInstant) -> bool {
+        Core::turn_at(self, now)
     }
 }
 
@@ -817,7 +878,11 @@ pub const SPIN_CHECK_POLLS: u32 = 32;
 
 /// The progress thread's body: drive `core` whenever no caller does, until shutdown is asked
 /// and the engine has been idle for `linger` (or 5 s passed since the shutdown request).
-pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper: Sleeper) {
+pub(crate) fn progress<M: EngineMemory, H: TurnHook>(
+    core: Arc<Mutex<Core<M, H>>>,
+    shared: Arc<Shared>,
+    mut sleeper: Sleeper,
+) {
     let (opts, clock, rank) = match core.lock() {
         Ok(c) => (c.opts, c.clock, c.rank),
         Err(_) => return finish(&core, &shared),
@@ -825,7 +890,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
     if let Some(cpu) = opts.progress_cpu {
         // Validated by `Runtime::new`; a failure here (the CPU went offline since) leaves the
         // thread where the scheduler puts it, which is correct, only slower.
-        let _ = crate::affinity::pin_current_thread(&[cpu]);
+        let _ = unpinned_os::affinity::pin_current_thread(&[cpu]);
     }
     let mut idle_since: Option<StdInstant> = None;
     // When this thread's own turn last found work: it spins only after that (a target whose
@@ -961,7 +1026,7 @@ pub(crate) fn progress(core: Arc<Mutex<Core>>, shared: Arc<Shared>, mut sleeper:
 
 /// The progress thread ends: close the fault channel (stops the page-in thread) and tell
 /// waiters that no more completions will come.
-fn finish(core: &Mutex<Core>, shared: &Shared) {
+fn finish<M, H>(core: &Mutex<Core<M, H>>, shared: &Shared) {
     match core.lock() {
         Ok(mut c) => c.faults = None,
         Err(p) => p.into_inner().faults = None,

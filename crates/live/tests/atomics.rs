@@ -1,9 +1,9 @@
 //! Remote atomics on the live runtime: three runtimes in one process over the in-memory
 //! transport, real engine threads and real memory.
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::mem::network;
 use unpinned_live::{AtomicOp, Config, LiveError, Perms, Runtime};
+use unpinned_os::mapping::Mapping;
 
 fn ranks(n: u32) -> Vec<Runtime> {
     let max = Config::new(0, n).max_packet();

@@ -2,8 +2,10 @@
 //! seeds, live outcome == reference outcome == simulator outcome (statuses one to one, final
 //! region bytes by hash).
 
+mod conformance_live;
+
+use conformance_live::run_live;
 use unpinned_core::profile::Profile;
-use unpinned_live::conformance::run_live;
 use unpinned_sim::conformance::{expected, run_sim, scenarios};
 use unpinned_sim::SimConfig;
 

@@ -3,9 +3,9 @@
 //! NACK, no ERR); larger transfers, file-backed memory and the option switched off keep the
 //! protocol's NACK / page-in / ERR path.
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::mem::network;
 use unpinned_live::{Config, Perms, Runtime};
+use unpinned_os::mapping::Mapping;
 
 fn pair(fill_pages: u64) -> Vec<Runtime> {
     let max = Config::new(0, 2).max_packet();

@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::mem::{network, MemTransport};
 use unpinned_live::transport::Transport;
 use unpinned_live::{Config, Perms, RemoteKey, Runtime};
+use unpinned_os::mapping::Mapping;
 use unpinned_wire::part::{DataFlags, NackReason, PartRepr};
 
 /// xorshift64; the seed is printed.

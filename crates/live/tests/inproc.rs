@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::mem::network;
 use unpinned_live::{CompletionError, Config, LiveError, Perms, Runtime};
+use unpinned_os::mapping::Mapping;
 
 fn pair(n: u32) -> Vec<Runtime> {
     let cfg0 = Config::new(0, n);

@@ -1,9 +1,9 @@
 //! The baseline memory modes (issue 3, "same engine, same benchmark"): Transfer-Only and
 //! Blocking copy without the residency check; PART checks and faults pages in.
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::mem::network;
 use unpinned_live::{Config, MemoryMode, Perms, Runtime};
+use unpinned_os::mapping::Mapping;
 
 fn pair(mode: MemoryMode) -> Vec<Runtime> {
     let max = Config::new(0, 2).max_packet();
@@ -61,4 +61,23 @@ fn part_faults_missing_pages_in() {
     let (ok, nacks) = write_fresh(MemoryMode::Part, false);
     assert!(ok);
     assert!(nacks > 0);
+}
+
+/// `PAGEMAP_SCAN` reports a present range in 2 MiB chunks: the memory checker goes on from a
+/// chunk boundary instead of calling the page after it missing.
+#[test]
+fn a_scan_chunk_boundary_is_not_a_missing_page() {
+    use unpinned_live::memory::{Access, LiveMemory, LOCAL_PDID};
+    // 6 MiB present: the kernel's walk crosses 2 MiB chunk boundaries.
+    let len = 6usize << 20;
+    let m = Mapping::anon(len).unwrap();
+    // SAFETY: the mapping is ours and nothing else accesses it.
+    let s = unsafe { m.as_mut_slice() };
+    for i in (0..len).step_by(4096) {
+        s[i] = 1;
+    }
+    let b = m.addr();
+    let mut mem = LiveMemory::new(LOCAL_PDID).unwrap();
+    let mid = (b + (4 << 20)) & !((2 << 20) - 1);
+    assert_eq!(mem.check(mid - 8192, 16384, Access::Write), Ok(()));
 }

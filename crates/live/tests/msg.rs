@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::msg::Messenger;
 use unpinned_live::transport::mem::network;
 use unpinned_live::{Config, Runtime};
 use unpinned_msg::{MsgConfig, MsgEvent};
+use unpinned_os::mapping::Mapping;
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed | 1;

@@ -42,7 +42,7 @@ fn main() {
     let s4 = pattern(3, 4096);
     let mut miss = Vec::new();
     for _ in 0..200 {
-        let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+        let fresh = unpinned_os::mapping::Mapping::anon(4096).unwrap();
         // SAFETY: fresh outlives the exposure (revoked below).
         let k = unsafe { pair.expose(fresh.ptr(), 4096).unwrap() };
         miss.push(pair.write_us(&s4, fresh.addr(), k).unwrap());
@@ -52,7 +52,7 @@ fn main() {
     // The same loop into a fresh mapping touched first: what the loop costs without the fault.
     let mut pres = Vec::new();
     for _ in 0..200 {
-        let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+        let fresh = unpinned_os::mapping::Mapping::anon(4096).unwrap();
         // SAFETY: our mapping, not exposed yet.
         unsafe { fresh.as_mut_slice()[0] = 1 };
         // SAFETY: fresh outlives the exposure (revoked below).

@@ -37,7 +37,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
     let dedicated = std::env::var("DEDICATED").is_ok_and(|v| v != "0");
-    let cpus = unpinned_live::affinity::allowed_cpus().unwrap();
+    let cpus = unpinned_os::affinity::allowed_cpus().unwrap();
     let (cc, tc) = (cpus[0], cpus[cpus.len() - 1]);
     let pair = Pair::with_loop(
         &live_profile(),
@@ -58,7 +58,7 @@ fn main() {
     )
     .unwrap();
     if dedicated {
-        unpinned_live::affinity::pin_current_thread(&[cc]).unwrap();
+        unpinned_os::affinity::pin_current_thread(&[cc]).unwrap();
     }
     let dst = present(4096).unwrap();
     // SAFETY: dst outlives the pair's use of it.

@@ -7,9 +7,9 @@
 use std::time::Instant;
 
 use unpinned_core::memory::MemError;
-use unpinned_live::mapping::Mapping;
 use unpinned_live::memory::{is_mapped, Access, LiveMemory, SCAN_AHEAD_BYTES};
-use unpinned_live::scan::{good_prefix, probe, Need};
+use unpinned_os::mapping::Mapping;
+use unpinned_os::scan::{good_prefix, probe, Need};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -59,7 +59,7 @@ fn main() {
                 assert_eq!(r.map(|r| r.good_end), Some(p));
             }
             3 => {
-                unpinned_live::fault_handler::page_in(p, p + 4096, true).unwrap();
+                unpinned_os::populate::page_in(p, p + 4096, true).unwrap();
                 let t = Instant::now();
                 let r = probe(&pm, p, p + 4096, Need::Write);
                 present.push(t.elapsed().as_secs_f64() * 1e6);
@@ -67,7 +67,7 @@ fn main() {
             }
             _ => {
                 let t = Instant::now();
-                unpinned_live::fault_handler::page_in(p, p + 4096, true).unwrap();
+                unpinned_os::populate::page_in(p, p + 4096, true).unwrap();
                 populate.push(t.elapsed().as_secs_f64() * 1e6);
             }
         }

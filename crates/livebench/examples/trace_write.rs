@@ -120,7 +120,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
     let dedicated = std::env::var("DEDICATED").map(|v| v != "0").unwrap_or(true);
-    let cpus = unpinned_live::affinity::allowed_cpus().unwrap();
+    let cpus = unpinned_os::affinity::allowed_cpus().unwrap();
     let (cc, tc) = (cpus[0], cpus[1]);
     let pair = Pair::with_loop(
         &live_profile(),
@@ -141,7 +141,7 @@ fn main() {
     )
     .unwrap();
     if dedicated {
-        unpinned_live::affinity::pin_current_thread(&[cc]).unwrap();
+        unpinned_os::affinity::pin_current_thread(&[cc]).unwrap();
     }
     println!("dedicated cores: {dedicated}");
     if std::env::var_os("PHASES").is_some() {
@@ -213,7 +213,7 @@ fn main() {
     let sw0 = switches();
     let tsw0 = thread_switches("unpinned-engine");
     for _ in 0..m {
-        let fresh = unpinned_live::mapping::Mapping::anon(4096).unwrap();
+        let fresh = unpinned_os::mapping::Mapping::anon(4096).unwrap();
         // SAFETY: fresh outlives the exposure (revoked below).
         let k = unsafe { pair.expose(fresh.ptr(), 4096).unwrap() };
         trace::enable();

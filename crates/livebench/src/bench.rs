@@ -164,7 +164,7 @@
 //!
 //! # Residency cache and bandwidth (branch `livemem`), measured
 //!
-//! What changed: the translation cache (`unpinned_live::residency_cache`: verdicts of watched
+//! What changed: the translation cache (`unpinned_os::residency_cache`: verdicts of watched
 //! exposures and large sources trusted until a userfaultfd event instead of 20 us), 16
 //! outstanding blocks instead of 8, and the shm ring's index caching (each side reloads the
 //! other's index only at full / empty; the doorbell is bumped only for a sleeping consumer).
@@ -455,7 +455,7 @@
 //! most recently given back first ([`unpinned_live::transport::shm`], segment layout version
 //! 3); the residency probe of a range is one `PAGEMAP_SCAN` that stops at the end of the run
 //! of pages alike from the first page and tells a missing page from an unmapped one without
-//! `mincore` ([`unpinned_live::scan::probe`]); its window stops at the end of the exposure or
+//! `mincore` ([`unpinned_os::scan::probe`]); its window stops at the end of the exposure or
 //! small posted buffer the range lies in. Release build, `bench live` (5 rounds), four
 //! interleaved pairs, old = `main` at 28397b0, new = this branch; load average 4.0 falling to
 //! 2.5 (other engineers' builds and simulator); medians of the four \[range\]:
@@ -537,8 +537,8 @@ use std::time::Instant;
 use serde::Serialize;
 use unpinned_experiments::{ExperimentError, RunContext};
 use unpinned_live::fault_handler::HandlerConfig;
-use unpinned_live::mapping::Mapping;
 use unpinned_live::MemoryMode;
+use unpinned_os::mapping::Mapping;
 
 use crate::exp::hol::{hol, HolParams};
 use crate::exp::{fail, median, pattern, present, Pair};
@@ -637,7 +637,7 @@ pub fn dedicated_cores(
     reps: usize,
     ring_slots: u32,
 ) -> Result<Option<DedicatedCores>, ExperimentError> {
-    let cpus = unpinned_live::affinity::allowed_cpus().map_err(fail)?;
+    let cpus = unpinned_os::affinity::allowed_cpus().map_err(fail)?;
     let [.., caller_cpu, target_cpu] = cpus[..] else {
         return Ok(None);
     };
@@ -657,9 +657,9 @@ pub fn dedicated_cores(
             }
         },
     )?;
-    unpinned_live::affinity::pin_current_thread(&[caller_cpu]).map_err(fail)?;
+    unpinned_os::affinity::pin_current_thread(&[caller_cpu]).map_err(fail)?;
     let measured = latency_pair(&pair, reps);
-    let unpinned = unpinned_live::affinity::pin_current_thread(&cpus).map_err(fail);
+    let unpinned = unpinned_os::affinity::pin_current_thread(&cpus).map_err(fail);
     let (write_8b_us, write_4k_missing_us) = measured?;
     unpinned?;
     Ok(Some(DedicatedCores {
@@ -774,11 +774,11 @@ pub fn scan_cost_us(rounds: usize) -> Result<f64, ExperimentError> {
     let mut v = Vec::with_capacity(rounds);
     for _ in 0..rounds.max(1) {
         let t = Instant::now();
-        let r = unpinned_live::scan::good_prefix(
+        let r = unpinned_os::scan::good_prefix(
             &pm,
             m.addr(),
             m.addr() + len,
-            unpinned_live::scan::Need::Write,
+            unpinned_os::scan::Need::Write,
         );
         v.push(t.elapsed().as_secs_f64() * 1e6);
         if r.is_none() {

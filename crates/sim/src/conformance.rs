@@ -1,72 +1,34 @@
-//! Conformance scenarios: one description, run on every driver, with outcomes that must agree
-//! (turmoil's "one test body, two backends"). Addresses are region-relative so that the live
-//! runtime can place regions wherever its allocator puts them; contents are seeded.
+//! The conformance scenarios (crates/conformance, data only) on the simulator, and the
+//! reference outcome every driver must produce: [`run_sim`], [`expected`], and the seeded
+//! initial contents of the regions ([`initial_bytes`]) that every driver uses.
 //!
 //! The outcome of a scenario is what a user can observe: each work request's status, and the
 //! final bytes of every region (as a hash). Timing is not part of it.
 
-use unpinned_core::api::{CompletionError, NodeId, Op, Perms, WorkRequest};
+use unpinned_core::api::{CompletionError, Op, Perms, WorkRequest};
 use unpinned_core::rng::{rng_for, Rng};
 use unpinned_core::time::Duration;
 use xxhash_rust::xxh3::xxh3_64;
 
+pub use unpinned_conformance::{scenarios, Region, Request, Scenario, Start};
+
 use crate::memory::Residence;
 use crate::world::{Sim, SimConfig};
 
-/// Residency of a region when the scenario starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Start {
-    /// Every page present (touched).
-    Present,
-    /// No page present (fresh memory, never touched).
-    Fresh,
-    /// Every other page present.
-    Alternate,
+/// The engine's operation for a scenario's.
+pub fn op(op: unpinned_conformance::Op) -> Op {
+    match op {
+        unpinned_conformance::Op::Write => Op::Write,
+        unpinned_conformance::Op::Read => Op::Read,
+    }
 }
 
-/// A memory region of one node.
-#[derive(Clone, Debug)]
-pub struct Region {
-    /// Owner.
-    pub node: NodeId,
-    /// Bytes.
-    pub len: u64,
-    /// Residency at the start.
-    pub start: Start,
-    /// Exposed to peers with these permissions (None: private).
-    pub exposed: Option<Perms>,
-}
-
-/// One work request, in region-relative terms.
-#[derive(Clone, Debug)]
-pub struct Request {
-    /// Posting node.
-    pub node: NodeId,
-    /// Write or read.
-    pub op: Op,
-    /// Local region index and offset.
-    pub local: (usize, u64),
-    /// Remote region index and offset (its owner is the peer).
-    pub remote: (usize, u64),
-    /// Bytes.
-    pub len: u64,
-    /// Present a wrong key.
-    pub wrong_key: bool,
-}
-
-/// A scenario.
-#[derive(Clone, Debug)]
-pub struct Scenario {
-    /// Name.
-    pub name: &'static str,
-    /// Nodes (ranks).
-    pub nodes: u32,
-    /// Regions; their initial contents are seeded random bytes.
-    pub regions: Vec<Region>,
-    /// Requests, posted in order (each after the previous completed when `sequential`).
-    pub requests: Vec<Request>,
-    /// Post each request only after the previous one completed (outcomes independent of timing).
-    pub sequential: bool,
+/// The engine's permissions for a scenario's.
+pub fn perms(p: unpinned_conformance::Perms) -> Perms {
+    Perms {
+        read: p.read,
+        write: p.write,
+    }
 }
 
 /// What a user observes.
@@ -84,155 +46,6 @@ pub fn initial_bytes(seed: u64, i: usize, len: u64) -> Vec<u8> {
     let mut v = vec![0u8; len as usize];
     rng.fill(&mut v[..]);
     v
-}
-
-/// The scenarios every driver must run identically.
-pub fn scenarios() -> Vec<Scenario> {
-    let rw = Some(Perms::RW);
-    let req = |node, op, local, remote, len| Request {
-        node,
-        op,
-        local,
-        remote,
-        len,
-        wrong_key: false,
-    };
-    vec![
-        Scenario {
-            name: "write-fresh-and-present",
-            nodes: 2,
-            regions: vec![
-                Region {
-                    node: 0,
-                    len: 256 << 10,
-                    start: Start::Present,
-                    exposed: None,
-                },
-                Region {
-                    node: 1,
-                    len: 256 << 10,
-                    start: Start::Fresh,
-                    exposed: rw,
-                },
-                Region {
-                    node: 1,
-                    len: 64 << 10,
-                    start: Start::Present,
-                    exposed: rw,
-                },
-            ],
-            requests: vec![
-                req(0, Op::Write, (0, 0), (1, 0), 1),
-                req(0, Op::Write, (0, 100), (1, 4096 + 7), 40_000),
-                req(0, Op::Write, (0, 0), (1, 64 << 10), 192 << 10),
-                req(0, Op::Write, (0, 5), (2, 3), (64 << 10) - 3),
-            ],
-            sequential: true,
-        },
-        Scenario {
-            name: "read-with-faults-on-both-sides",
-            nodes: 2,
-            regions: vec![
-                Region {
-                    node: 0,
-                    len: 128 << 10,
-                    start: Start::Fresh,
-                    exposed: None,
-                },
-                Region {
-                    node: 1,
-                    len: 128 << 10,
-                    start: Start::Alternate,
-                    exposed: Some(Perms::R),
-                },
-            ],
-            requests: vec![
-                req(0, Op::Read, (0, 0), (1, 0), 128 << 10),
-                req(0, Op::Read, (0, 1), (1, 4095), 3),
-            ],
-            sequential: true,
-        },
-        Scenario {
-            name: "protection-errors-write-nothing",
-            nodes: 2,
-            regions: vec![
-                Region {
-                    node: 0,
-                    len: 64 << 10,
-                    start: Start::Present,
-                    exposed: None,
-                },
-                Region {
-                    node: 1,
-                    len: 32 << 10,
-                    start: Start::Present,
-                    exposed: Some(Perms::R),
-                },
-                Region {
-                    node: 1,
-                    len: 32 << 10,
-                    start: Start::Present,
-                    exposed: rw,
-                },
-            ],
-            requests: vec![
-                // Write to a read-only exposure.
-                req(0, Op::Write, (0, 0), (1, 0), 100),
-                // Past the end of an exposure.
-                req(0, Op::Write, (0, 0), (2, 1), 32 << 10),
-                // Wrong key.
-                Request {
-                    wrong_key: true,
-                    ..req(0, Op::Write, (0, 0), (2, 0), 10)
-                },
-                Request {
-                    wrong_key: true,
-                    ..req(0, Op::Read, (0, 0), (1, 0), 10)
-                },
-                // And one that is fine.
-                req(0, Op::Write, (0, 0), (2, 0), 32 << 10),
-            ],
-            sequential: true,
-        },
-        Scenario {
-            name: "three-ranks-into-one-target",
-            nodes: 3,
-            regions: vec![
-                Region {
-                    node: 0,
-                    len: 64 << 10,
-                    start: Start::Present,
-                    exposed: None,
-                },
-                Region {
-                    node: 1,
-                    len: 64 << 10,
-                    start: Start::Fresh,
-                    exposed: None,
-                },
-                Region {
-                    node: 2,
-                    len: 256 << 10,
-                    start: Start::Fresh,
-                    exposed: rw,
-                },
-                Region {
-                    node: 1,
-                    len: 64 << 10,
-                    start: Start::Fresh,
-                    exposed: None,
-                },
-            ],
-            // Concurrent requests touch disjoint bytes (as a correct program's would).
-            requests: vec![
-                req(0, Op::Write, (0, 0), (2, 0), 64 << 10),
-                req(1, Op::Write, (1, 0), (2, 64 << 10), 64 << 10),
-                req(0, Op::Write, (0, 17), (2, 128 << 10), 30_000),
-                req(1, Op::Read, (3, 0), (2, 192 << 10), 64 << 10),
-            ],
-            sequential: false,
-        },
-    ]
 }
 
 /// Base address of region `i` in the simulator.
@@ -265,7 +78,7 @@ pub fn run_sim(s: &Scenario, seed: u64, cfg: &SimConfig) -> Outcome {
             .host_write(1, base, &initial_bytes(seed, i, r.len));
         keys.push(
             r.exposed
-                .map(|perms| sim.expose(r.node, 1, base, r.len, perms)),
+                .map(|p| sim.expose(r.node, 1, base, r.len, perms(p))),
         );
     }
     for (wr_id, q) in s.requests.iter().enumerate() {
@@ -273,7 +86,7 @@ pub fn run_sim(s: &Scenario, seed: u64, cfg: &SimConfig) -> Outcome {
         let key = keys[q.remote.0].unwrap_or(0) ^ if q.wrong_key { 0x5a5a } else { 0 };
         let wr = WorkRequest {
             wr_id: wr_id as u64,
-            op: q.op,
+            op: op(q.op),
             peer: remote.node,
             local_pdid: 1,
             local_addr: sim_base(q.local.0) + q.local.1,
@@ -328,7 +141,7 @@ pub fn expected(s: &Scenario, seed: u64) -> Outcome {
     let mut statuses = Vec::new();
     for q in &s.requests {
         let remote = &s.regions[q.remote.0];
-        let need = match q.op {
+        let need = match op(q.op) {
             Op::Write => Perms::W,
             Op::Read => Perms::R,
         };
@@ -341,7 +154,7 @@ pub fn expected(s: &Scenario, seed: u64) -> Outcome {
             statuses.push(Err(CompletionError::RemoteAccess));
             continue;
         }
-        let (src, dst) = match q.op {
+        let (src, dst) = match op(q.op) {
             Op::Write => (q.local, q.remote),
             Op::Read => (q.remote, q.local),
         };

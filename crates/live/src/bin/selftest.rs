@@ -20,9 +20,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use unpinned_live::mapping::Mapping;
 use unpinned_live::memory::bench_residency;
 use unpinned_live::{CompletionError, LiveError, Perms, Region, Runtime};
+use unpinned_os::mapping::Mapping;
 
 /// xorshift64, deterministic so a target can replay a writer's sequence.
 struct Rng(u64);

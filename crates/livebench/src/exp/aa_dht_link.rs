@@ -14,9 +14,9 @@
 
 use serde_json::json;
 use unpinned_aa::dht::{DhtMap, Volume};
+use unpinned_aa_live::dht::{Dht, Scheme};
+use unpinned_aa_live::Notify;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::active::dht::{Dht, Scheme};
-use unpinned_live::active::Notify;
 use unpinned_report::{PlotSpec, Table};
 
 use super::{fail, median, Pair};

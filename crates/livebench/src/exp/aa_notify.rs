@@ -17,9 +17,9 @@
 use std::time::Instant;
 
 use serde_json::json;
+use unpinned_aa_live::{ActiveAccess, Notify, PageBits};
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
-use unpinned_live::active::{ActiveAccess, Notify, PageBits};
-use unpinned_live::mapping::Mapping;
+use unpinned_os::mapping::Mapping;
 use unpinned_report::{PlotSpec, Table};
 
 use super::{fail, median, Pair};

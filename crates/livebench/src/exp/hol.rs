@@ -11,8 +11,8 @@
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 use unpinned_live::fault_handler::HandlerConfig;
-use unpinned_live::mapping::Mapping;
 use unpinned_live::MemoryMode;
+use unpinned_os::mapping::Mapping;
 use unpinned_report::{PlotSpec, Table};
 
 use super::{fail, median, pattern, present, Pair};

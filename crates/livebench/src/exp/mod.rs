@@ -7,7 +7,7 @@
 //! `dsm-roundtrip` and `dsm-protect` measure the live DSM (crates/dsm-live); `dsm-apps` and
 //! `dsm-load` run the DSM applications on it, each rank a real process (the only live
 //! experiments that launch processes). Every other experiment runs two ranks as two
-//! [`Runtime`]s in this process, connected by the shared-memory transport users get from
+//! [`Runtime`](unpinned_live::Runtime)s in this process, connected by the shared-memory transport users get from
 //! `unpinned run` (a segment in /dev/shm, unlinked once both ranks opened it), so no launcher
 //! is needed. Rank 0 sends, rank 1 is the target.
 //!
@@ -35,13 +35,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use unpinned_aa_live::ActiveRuntime;
 use unpinned_core::profile::Profile;
 use unpinned_experiments::{ExperimentError, ExperimentSpec};
 use unpinned_live::api::LIVE_DEFAULTS;
 use unpinned_live::fault_handler::HandlerConfig;
-use unpinned_live::mapping::Mapping;
 use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
-use unpinned_live::{Config, MemoryMode, RemoteKey, Runtime, RuntimeStats};
+use unpinned_live::{Config, MemoryMode, RemoteKey, RuntimeStats};
+use unpinned_os::mapping::Mapping;
 
 pub use unpinned_experiments::{ExperimentOutput, RunContext};
 
@@ -90,7 +91,9 @@ pub fn fail(what: impl std::fmt::Display) -> ExperimentError {
 /// Two ranks in this process over a shared-memory segment: rank 0 sends, rank 1 is the target.
 pub struct Pair {
     /// The runtimes, by rank.
-    pub rts: Vec<Runtime>,
+    /// Active Access runtimes, as the C library's: the AA experiments use their Active
+    /// Access, the others measure PART through the same memory path.
+    pub rts: Vec<ActiveRuntime>,
 }
 
 static SEGMENTS: AtomicU64 = AtomicU64::new(0);
@@ -214,7 +217,7 @@ impl Pair {
         let ts = ts.map_err(fail)?;
         let mut rts = Vec::new();
         for (t, c) in ts.into_iter().zip(cfgs.drain(..)) {
-            rts.push(Runtime::new(c, Box::new(t)).map_err(fail)?);
+            rts.push(ActiveRuntime::new(c, Box::new(t)).map_err(fail)?);
         }
         Ok(Pair { rts })
     }
@@ -228,7 +231,7 @@ impl Pair {
     ///
     /// # Safety
     ///
-    /// As [`Runtime::expose`]: the range stays mapped until the key is revoked or the pair
+    /// As [`Runtime::expose`](unpinned_live::Runtime::expose): the range stays mapped until the key is revoked or the pair
     /// dropped, and is not accessed through references while transfers may write it.
     pub unsafe fn expose(&self, ptr: *const u8, len: usize) -> Result<RemoteKey, ExperimentError> {
         // SAFETY: the caller's promise, forwarded.

@@ -1,6 +1,6 @@
 //! `live-residency`: what PART's residency check costs on present memory (issue 3's target:
 //! at most 5% against Transfer-Only for transfers of 64 KiB and more), with and without the
-//! translation cache ([`unpinned_live::residency_cache`]).
+//! translation cache ([`unpinned_os::residency_cache`]).
 //!
 //! Three pairs of runtimes in this process write the same source into the same exposed,
 //! present destination:

@@ -5,17 +5,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use unpinned_live::active::{ActiveAccess, ActiveError, EntryKind, Notify, PageBits};
-use unpinned_live::mapping::Mapping;
+use unpinned_aa_live::ActiveRuntime;
+use unpinned_aa_live::{ActiveAccess, ActiveError, EntryKind, Notify, PageBits};
 use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, Perms, Runtime};
+use unpinned_live::{Config, Perms};
+use unpinned_os::mapping::Mapping;
 
-fn pair() -> Vec<Runtime> {
+fn pair() -> Vec<ActiveRuntime> {
     let max = Config::new(0, 2).max_packet();
     network(2, max)
         .into_iter()
         .enumerate()
-        .map(|(r, t)| Runtime::new(Config::new(r as u32, 2), Box::new(t)).expect("runtime"))
+        .map(|(r, t)| ActiveRuntime::new(Config::new(r as u32, 2), Box::new(t)).expect("runtime"))
         .collect()
 }
 
@@ -195,7 +196,7 @@ fn bad_calls_are_typed_errors() {
     assert_eq!(aa.create_log(1, 8), Err(ActiveError::LogTooSmall(8)));
     let i = aa.create_log(1, 4096).unwrap();
     assert_eq!(aa.create_log(1, 4096), Err(ActiveError::LogExists(1)));
-    let other = unpinned_live::active::Iuid::new(2).unwrap();
+    let other = unpinned_aa_live::Iuid::new(2).unwrap();
     assert_eq!(
         aa.assoc_pages(0x1000, 4096, PageBits::active_put(other)),
         Err(ActiveError::NoLog(2))
@@ -218,7 +219,7 @@ fn bad_calls_are_typed_errors() {
 #[test]
 fn dht_in_one_process_matches_the_reference() {
     use unpinned_aa::dht::{DhtMap, Volume};
-    use unpinned_live::active::dht::{Dht, Scheme};
+    use unpinned_aa_live::dht::{Dht, Scheme};
     for (scheme, window) in [
         (Scheme::Aa, 1),
         (Scheme::Aa, 16),
@@ -319,7 +320,7 @@ fn logged_gets_keep_a_copy_of_the_data_returned() {
 #[test]
 fn panicking_handler_and_missing_handler_do_not_hang_flushes() {
     let max = Config::new(0, 2).max_packet();
-    let rts: Vec<Runtime> = network(2, max)
+    let rts: Vec<ActiveRuntime> = network(2, max)
         .into_iter()
         .enumerate()
         .map(|(r, t)| {
@@ -334,7 +335,7 @@ fn panicking_handler_and_missing_handler_do_not_hang_flushes() {
             // time at load average ~7). Allow more than the operation timeout, so that the
             // second flush ends by the timeout as intended.
             c.engine.max_timeouts = 1000;
-            Runtime::new(c, Box::new(t)).unwrap()
+            ActiveRuntime::new(c, Box::new(t)).unwrap()
         })
         .collect();
     let (src, dst) = (&rts[0], &rts[1]);

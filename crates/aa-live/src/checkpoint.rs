@@ -21,10 +21,10 @@ pub use unpinned_aa::checkpoint::Delta;
 use unpinned_aa::log::EntryKind;
 use unpinned_core::memory::PAGE_BYTES;
 
-use super::drain::wait_drained;
-use super::handler::{Handler, HandlerReport, Notify};
-use super::state::LogShared;
-use super::{ActiveAccess, ActiveError, PageBits};
+use crate::drain::wait_drained;
+use crate::handler::{Handler, HandlerReport, Notify};
+use crate::state::LogShared;
+use crate::{ActiveAccess, ActiveError, PageBits};
 
 /// Errors of the live checkpointer.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

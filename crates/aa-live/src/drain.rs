@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant as StdInstant};
 
-use super::state::LogShared;
+use crate::state::LogShared;
 
 /// Wait until the handler of `log` has processed every entry reserved so far (so the entries
 /// of all accesses completed before the call). `false` if that takes longer than `timeout`.

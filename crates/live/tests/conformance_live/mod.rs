@@ -1,6 +1,6 @@
-//! The driver-independent conformance scenarios of [`unpinned_sim::conformance`] on the live
-//! runtime: one [`Runtime`] per scenario node, all in this process, connected by the
-//! in-memory transport ([`crate::transport::mem`]), on real memory with real page faults.
+//! The driver-independent conformance scenarios (crates/conformance) on the live runtime: one
+//! [`Runtime`] per scenario node, all in this process, connected by the in-memory transport
+//! (`unpinned_live::transport::mem`), on real memory with real page faults.
 //!
 //! How a scenario's regions become real memory (each region its own fresh mapping, so its
 //! address is wherever the kernel puts it; requests are translated from region-relative
@@ -26,12 +26,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use unpinned_core::api::{Op, RemoteKey, WrId};
 use unpinned_core::memory::PAGE_BYTES;
-use unpinned_sim::conformance::{initial_bytes, Outcome, Scenario, Start};
+use unpinned_live::transport::mem::network;
+use unpinned_live::{Config, LiveError, Runtime};
+use unpinned_os::mapping::Mapping;
+use unpinned_sim::conformance::{initial_bytes, op, perms, Outcome, Scenario, Start};
 use xxhash_rust::xxh3::xxh3_64;
-
-use crate::api::{Config, LiveError, Runtime};
-use crate::mapping::Mapping;
-use crate::transport::mem::network;
 
 /// Distinguishes the backing files of concurrent runs in one process.
 static RUN: AtomicU64 = AtomicU64::new(0);
@@ -112,10 +111,10 @@ pub fn run_live(s: &Scenario, seed: u64) -> Outcome {
         .iter()
         .zip(&maps)
         .map(|(r, m)| {
-            r.exposed.map(|perms| {
+            r.exposed.map(|p| {
                 // SAFETY: the mapping outlives the runtimes (they are dropped first, below) and
                 // is read only after every request completed.
-                unsafe { rts[r.node as usize].expose(m.ptr(), r.len as usize, perms) }
+                unsafe { rts[r.node as usize].expose(m.ptr(), r.len as usize, perms(p)) }
                     .expect("expose a conformance region")
             })
         })
@@ -139,7 +138,7 @@ pub fn run_live(s: &Scenario, seed: u64) -> Outcome {
         // every completion before reading or unmapping anything) and that we do not access
         // meanwhile.
         let id = unsafe {
-            match q.op {
+            match op(q.op) {
                 Op::Write => rt.write(
                     remote.node,
                     local as *const u8,

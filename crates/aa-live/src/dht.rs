@@ -26,10 +26,11 @@ use unpinned_aa::log::{EntryKind, LogEntry};
 use unpinned_core::api::{AtomicOp, WrId};
 use unpinned_core::memory::PAGE_BYTES;
 
-use super::{ActiveAccess, ActiveError, Handler, Notify, PageBits};
-use crate::api::{LiveError, Region, Runtime};
-use crate::mapping::Mapping;
-use crate::Perms;
+use crate::{ActiveAccess, ActiveError, Handler, Notify, PageBits};
+use unpinned_live::{LiveError, Perms, Region};
+use unpinned_os::mapping::Mapping;
+
+use crate::runtime::ActiveRuntime;
 
 /// The access log the DHT's handler uses.
 pub const DHT_IUID: u32 = 1;
@@ -285,7 +286,7 @@ pub struct InsertStats {
 
 /// One rank's part of the live DHT.
 pub struct Dht<'rt> {
-    rt: &'rt Runtime,
+    rt: &'rt ActiveRuntime,
     vol: Arc<LiveVolume>,
     map: DhtMap,
     scheme: Scheme,
@@ -310,9 +311,9 @@ impl<'rt> Dht<'rt> {
     /// Collective: every rank creates its volume (`2^slot_bits` slots, `heap_cells` cells),
     /// exposes it and, for AA, marks the table and delete page active, the flushing page, and
     /// starts the handler (`notify`) on a log of `log_bytes`; then the ranks exchange their
-    /// regions ([`Runtime::exchange`]).
+    /// regions ([`Runtime::exchange`](unpinned_live::Runtime::exchange)).
     pub fn create(
-        rt: &'rt Runtime,
+        rt: &'rt ActiveRuntime,
         slot_bits: u32,
         heap_cells: u32,
         scheme: Scheme,
@@ -330,7 +331,7 @@ impl<'rt> Dht<'rt> {
     /// each other's regions otherwise): give every rank's [`Dht::region`] to [`Dht::connect`]
     /// before use.
     pub fn local(
-        rt: &'rt Runtime,
+        rt: &'rt ActiveRuntime,
         slot_bits: u32,
         heap_cells: u32,
         scheme: Scheme,
@@ -358,7 +359,7 @@ impl<'rt> Dht<'rt> {
             // DHT's handler stopped).
             let iuid = match aa.create_log(DHT_IUID, log_bytes) {
                 Err(ActiveError::LogExists(_)) => {
-                    super::Iuid::new(DHT_IUID as u16).expect("DHT_IUID is a valid IUID")
+                    crate::Iuid::new(DHT_IUID as u16).expect("DHT_IUID is a valid IUID")
                 }
                 r => r?,
             };
@@ -698,7 +699,7 @@ impl<'rt> Dht<'rt> {
 
     /// Stop the handler (after it processed everything published) and report it.
     /// Call after a barrier: peers' later active puts would stay unprocessed.
-    pub fn stop_handler(&mut self) -> Option<super::HandlerReport> {
+    pub fn stop_handler(&mut self) -> Option<crate::HandlerReport> {
         self.handler.take().and_then(|h| h.stop())
     }
 }

@@ -1,26 +1,26 @@
 //! The reply-based active flush (spec "Active flush", the alternative without IOMMU support):
 //! the target's handler replies with an RDMA write naming how many active puts of each source
-//! it processed, and the source's [`Runtime::reply_flush`] waits until that count reaches the
+//! it processed, and the source's [`ActiveRuntime::reply_flush`] waits until that count reaches the
 //! number of active puts it issued.
 //!
 //! - The source counts its active puts per target: it issues them with
-//!   [`Runtime::write_active`] (an RDMA write plus the count). Issue every put to an active
+//!   [`ActiveRuntime::write_active`] (an RDMA write plus the count). Issue every put to an active
 //!   page of a peer through it: the target cannot tell counted puts from others, so a plain
-//!   [`Runtime::write`] to an active page inflates the peer's reply and a later reply flush
+//!   [`Runtime::write`](unpinned_live::Runtime::write) to an active page inflates the peer's reply and a later reply flush
 //!   may return before the latest active puts are processed; an active write to a plain page
 //!   is never confirmed (the flush times out).
-//! - Every rank exposes one reply word per rank ([`Runtime::reply_words`]); each target learns
-//!   where to reply to each source ([`Runtime::reply_connect`]), or all ranks do both at once
-//!   through the bootstrap ([`Runtime::reply_setup`]).
+//! - Every rank exposes one reply word per rank ([`ActiveRuntime::reply_words`]); each target learns
+//!   where to reply to each source ([`ActiveRuntime::reply_connect`]), or all ranks do both at once
+//!   through the bootstrap ([`ActiveRuntime::reply_setup`]).
 //! - The target's handler threads (any log) count processed `ActivePut` entries per source
 //!   ([`ReplyTable::processed`]) and wake the engine; the engine posts the reply write itself,
 //!   at most one in flight per source, carrying the newest count when it is posted. Replies use
 //!   work-request ids with [`REPLY_WR_BIT`] set: their completions are consumed here and never
-//!   reach the application's completion queue nor [`Runtime::flush`]'s posted/delivered count.
+//!   reach the application's completion queue nor [`Runtime::flush`](unpinned_live::Runtime::flush)'s posted/delivered count.
 //! - The reply words are written by this rank's engine during its turns, under the core lock:
-//!   [`Runtime::reply_flush`] reads them under the same lock (no torn counts).
+//!   [`ActiveRuntime::reply_flush`] reads them under the same lock (no torn counts).
 //!
-//! Compared with the IOMMU-held flush ([`Runtime::active_flush`]) the target needs no flushing
+//! Compared with the IOMMU-held flush ([`ActiveRuntime::active_flush`]) the target needs no flushing
 //! page, and the source's wait covers every log of the target; but each confirmation costs the
 //! target a write, and the handler must run (a target without a handler gives a timeout).
 //!
@@ -40,16 +40,20 @@
 //! host; the batching handler's period dominates both.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
 use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
 use unpinned_core::memory::Pdid;
 
-use crate::api::{LiveError, Runtime};
-use crate::runtime::Core;
-use crate::transport::Waker;
+use unpinned_core::time::Instant as EngineInstant;
+use unpinned_live::transport::Waker;
+use unpinned_live::{LiveError, TurnHook};
+use unpinned_part::PartEngine;
+
+use crate::runtime::ActiveRuntime;
+use crate::state::ActiveState;
 
 /// Work-request ids with this bit set are the runtime's own reply writes (the application's ids
 /// count up from 1 and never reach it).
@@ -115,20 +119,31 @@ impl ReplyTable {
     }
 }
 
-impl Core {
+/// The engine loop's side of the reply-based flush: posts the replies that are due at the
+/// start of each turn and consumes their completions.
+pub struct ReplyHook {
+    state: Arc<ActiveState>,
+}
+
+impl ReplyHook {
+    pub(crate) fn new(state: Arc<ActiveState>) -> ReplyHook {
+        ReplyHook { state }
+    }
+}
+
+impl TurnHook for ReplyHook {
     /// Post the replies that are due (called at the start of a turn; one atomic load when
     /// nothing changed).
-    pub(crate) fn post_replies(&mut self) {
+    fn before_turn(&mut self, engine: &mut PartEngine, now: &mut dyn FnMut() -> EngineInstant) {
         // A plain load first: no write to a shared line on the (usual) idle turn.
-        if !self.mem.state().replies.dirty.load(Ordering::Acquire) {
+        if !self.state.replies.dirty.load(Ordering::Acquire) {
             return;
         }
-        let state = self.mem.state().clone();
-        let table = &state.replies;
+        let table = &self.state.replies;
         if !table.dirty.swap(false, Ordering::AcqRel) {
             return;
         }
-        let now = self.clock.now();
+        let now = now();
         let mut g = table.inner.lock().expect("reply table");
         let Inner {
             processed, dests, ..
@@ -150,7 +165,7 @@ impl Core {
                 rkey: d.key,
                 len: 8,
             };
-            if self.engine.post(now, wr).is_ok() {
+            if engine.post(now, wr).is_ok() {
                 d.in_flight = Some((d.addr, d.key));
             } else {
                 d.failures += 1;
@@ -159,12 +174,11 @@ impl Core {
     }
 
     /// Consume the completion of a reply write; `false` if `c` is the application's.
-    pub(crate) fn reply_completed(&mut self, c: &Completion) -> bool {
+    fn completed(&mut self, c: &Completion) -> bool {
         if c.wr_id & REPLY_WR_BIT == 0 {
             return false;
         }
-        let state = self.mem.state().clone();
-        let table = &state.replies;
+        let table = &self.state.replies;
         let src = (c.wr_id & !REPLY_WR_BIT) as u32;
         let mut g = table.inner.lock().expect("reply table");
         if let Some(d) = g.dests.get_mut(&src) {
@@ -185,10 +199,10 @@ impl Core {
     }
 }
 
-/// Reply-flush counters towards / from one peer ([`Runtime::reply_status`]).
+/// Reply-flush counters towards / from one peer ([`ActiveRuntime::reply_status`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplyStatus {
-    /// Source side: active puts this rank issued to the peer ([`Runtime::write_active`]).
+    /// Source side: active puts this rank issued to the peer ([`ActiveRuntime::write_active`]).
     pub issued: u64,
     /// Source side: the peer's latest reply (active puts of ours its handlers processed).
     pub confirmed: u64,
@@ -200,7 +214,7 @@ pub struct ReplyStatus {
     pub reply_failures: u64,
 }
 
-impl Runtime {
+impl ActiveRuntime {
     fn check_peer(&self, peer: NodeId) -> Result<(), LiveError> {
         if peer >= self.size() || peer == self.rank() {
             return Err(LiveError::Invalid(format!(
@@ -213,7 +227,7 @@ impl Runtime {
 
     /// This rank's reply words (one 8-byte count per rank, exposed writable; allocated and
     /// exposed on the first call): `(address, key)` to hand to the peers for
-    /// [`Runtime::reply_connect`]. Rank `t`'s replies land at `address + 8 * t`.
+    /// [`ActiveRuntime::reply_connect`]. Rank `t`'s replies land at `address + 8 * t`.
     pub fn reply_words(&self) -> Result<(u64, RemoteKey), LiveError> {
         let table = &self.active.state.replies;
         if let Some((w, key)) = table.words.get() {
@@ -257,7 +271,7 @@ impl Runtime {
             let d = Dest {
                 addr,
                 key,
-                pdid: self.pdid,
+                pdid: self.pdid(),
                 sent: 0,
                 in_flight: None,
                 buf: Box::new(0),
@@ -268,12 +282,12 @@ impl Runtime {
         drop(g);
         // Entries processed before the connection are replied now.
         table.dirty.store(true, Ordering::Release);
-        (self.wake)();
+        self.wake_engine();
         Ok(())
     }
 
     /// Collective (every rank, through the bootstrap): expose this rank's reply words and
-    /// connect every pair, so that [`Runtime::reply_flush`] works towards any peer.
+    /// connect every pair, so that [`ActiveRuntime::reply_flush`] works towards any peer.
     pub fn reply_setup(&self) -> Result<(), LiveError> {
         let (addr, key) = self.reply_words()?;
         let all = self.exchange(addr, 8 * self.size() as u64, key)?;
@@ -283,14 +297,14 @@ impl Runtime {
         Ok(())
     }
 
-    /// An active put: [`Runtime::write`] of `len` bytes to a page of `peer` marked for active
-    /// puts, counted for [`Runtime::reply_flush`]. One call is one log entry at the target.
+    /// An active put: [`Runtime::write`](unpinned_live::Runtime::write) of `len` bytes to a page of `peer` marked for active
+    /// puts, counted for [`ActiveRuntime::reply_flush`]. One call is one log entry at the target.
     /// Use it for every put to active pages of `peer` (see the module doc: plain writes there
     /// would make the reply flush return early).
     ///
     /// # Safety
     ///
-    /// As [`Runtime::write`].
+    /// As [`Runtime::write`](unpinned_live::Runtime::write).
     pub unsafe fn write_active(
         &self,
         peer: NodeId,
@@ -313,11 +327,11 @@ impl Runtime {
     }
 
     /// Reply-based active flush towards `peer`: first every request of this rank completes (as
-    /// [`Runtime::flush`]; a failed one is returned), then this waits, driving progress, until
+    /// [`Runtime::flush`](unpinned_live::Runtime::flush); a failed one is returned), then this waits, driving progress, until
     /// `peer`'s handlers have processed every active put issued to it with
-    /// [`Runtime::write_active`] before the call, as `peer`'s replies say. Needs the reply
-    /// words ([`Runtime::reply_setup`] or [`Runtime::reply_words`] + the peer's
-    /// [`Runtime::reply_connect`]). A peer that does not confirm within the operation timeout
+    /// [`ActiveRuntime::write_active`] before the call, as `peer`'s replies say. Needs the reply
+    /// words ([`ActiveRuntime::reply_setup`] or [`ActiveRuntime::reply_words`] + the peer's
+    /// [`ActiveRuntime::reply_connect`]). A peer that does not confirm within the operation timeout
     /// (no handler, no connection) gives [`LiveError::Timeout`].
     pub fn reply_flush(&self, peer: NodeId) -> Result<(), LiveError> {
         self.check_peer(peer)?;
@@ -330,21 +344,21 @@ impl Runtime {
         self.flush()?;
         let target = self.reply_status(peer)?.issued;
         let start = Instant::now();
-        let drive_for = self.opts.wait_spin + self.opts.wait_yield;
+        let drive_for = self.loop_options().wait_spin + self.loop_options().wait_yield;
         loop {
             if self.confirmed(peer)? >= target {
                 return Ok(());
             }
             let elapsed = start.elapsed();
-            if elapsed > self.op_timeout {
-                return Err(LiveError::Timeout(self.op_timeout));
+            if elapsed > self.op_timeout() {
+                return Err(LiveError::Timeout(self.op_timeout()));
             }
             if elapsed < drive_for {
-                self.drive()?;
+                self.progress()?;
                 std::thread::yield_now();
             } else {
                 // A slow handler: let the progress thread receive the reply.
-                (self.wake)();
+                self.wake_engine();
                 std::thread::sleep(Duration::from_micros(50));
             }
         }
@@ -356,8 +370,7 @@ impl Runtime {
         let Some((w, _)) = self.active.state.replies.words.get() else {
             return Ok(0);
         };
-        let _core = self.core()?;
-        Ok(w[peer as usize].load(Ordering::Acquire))
+        self.with_engine_locked(|| w[peer as usize].load(Ordering::Acquire))
     }
 
     /// Reply-flush counters towards and from `peer`.

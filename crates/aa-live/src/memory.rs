@@ -26,7 +26,7 @@
 //! marked and an unmarked page are decided by their first page, as in the simulator's model).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use unpinned_aa::log::{EntryHeader, EntryKind};
@@ -35,8 +35,8 @@ use unpinned_aa::reassembly::{Fragment, FragmentOutcome};
 use unpinned_core::api::AtomicOp;
 use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid};
 
-use super::state::ActiveState;
-use crate::memory::{Access, LiveMemory, MemoryMode};
+use crate::state::ActiveState;
+use unpinned_live::memory::LiveMemory;
 
 /// Gets are named `(peer, transfer id | GET_TXN)` in the logs, so that a get and a put of the
 /// same peer with the same numeric transfer id are different accesses.
@@ -51,11 +51,6 @@ pub struct ActiveMemory {
 impl ActiveMemory {
     pub(crate) fn new(inner: LiveMemory, state: Arc<ActiveState>) -> ActiveMemory {
         ActiveMemory { inner, state }
-    }
-
-    /// The Active Access state this memory checks.
-    pub(crate) fn state(&self) -> &Arc<ActiveState> {
-        &self.state
     }
 
     /// Log one fragment into the log of `bits.iuid`. `Err` = back-pressure or no such log.
@@ -269,6 +264,18 @@ impl DerefMut for ActiveMemory {
     }
 }
 
+impl AsRef<LiveMemory> for ActiveMemory {
+    fn as_ref(&self) -> &LiveMemory {
+        &self.inner
+    }
+}
+
+impl AsMut<LiveMemory> for ActiveMemory {
+    fn as_mut(&mut self) -> &mut LiveMemory {
+        &mut self.inner
+    }
+}
+
 impl Memory for ActiveMemory {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.inner.write(pdid, addr, data)
@@ -327,22 +334,7 @@ impl Memory for ActiveMemory {
             self.state.counters.faults.fetch_add(1, Ordering::Relaxed);
             return Err(MemError::Unmapped { addr });
         }
-        if self.inner.mode() == MemoryMode::Part {
-            self.inner.check(addr, 8, Access::Write)?;
-        }
-        // SAFETY: `addr` is 8-byte aligned and its page was just seen present and writable
-        // (Part mode) in this process, inside a range the application exposed read-write and
-        // promised to keep mapped; other threads access such words only through atomics or
-        // the engine, so viewing it as an `AtomicU64` for one operation is sound.
-        let w = unsafe { &*(addr as usize as *const AtomicU64) };
-        Ok(match op {
-            AtomicOp::Cas { expected, new } => {
-                match w.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst) {
-                    Ok(v) | Err(v) => v,
-                }
-            }
-            AtomicOp::FetchAdd(d) => w.fetch_add(d, Ordering::SeqCst),
-            AtomicOp::Swap(v) => w.swap(v, Ordering::SeqCst),
-        })
+        // The word itself: a real atomic instruction on the live memory.
+        self.inner.atomic(pdid, addr, op)
     }
 }

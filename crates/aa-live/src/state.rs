@@ -1,4 +1,4 @@
-//! What the live "IOMMU" (the engine thread, through [`super::memory::ActiveMemory`]) and the
+//! What the live "IOMMU" (the engine thread, through [`crate::memory::ActiveMemory`]) and the
 //! handler threads share: the per-page Active Access bits, the access-log table and the logs.
 //!
 //! A log is crates/aa's [`AccessLog`] (reserve / commit, whole-entry publication,
@@ -17,7 +17,7 @@ use unpinned_aa::pte::{Iuid, PageBits};
 use unpinned_aa::reassembly::Reassembler;
 use unpinned_core::memory::PAGE_BYTES;
 
-use super::notify::futex_wake;
+use crate::notify::futex_wake;
 
 /// The ring of one access log, as the engine thread and the handler see it under the lock.
 pub(crate) struct Ring {
@@ -118,8 +118,8 @@ pub(crate) struct ActiveState {
     /// have processed before the get is served.
     pub holds: Mutex<FxHashMap<(u32, u32), u64>>,
     pub counters: Counters,
-    /// Reply-based flush: counts and reply destinations ([`super::reply`]).
-    pub replies: super::reply::ReplyTable,
+    /// Reply-based flush: counts and reply destinations ([`crate::reply`]).
+    pub replies: crate::reply::ReplyTable,
 }
 
 impl ActiveState {

@@ -34,9 +34,9 @@
 use std::process::ExitCode;
 
 use unpinned_aa::dht::{DhtMap, Volume, VolumeLayout};
-use unpinned_live::active::dht::{Dht, Scheme};
-use unpinned_live::active::Notify;
-use unpinned_live::Runtime;
+use unpinned_aa_live::dht::{Dht, Scheme};
+use unpinned_aa_live::ActiveRuntime;
+use unpinned_aa_live::Notify;
 
 /// xorshift64*, deterministic per seed.
 struct Rng(u64);
@@ -104,7 +104,7 @@ fn dht(args: &[String]) -> Result<(), String> {
     let notify: Notify = notify.parse()?;
     let n: u32 = n.parse().map_err(|e| format!("KEYS_PER_RANK: {e}"))?;
     let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
-    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let rt = ActiveRuntime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let heap = n * size + 16;
     let mut d =
@@ -200,16 +200,16 @@ const OBJECT_BYTES: u64 = 64;
 fn counter(args: &[String]) -> Result<(), String> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    use unpinned_live::active::{ActiveAccess, EntryKind, PageBits};
-    use unpinned_live::mapping::Mapping;
+    use unpinned_aa_live::{ActiveAccess, EntryKind, PageBits};
     use unpinned_live::Perms;
+    use unpinned_os::mapping::Mapping;
     let [notify, ops, seed] = args else {
         return Err("usage: counter poll|sleep OPS SEED".into());
     };
     let notify: Notify = notify.parse()?;
     let ops: u32 = ops.parse().map_err(|e| format!("OPS: {e}"))?;
     let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
-    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let rt = ActiveRuntime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let e = |e: &dyn std::fmt::Display| e.to_string();
     // Objects on 4 pages, then the flushing page.
@@ -319,16 +319,16 @@ fn fold(state: u64, data: &[u8]) -> u64 {
 }
 
 fn loggets(args: &[String]) -> Result<(), String> {
-    use unpinned_live::active::loggets::GetLogger;
-    use unpinned_live::mapping::Mapping;
+    use unpinned_aa_live::loggets::GetLogger;
     use unpinned_live::Perms;
+    use unpinned_os::mapping::Mapping;
     let [notify, ops, seed] = args else {
         return Err("usage: loggets poll|sleep OPS SEED".into());
     };
     let notify: Notify = notify.parse()?;
     let ops: u32 = ops.parse().map_err(|e| format!("OPS: {e}"))?;
     let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
-    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let rt = ActiveRuntime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let mem = Mapping::anon(LOGGETS_REGION_BYTES as usize).map_err(|x| e(&x))?;
@@ -442,12 +442,12 @@ fn digest(keys: &[u64]) -> [u64; 3] {
 }
 
 fn sort(args: &[String]) -> Result<(), String> {
-    use unpinned_live::active::loggets::GetLogger;
-    use unpinned_live::active::sort::{
+    use unpinned_aa_live::loggets::GetLogger;
+    use unpinned_aa_live::sort::{
         bucket_bounds, bucket_of, keys_from_bytes, merge_runs, splitters,
     };
-    use unpinned_live::mapping::Mapping;
     use unpinned_live::Perms;
+    use unpinned_os::mapping::Mapping;
     let [notify, n, seed] = args else {
         return Err("usage: sort poll|sleep KEYS_PER_RANK SEED".into());
     };
@@ -457,7 +457,7 @@ fn sort(args: &[String]) -> Result<(), String> {
     if n == 0 || n > 1 << 24 {
         return Err("KEYS_PER_RANK must be 1..=16777216".into());
     }
-    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let rt = ActiveRuntime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let e = |e: &dyn std::fmt::Display| e.to_string();
     // The input of rank r: reproducible from the seed (a restarted rank reads it again).
@@ -595,16 +595,16 @@ fn sort(args: &[String]) -> Result<(), String> {
 const CHECKPOINT_PAGES: u64 = 64;
 
 fn checkpoint(args: &[String]) -> Result<(), String> {
-    use unpinned_live::active::checkpoint::{restore_into, Checkpointer};
-    use unpinned_live::mapping::Mapping;
+    use unpinned_aa_live::checkpoint::{restore_into, Checkpointer};
     use unpinned_live::Perms;
+    use unpinned_os::mapping::Mapping;
     let [notify, epochs, seed] = args else {
         return Err("usage: checkpoint poll|sleep EPOCHS SEED".into());
     };
     let notify: Notify = notify.parse()?;
     let epochs: u32 = epochs.parse().map_err(|e| format!("EPOCHS: {e}"))?;
     let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
-    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let rt = ActiveRuntime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let region = CHECKPOINT_PAGES * 4096;
@@ -673,9 +673,9 @@ fn checkpoint(args: &[String]) -> Result<(), String> {
 fn reply(args: &[String]) -> Result<(), String> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    use unpinned_live::active::PageBits;
-    use unpinned_live::mapping::Mapping;
+    use unpinned_aa_live::PageBits;
     use unpinned_live::Perms;
+    use unpinned_os::mapping::Mapping;
     let [notify, ops, delay_us, seed] = args else {
         return Err("usage: reply poll|sleep OPS DELAY_US SEED".into());
     };
@@ -683,7 +683,7 @@ fn reply(args: &[String]) -> Result<(), String> {
     let ops: u32 = ops.parse().map_err(|e| format!("OPS: {e}"))?;
     let delay_us: u64 = delay_us.parse().map_err(|e| format!("DELAY_US: {e}"))?;
     let seed: u64 = seed.parse().map_err(|e| format!("SEED: {e}"))?;
-    let rt = Runtime::from_env().map_err(|e| e.to_string())?;
+    let rt = ActiveRuntime::from_env().map_err(|e| e.to_string())?;
     let (me, size) = (rt.rank(), rt.size());
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let mem = Mapping::anon(4096).map_err(|x| e(&x))?;

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use unpinned_aa::log::LogEntry;
 
-use super::notify::futex_wait;
-use super::state::{ActiveState, LogShared};
+use crate::notify::futex_wait;
+use crate::state::{ActiveState, LogShared};
 
 /// Empty polls between two `yield_now` of a polling handler.
 pub const POLL_YIELD_EVERY: u32 = 256;
@@ -157,7 +157,7 @@ impl Handler {
     fn finish(&mut self) -> Option<HandlerReport> {
         self.stop.store(true, Ordering::SeqCst);
         self.log.word.fetch_add(1, Ordering::SeqCst);
-        super::notify::futex_wake(&self.log.word);
+        crate::notify::futex_wake(&self.log.word);
         let r = self.thread.take()?.join().ok();
         self.log.wake_threshold.store(1, Ordering::Relaxed);
         self.log.attached.store(false, Ordering::SeqCst);
@@ -256,7 +256,7 @@ fn call(f: &mut Box<dyn FnMut(&LogEntry) + Send>, e: &LogEntry, rep: &mut Handle
     rep.entries += 1;
 }
 
-/// Count a processed active put for the reply-based flush ([`super::reply`]).
+/// Count a processed active put for the reply-based flush ([`crate::reply`]).
 fn count_reply(state: &ActiveState, e: &LogEntry) {
     if e.header.kind == unpinned_aa::log::EntryKind::ActivePut {
         state.replies.processed(e.header.source);

@@ -1,5 +1,5 @@
 //! One mapping of this process by address, from the kernel's `PROCMAP_QUERY` ioctl on
-//! `/proc/self/maps` (Linux 6.11+): what [`crate::memory::check_mapped_kind`] needs for an
+//! `/proc/self/maps` (Linux 6.11+): what [`crate::maps::check_mapped_kind`] needs for an
 //! exposure without reading and parsing the whole maps file, whose cost grows with the number
 //! of mappings (the message layer's rendezvous exposes a buffer per large send).
 //!

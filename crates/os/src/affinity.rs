@@ -1,5 +1,5 @@
 //! CPU affinity for the dedicated-core configuration: a spinning thread only helps when it has
-//! a core of its own (see [`crate::runtime`]); pinning the waiting caller and the target's
+//! a core of its own (see `unpinned_live::runtime`); pinning the waiting caller and the target's
 //! progress thread to different CPUs is how HPC runs give them one.
 
 use std::cell::Cell;
@@ -10,7 +10,7 @@ thread_local! {
 }
 
 /// Whether the calling thread was restricted to a single CPU by [`pin_current_thread`]: its
-/// spinning then needs no periodic yield (see [`crate::runtime::SPIN_YIELD_POLLS`]), the CPU
+/// spinning then needs no periodic yield (see `unpinned_live::runtime::SPIN_YIELD_POLLS`), the CPU
 /// being its own. Affinity set by other means is not seen (one thread-local read, no system
 /// call, so that a waiting caller can ask at every wait).
 pub fn current_thread_pinned() -> bool {

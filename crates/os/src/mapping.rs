@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use unpinned_core::memory::PAGE_BYTES;
+use crate::PAGE_BYTES;
 
 /// A private mapping, unmapped on drop.
 pub struct Mapping {
@@ -157,11 +157,18 @@ impl Mapping {
 
     /// Pages of the mapping present in this process's page table right now (pagemap).
     pub fn present_pages(&self) -> usize {
-        let mut mem = crate::memory::LiveMemory::new(crate::memory::LOCAL_PDID).expect("pagemap");
+        use std::os::unix::fs::FileExt;
+        /// Bit 63 of a pagemap entry: the page is present in RAM.
+        const PM_PRESENT: u64 = 1 << 63;
+        let pagemap = File::open("/proc/self/pagemap").expect("open /proc/self/pagemap");
         (0..self.len as u64 / PAGE_BYTES)
             .filter(|i| {
-                mem.page_state(self.addr() + i * PAGE_BYTES, crate::memory::Access::Read)
-                    == crate::memory::PageState::Ready
+                let mut e = [0u8; 8];
+                let at = (self.addr() / PAGE_BYTES + i) * 8;
+                pagemap
+                    .read_exact_at(&mut e, at)
+                    .expect("read /proc/self/pagemap");
+                u64::from_ne_bytes(e) & PM_PRESENT != 0
             })
             .count()
     }

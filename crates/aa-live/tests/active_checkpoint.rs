@@ -1,18 +1,19 @@
 //! Incremental checkpointing of remotely written pages on the live runtime: two runtimes in
 //! one process over the in-memory transport (real engine threads, handler thread, memory).
 
-use unpinned_live::active::checkpoint::{restore_into, CheckpointError, Checkpointer};
-use unpinned_live::active::Notify;
-use unpinned_live::mapping::Mapping;
+use unpinned_aa_live::checkpoint::{restore_into, CheckpointError, Checkpointer};
+use unpinned_aa_live::ActiveRuntime;
+use unpinned_aa_live::Notify;
 use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, Perms, Runtime};
+use unpinned_live::{Config, Perms};
+use unpinned_os::mapping::Mapping;
 
-fn pair() -> Vec<Runtime> {
+fn pair() -> Vec<ActiveRuntime> {
     let max = Config::new(0, 2).max_packet();
     network(2, max)
         .into_iter()
         .enumerate()
-        .map(|(r, t)| Runtime::new(Config::new(r as u32, 2), Box::new(t)).expect("runtime"))
+        .map(|(r, t)| ActiveRuntime::new(Config::new(r as u32, 2), Box::new(t)).expect("runtime"))
         .collect()
 }
 
@@ -119,7 +120,7 @@ fn bad_regions_and_restores_are_typed_errors() {
     // SAFETY: as above.
     let r = unsafe { Checkpointer::start(aa, 1, 4096, 0x1000, 0, Notify::Sleep) };
     assert!(matches!(r, Err(CheckpointError::BadRegion { .. })));
-    let d = unpinned_live::active::checkpoint::Delta {
+    let d = unpinned_aa_live::checkpoint::Delta {
         pages: vec![(99, vec![0; 4096])],
     };
     let mut out = vec![0u8; 4096];

@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use unpinned_live::active::{ActiveAccess, Notify, PageBits};
-use unpinned_live::mapping::Mapping;
+use unpinned_aa_live::ActiveRuntime;
+use unpinned_aa_live::{ActiveAccess, Notify, PageBits};
 use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, LiveError, Perms, Runtime};
+use unpinned_live::{Config, LiveError, Perms};
+use unpinned_os::mapping::Mapping;
 
-fn pair_with(f: impl Fn(&mut Config)) -> Vec<Runtime> {
+fn pair_with(f: impl Fn(&mut Config)) -> Vec<ActiveRuntime> {
     let max = Config::new(0, 2).max_packet();
     network(2, max)
         .into_iter()
@@ -18,13 +19,13 @@ fn pair_with(f: impl Fn(&mut Config)) -> Vec<Runtime> {
         .map(|(r, t)| {
             let mut c = Config::new(r as u32, 2);
             f(&mut c);
-            Runtime::new(c, Box::new(t)).expect("runtime")
+            ActiveRuntime::new(c, Box::new(t)).expect("runtime")
         })
         .collect()
 }
 
 /// Rank 0 exposes its reply words, rank 1 replies into them (no bootstrap needed).
-fn connect(src: &Runtime, dst: &Runtime) {
+fn connect(src: &ActiveRuntime, dst: &ActiveRuntime) {
     let (addr, key) = src.reply_words().unwrap();
     dst.reply_connect(0, addr, key).unwrap();
 }

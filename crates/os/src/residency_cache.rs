@@ -1,7 +1,7 @@
 //! The invalidation side of the software translation cache of issue 3: a userfaultfd that
 //! sees `munmap`, `madvise(MADV_DONTNEED / MADV_FREE / MADV_REMOVE)` and `mremap` of exposed
-//! memory, so that [`LiveMemory`](crate::memory::LiveMemory) may trust a residency verdict
-//! of such memory until one of those happens, instead of for [`RESIDENCY_TTL`] only.
+//! memory, so that `unpinned_live::memory::LiveMemory` may trust a residency verdict
+//! of such memory until one of those happens, instead of for `unpinned_live::memory::RESIDENCY_TTL` only.
 //!
 //! # Registration changes nothing for the application
 //!
@@ -35,7 +35,7 @@
 //! page, is scanned again. Any event invalidates every verdict of the watch (simpler than per
 //! range, and events on exposed memory are rare).
 //!
-//! # What it cannot see (those keep the [`RESIDENCY_TTL`] rule)
+//! # What it cannot see (those keep the `RESIDENCY_TTL` rule of `unpinned_live::memory`)
 //!
 //! - Reclaim of anonymous pages to swap: no event. The cache is used only while the system has
 //!   no active swap (`/proc/swaps`, read at registration and every second by the reader
@@ -54,12 +54,10 @@
 //! - Ranges another userfaultfd already owns (`EBUSY`, e.g. crates/dsm-live's write
 //!   protection), kernels without userfaultfd WP (`EINVAL`, `ENOSYS`) or a refused descriptor
 //!   (`EPERM`): the range keeps the TTL rule, counted in
-//!   [`MemStats::cache_fallbacks`](crate::memory::MemStats::cache_fallbacks).
+//!   `unpinned_live::memory::MemStats::cache_fallbacks`.
 //!
 //! One side effect for the application: while a range is registered, another userfaultfd
 //! cannot register it (`EBUSY`) until the exposure is revoked (revoking unregisters it).
-//!
-//! [`RESIDENCY_TTL`]: crate::memory::RESIDENCY_TTL
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -428,11 +426,11 @@ fn read_events(
             }
             UFFD_EVENT_PAGEFAULT => {
                 shared.unexpected.fetch_add(1, Ordering::Relaxed);
-                let page = msg.b & !(unpinned_core::memory::PAGE_BYTES - 1);
+                let page = msg.b & !(crate::PAGE_BYTES - 1);
                 let mut wp = UffdioWriteprotect {
                     range: UffdioRange {
                         start: page,
-                        len: unpinned_core::memory::PAGE_BYTES,
+                        len: crate::PAGE_BYTES,
                     },
                     mode: 0,
                 };
@@ -451,7 +449,7 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    const PAGE: u64 = unpinned_core::memory::PAGE_BYTES;
+    const PAGE: u64 = crate::PAGE_BYTES;
 
     fn anon(pages: u64) -> u64 {
         // SAFETY: a fresh private anonymous mapping owned by the test.
@@ -548,7 +546,7 @@ mod tests {
                 // SAFETY: as above.
                 unsafe { ((b + i * PAGE) as *mut u8).write_volatile(2) };
             }
-            crate::fault_handler::page_in(b + 24 * PAGE, b + 64 * PAGE, true).unwrap();
+            crate::populate::page_in(b + 24 * PAGE, b + 64 * PAGE, true).unwrap();
             // SAFETY: as above; the populated pages are present and writable.
             unsafe { ((b + 40 * PAGE) as *mut u8).write_volatile(3) };
         }));

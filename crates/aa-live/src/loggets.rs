@@ -12,10 +12,10 @@ use std::time::Duration;
 
 pub use unpinned_aa::loggets::ReplayStore;
 
-use super::drain::wait_drained;
-use super::handler::{Handler, HandlerReport, Notify};
-use super::state::LogShared;
-use super::{ActiveAccess, ActiveError, PageBits};
+use crate::drain::wait_drained;
+use crate::handler::{Handler, HandlerReport, Notify};
+use crate::state::LogShared;
+use crate::{ActiveAccess, ActiveError, PageBits};
 
 /// The gets served from one region of this process, logged with their data.
 pub struct GetLogger {

@@ -1,16 +1,18 @@
-//! Active Access in the live runtime (spec active-access.md; issue 5): the IOMMU extension
+//! Active Access on the live runtime (spec active-access.md; issue 5): the IOMMU extension
 //! for real, on the engine's memory path.
 //!
+//! - [`ActiveRuntime`]: a live runtime ([`unpinned_live::Runtime`]) with Active Access plugged
+//!   into its engine loop (crates/live's `layer` seam), and this rank's [`ActiveAccess`].
 //! - [`memory::ActiveMemory`]: the engine thread's `Memory`; puts and gets on marked pages
 //!   are logged (metadata, or metadata + data) into access logs in this process, active puts
 //!   are not written, flushing pages hold gets until the log is drained.
 //! - [`handler`]: one handler thread per log, polling or sleeping on a futex, with the
 //!   measured notification delay.
-//! - [`ActiveAccess`] (from [`crate::Runtime::active`]): create logs, mark pages
+//! - [`ActiveAccess`] (from [`ActiveRuntime::active`]): create logs, mark pages
 //!   (`assoc_pages`, the spec's `assoc_page(addr, actions, handler)` split into marking and
 //!   [`ActiveAccess::spawn_handler`]), counters.
-//! - [`crate::Runtime::active_flush`] ([`flush`]): the active flush.
-//! - [`crate::Runtime::reply_flush`] ([`reply`]): the reply-based active flush (the handler
+//! - [`ActiveRuntime::active_flush`] ([`flush`]): the active flush.
+//! - [`ActiveRuntime::reply_flush`] ([`reply`]): the reply-based active flush (the handler
 //!   writes back how many active puts of each source it processed).
 //! - [`dht`]: the distributed hash table across processes (AA or RMA inserts with remote
 //!   atomics, RMA lookups, AA deletes).
@@ -62,6 +64,7 @@ pub mod loggets;
 pub mod memory;
 mod notify;
 pub mod reply;
+pub mod runtime;
 pub mod sort;
 pub(crate) mod state;
 
@@ -74,6 +77,7 @@ pub use unpinned_aa::pte::{Iuid, PageBits};
 use unpinned_core::memory::PAGE_BYTES;
 
 pub use handler::{Handler, HandlerReport, Notify};
+pub use runtime::ActiveRuntime;
 use state::ActiveState;
 
 /// Errors of the Active Access API. Messages say what to do.
@@ -135,7 +139,7 @@ pub struct LogStatus {
     pub backpressure: u64,
 }
 
-/// This rank's Active Access (see [`crate::Runtime::active`]).
+/// This rank's Active Access (see [`ActiveRuntime::active`]).
 pub struct ActiveAccess {
     pub(crate) state: Arc<ActiveState>,
     pub(crate) rank: u32,

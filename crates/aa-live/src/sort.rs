@@ -2,9 +2,9 @@
 //! simulator's version is crates/aa's `sort`): a sample-free bucket sort of uniformly drawn
 //! 8-byte keys whose exchange is made of gets, each rank fetching its bucket from every other
 //! rank. The ranks' key regions are marked to log gets with their data
-//! ([`super::loggets::GetLogger`]), so a rank that loses its output rebuilds it from the
+//! ([`crate::loggets::GetLogger`]), so a rank that loses its output rebuilds it from the
 //! targets' logs alone, even after they reused their memory. The processes are run by
-//! `unpinned-live-aa sort` (crates/live/src/bin/aa.rs); this file holds the pure parts.
+//! `unpinned-live-aa sort` (crates/aa-live/src/bin/aa.rs); this file holds the pure parts.
 
 pub use unpinned_aa::sort::merge_runs;
 
