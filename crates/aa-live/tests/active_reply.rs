@@ -145,10 +145,7 @@ fn plain_rma_and_active_puts_mix_with_independent_flushes() {
     assert_eq!(count.load(Ordering::SeqCst), n);
 
     // Latency of one active put + flush, both flush kinds, with the handler free.
-    let rounds = std::env::var("UNPINNED_REPLY_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100usize);
+    let rounds = unpinned_testkit::number_or("UNPINNED_REPLY_ROUNDS", 100) as usize;
     let word = 7u64.to_le_bytes();
     let (mut held, mut reply) = (Vec::new(), Vec::new());
     for _ in 0..rounds {

@@ -24,13 +24,7 @@ fn ok(r: &LaunchReport, what: &str) {
 }
 
 fn litmus_iters() -> String {
-    match std::env::var("UNPINNED_TEST_LITMUS_ITERS") {
-        Ok(v) => match v.trim().parse::<u32>() {
-            Ok(n) => n.to_string(),
-            Err(e) => panic!("UNPINNED_TEST_LITMUS_ITERS={v:?} is not a number ({e})"),
-        },
-        Err(_) => "60".into(),
-    }
+    unpinned_testkit::number_or("UNPINNED_TEST_LITMUS_ITERS", 60).to_string()
 }
 
 #[test]

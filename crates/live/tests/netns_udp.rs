@@ -20,10 +20,7 @@ use unpinned_live::edge::{ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SIZE, ENV_T
 /// Percentage of UDP packets leaving namespace a that are dropped (`UNPINNED_NETNS_LOSS`
 /// overrides it, e.g. to soak the recovery at 20%).
 fn loss_percent() -> u32 {
-    std::env::var("UNPINNED_NETNS_LOSS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5)
+    unpinned_testkit::number_or("UNPINNED_NETNS_LOSS", 5) as u32
 }
 
 /// Engine settings for the lossy link: 1 KiB packets (16 per 16 KiB block, so a block attempt

@@ -49,7 +49,7 @@
 //! on the sender's and the target's threads at the same time), without a software CRC; the
 //! residency check is one `PAGEMAP_SCAN` ioctl per 256 KiB window instead of a pagemap `pread`
 //! per 32 pages; a small write into missing anonymous memory could be paged in on access (no
-//! NACK / ERR round trip; made opt-in afterwards, `UNPINNED_FILL_ON_ACCESS_PAGES`: by default
+//! NACK / ERR round trip; made opt-in afterwards, `progress.fill_on_access_max_pages`: by default
 //! every missing page takes the spec's NACK path, which is now the target line). Release build, `--repeat 3`, three runs, median of the three [range];
 //! load average 9.5-10.2 (two other engineers' builds on the 2 vCPUs):
 //!
@@ -169,7 +169,7 @@
 //! outstanding blocks instead of 8, and the shm ring's index caching (each side reloads the
 //! other's index only at full / empty; the doorbell is bumped only for a sleeping consumer).
 //! Release build, `bench live` three times each, interleaved: *after* = this branch, *before*
-//! = the same binary with `UNPINNED_NO_RESIDENCY_CACHE=1 --set engine.max_outstanding_blocks=8`
+//! = the same binary with `UNPINNED_SET=memory.residency_cache=false,engine.max_outstanding_blocks=8`
 //! (the index caching cannot be switched off); load average 5.8-6.3 (other engineers' jobs on
 //! the 2 vCPUs); medians of the three [range]:
 //!
@@ -300,7 +300,7 @@
 //!   `madvise` of one 4 KiB page (64 KiB chunks, `MADV_WILLNEED` and THP, which is
 //!   `madvise`-only here, play no part). The ~2.5 us floor is this VM's page allocation and
 //!   zeroing plus its EPT.
-//! - `UNPINNED_RESIDENCY_TTL_US=1000000` cannot be used for the missing-page line: the fresh
+//! - `memory.residency_ttl_us=1000000` cannot be used for the missing-page line: the fresh
 //!   4 KiB mapping often lands where the previous one was unmapped, whose verdict is still
 //!   trusted, so no NACK is sent and the engine thread takes the CPU fault itself (11.6 us,
 //!   the target's write 4.85 us): the stale-translation hazard that the 20 us bound limits.
@@ -320,7 +320,7 @@
 //!   against 0.63-0.67 ms without the fault. The others' slowdown is CPU: the page-in thread
 //!   needs a core while the sender's and the target's threads need both of the VM's two, and
 //!   `MADV_POPULATE_WRITE` of 256 pages is ~0.64 ms of it; waking the caller's progress
-//!   earlier (`UNPINNED_WAIT_YIELD_US=0`) changed nothing (others 559-938 us against 564-668 us,
+//!   earlier (`progress.wait_yield_us=0`) changed nothing (others 559-938 us against 564-668 us,
 //!   four interleaved pairs). On two cores shared with other jobs the 1.2x target is out of
 //!   reach while a page-in overlaps the other transfers. Also fixed: a progress thread whose turn found the engine held by
 //!   a posting caller went through the transport's sleeper, which returned at once (the rings
@@ -385,8 +385,8 @@
 //! machine's.
 //!
 //! `examples/lat8_loop.rs` (20000 writes per run, three interleaved runs each, load 4.6-5.2),
-//! medians of the runs' medians \[range\]; "spin 20" is `UNPINNED_SPIN_US=20
-//! UNPINNED_WAIT_SPIN_US=20` without pinning:
+//! medians of the runs' medians \[range\]; "spin 20" is `progress.spin_us=20
+//! progress.wait_spin_us=20` without pinning:
 //!
 //! | 8 B write, us                               | old                          | new                         |
 //! |---------------------------------------------|------------------------------|-----------------------------|
@@ -426,7 +426,7 @@
 //!   5.02 / 6.36 / 6.21 without (interleaved, load 4.6-5.3), missing page 22.8-24.2 against
 //!   24.5-25.9 us, live-hol PART / no-fault 9.37 / 3.66 / 3.26 against 2.04 / 3.12 / 2.96.
 //!   Not a clear win on two shared vCPUs, so the defaults keep no spin; the adaptive spin is
-//!   what `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US` now do without pinning. Idle CPU (the
+//!   what `progress.spin_us` / `progress.wait_spin_us` now do without pinning. Idle CPU (the
 //!   process over one idle second after the writes: progress threads asleep on their
 //!   doorbells, 5 ms sleeps) is ~1% of a CPU in both versions.
 //! - Defaults, where the rest goes: placement. With the machine nearly idle (load ~1) the

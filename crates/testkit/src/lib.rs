@@ -6,7 +6,8 @@
 //!
 //! [`for_each_seed`] prints the failing seed with the command that reruns it, e.g.
 //! `seed 17 failed; rerun: UNPINNED_TEST_SEED=17 cargo test -p unpinned-sim --test random`.
-//! A value that is not a number is an error naming the variable, never a silent default.
+//! A value that is not a number is an error naming the variable, never a silent default; the
+//! test suites' other numeric knobs go through [`number_or`] for the same reason.
 
 #![warn(missing_docs)]
 
@@ -24,6 +25,13 @@ fn number(var: &str) -> Option<u64> {
             .parse()
             .unwrap_or_else(|e| panic!("{var}={v:?} is not a number ({e})")),
     )
+}
+
+/// A numeric size knob of a test harness (`UNPINNED_TEST_...`-style variables that scale a
+/// test up for a soak): the variable's value, else `default`; a value that is not a number
+/// panics naming the variable.
+pub fn number_or(var: &str, default: u64) -> u64 {
+    number(var).unwrap_or(default)
 }
 
 /// The seeds to run: [`ENV_SEED`] alone, else `0..`[`ENV_SEEDS`], else `0..default_count`.
