@@ -136,7 +136,7 @@ impl SpaceConfig {
     /// Apply `KEY=VALUE` assignments of the `dsm` section (without the `dsm.` prefix); an
     /// unknown key or a bad value is an error naming `dsm.KEY`.
     pub fn with_overrides<S: AsRef<str>>(self, sets: &[S]) -> Result<SpaceConfig, DsmLiveError> {
-        apply_overrides(&self, sets).map_err(|e| {
+        let c = apply_overrides(&self, sets).map_err(|e| {
             DsmLiveError::Config(
                 ConfigError {
                     key: format!("dsm.{}", e.key),
@@ -144,6 +144,14 @@ impl SpaceConfig {
                 }
                 .to_string(),
             )
+        })?;
+        // The program's fields are not serialized: keep them.
+        Ok(SpaceConfig {
+            threads_per_rank: self.threads_per_rank,
+            views: self.views,
+            backoff: self.backoff,
+            app: self.app,
+            ..c
         })
     }
 }

@@ -290,7 +290,11 @@ impl Config {
 
     /// Apply `a.b=v` assignments ([`apply_overrides`]) and check the result ([`Config::validate`]).
     pub fn with_overrides<S: AsRef<str>>(self, sets: &[S]) -> Result<Config, ConfigError> {
-        let c = apply_overrides(&self, sets)?;
+        let mut c = apply_overrides(&self, sets)?;
+        // The job fields are not serialized: keep this rank's.
+        c.rank = self.rank;
+        c.size = self.size;
+        c.bootstrap_dir = self.bootstrap_dir;
         c.validate()?;
         Ok(c)
     }
@@ -393,7 +397,8 @@ pub fn split_assignments(list: &str) -> Vec<String> {
 }
 
 /// Apply `a.b=v` assignments to any serde configuration `T` whose structs deny unknown
-/// fields. The value is read as TOML (numbers, booleans, quoted strings) or else as a bare
+/// fields. Fields that are not serialized (`#[serde(skip)]`) come back as their defaults: the
+/// caller copies them over (as [`Config::with_overrides`] does). The value is read as TOML (numbers, booleans, quoted strings) or else as a bare
 /// string. Each assignment is checked on its own, so an error names its key: an unknown key
 /// (serde lists the known ones), a value of the wrong type, or an assignment without `=`.
 pub fn apply_overrides<T, S>(value: &T, sets: &[S]) -> Result<T, ConfigError>

@@ -103,7 +103,20 @@ static BASE: std::sync::Mutex<Option<Config>> = std::sync::Mutex::new(None);
 /// Set the runtime configuration every rank pair of the experiments starts from: the
 /// defaults with `sets` (`a.b=v` runtime knobs, as `unpinned run --set`; the CLI passes those
 /// of `UNPINNED_SET`). An unknown key or a bad value is an error naming the key.
+///
+/// The `engine` section is refused here: an experiment's engine is its profile's (`--set
+/// engine.KEY=V` of `unpinned live`), so the base's would be silently replaced.
 pub fn set_base_overrides<S: AsRef<str>>(sets: &[S]) -> Result<(), ExperimentError> {
+    if let Some(s) = sets
+        .iter()
+        .map(|s| s.as_ref().trim())
+        .find(|s| s.starts_with("engine."))
+    {
+        return Err(fail(format!(
+            "{s}: the live experiments take engine knobs from the profile; pass them with \
+             `--set {s}` instead"
+        )));
+    }
     let c = Config::new(0, 2).with_overrides(sets).map_err(fail)?;
     *BASE.lock().expect("base config") = Some(c);
     Ok(())
