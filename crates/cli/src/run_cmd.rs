@@ -66,6 +66,18 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     if let Some(p) = &a.policy {
         o.sets.push(format!("handler.policy={p}"));
     }
+    // The launcher checks the runtime's knobs; the DSM space's are checked here too, so that a
+    // typo fails before any rank starts.
+    let mut dsm = unpinned_live::edge::Edge {
+        rank: 0,
+        size: a.ranks.max(1),
+        transport: unpinned_live::TransportKind::Udp(Vec::new()),
+        bootstrap_dir: None,
+        sets: o.sets.clone(),
+    };
+    unpinned_dsm_live::SpaceConfig::default()
+        .with_overrides(&dsm.take_section("dsm"))
+        .map_err(|e| CliError::Usage(format!("--set / UNPINNED_SET: {e}")))?;
     let report = launch(&o).map_err(|e| match e {
         LaunchError::Usage(m) => CliError::Usage(m),
         LaunchError::Setup(m) => CliError::Run(m),

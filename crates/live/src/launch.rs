@@ -198,7 +198,7 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
         .collect();
     let cfg = Config::new(0, opts.ranks)
         .with_overrides(&sets)
-        .map_err(|e| LaunchError::Usage(format!("--set: {e}")))?;
+        .map_err(|e| LaunchError::Usage(format!("--set / {ENV_SET}: {e}")))?;
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
