@@ -328,7 +328,7 @@ fn panicking_handler_and_missing_handler_do_not_hang_flushes() {
             // Long enough for the first flush behind five panicking handler calls (a panic
             // message with a backtrace can take long on a loaded machine); the second flush
             // waits the whole timeout by design.
-            c.op_timeout = Duration::from_secs(2);
+            c.timeouts.op_ms = 2000;
             // The initiator gives a held get up after `max_timeouts` silent periods (30 x 10
             // ms with the live defaults): five panics printing backtraces on a loaded machine
             // took longer than that (RetryExceeded on the first flush, 3 of 30 runs two at a

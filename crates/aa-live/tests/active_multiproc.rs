@@ -8,7 +8,7 @@ use std::time::Duration;
 use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
 
 fn run(n: u32, transport: LaunchTransport, args: &[&str]) {
-    let keys = std::env::var("UNPINNED_AA_KEYS").unwrap_or_else(|_| "300".into());
+    let keys = unpinned_testkit::number_or("UNPINNED_AA_KEYS", 300).to_string();
     let mut o = LaunchOptions::new(n, env!("CARGO_BIN_EXE_unpinned-live-aa"));
     o.transport = transport;
     o.args = vec![
@@ -85,7 +85,7 @@ fn logged_gets_replay_to_the_same_state_three_processes() {
 /// keys per rank (default 3000).
 #[test]
 fn fault_tolerant_sort_three_processes() {
-    let keys = std::env::var("UNPINNED_AA_SORT_KEYS").unwrap_or_else(|_| "3000".into());
+    let keys = unpinned_testkit::number_or("UNPINNED_AA_SORT_KEYS", 3000).to_string();
     let mut o = LaunchOptions::new(3, env!("CARGO_BIN_EXE_unpinned-live-aa"));
     o.args = vec!["sort".into(), "sleep".into(), keys, "9".into()];
     o.timeout = Duration::from_secs(60);

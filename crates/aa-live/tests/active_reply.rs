@@ -145,10 +145,7 @@ fn plain_rma_and_active_puts_mix_with_independent_flushes() {
     assert_eq!(count.load(Ordering::SeqCst), n);
 
     // Latency of one active put + flush, both flush kinds, with the handler free.
-    let rounds = std::env::var("UNPINNED_REPLY_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100usize);
+    let rounds = unpinned_testkit::number_or("UNPINNED_REPLY_ROUNDS", 100) as usize;
     let word = 7u64.to_le_bytes();
     let (mut held, mut reply) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
@@ -179,7 +176,7 @@ fn reply_flush_bad_calls_and_missing_handler_are_typed_errors() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let rts = pair_with(|c| {
-        c.op_timeout = Duration::from_millis(300);
+        c.timeouts.op_ms = 300;
         c.bootstrap_dir = Some(dir.clone());
     });
     let (src, dst) = (&rts[0], &rts[1]);

@@ -49,7 +49,8 @@ use unpinned_live::{Completion, CompletionError, LiveError, Op, Perms};
 pub const UP_OK: c_int = 0;
 /// `LiveError::Env`: a launcher environment variable is missing or malformed.
 pub const UP_ERR_ENV: c_int = -1;
-/// `LiveError::Config`: inconsistent configuration.
+/// `LiveError::Config` or `LiveError::Knob`: inconsistent configuration (e.g. an unknown key
+/// in `UNPINNED_SET`).
 pub const UP_ERR_CONFIG: c_int = -2;
 /// `LiveError::Memory`: residency checks unavailable (`/proc/self/pagemap`).
 pub const UP_ERR_MEMORY: c_int = -3;
@@ -101,7 +102,7 @@ pub const UP_OP_READ: i32 = 2;
 pub fn live_error_code(e: &LiveError) -> c_int {
     match e {
         LiveError::Env { .. } => UP_ERR_ENV,
-        LiveError::Config(_) => UP_ERR_CONFIG,
+        LiveError::Config(_) | LiveError::Knob(_) => UP_ERR_CONFIG,
         LiveError::Memory(_) => UP_ERR_MEMORY,
         LiveError::Shm(_) => UP_ERR_SHM,
         LiveError::Udp(_) => UP_ERR_UDP,

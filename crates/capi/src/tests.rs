@@ -265,7 +265,7 @@ fn null_pointers_give_up_err_null_and_a_message() {
 
 #[test]
 fn init_outside_the_launcher_says_how_to_run() {
-    if std::env::var_os(unpinned_live::api::ENV_RANK).is_some() {
+    if std::env::var_os(unpinned_live::edge::ENV_RANK).is_some() {
         eprintln!("skipped: this test process runs under the launcher (UNPINNED_RANK is set)");
         return;
     }

@@ -101,7 +101,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     );
     println!("  of which page-in of the page (mean) {:>10.1} us      (+ 2 round trips ~ 8 B write each; {} NACKs)", r.missing_page_in_us, r.missing_nacks);
     println!(
-        "  opt-in page-in on access (no NACK)  {:>10.1} us      (UNPINNED_FILL_ON_ACCESS_PAGES={})",
+        "  opt-in page-in on access (no NACK)  {:>10.1} us      (progress.fill_on_access_max_pages={})",
         r.write_4k_missing_fill_us,
         unpinned_livebench::bench::FILL_OPT_IN_PAGES
     );
@@ -125,7 +125,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
         match d {
             Some(d) => {
                 println!("dedicated cores: caller pinned to CPU {}, target's progress thread to CPU {}, both spin {} us, rings of {} slots", d.caller_cpu, d.target_cpu, d.spin_us, d.ring_slots);
-                println!("  (UNPINNED_PROGRESS_CPU, UNPINNED_SPIN_US, UNPINNED_WAIT_SPIN_US; the lines above are the defaults: no pinning, no spin)");
+                println!("  (progress.cpu, progress.spin_us, progress.wait_spin_us; the lines above are the defaults: no pinning, no spin)");
                 println!("  8 B write latency (median)          {:>10.2} us      target <= 0.5 us   {}   (default {:.2} us)", d.write_8b_us, verdict(d.write_8b_us <= 0.5), w8);
                 println!("  4 KiB write into a missing page     {:>10.1} us      target <= 10 us    {}   (default {:.1} us)", d.write_4k_missing_us, verdict(d.write_4k_missing_us <= 10.0), miss);
             }
@@ -133,7 +133,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
         }
     };
     println!(
-        "(rings of {} slots per direction: UNPINNED_RING_SLOTS, as `unpinned run`)",
+        "(rings of {} slots per direction: transport.ring_slots, as `unpinned run`)",
         r.ring_slots
     );
     dedicated(&r.dedicated, r.write_8b_us, r.write_4k_missing_us);
@@ -145,7 +145,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     );
     let sr = &r.small_ring;
     println!(
-        "small rings: the same with {} slots per ring (UNPINNED_RING_SLOTS={}), defaults otherwise",
+        "small rings: the same with {} slots per ring (transport.ring_slots={}), defaults otherwise",
         sr.ring_slots, sr.ring_slots
     );
     println!(

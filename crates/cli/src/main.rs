@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod bench_apps;
 mod calibrate_cmd;
+mod config_cmd;
 mod error;
 mod live_cmd;
 mod profile_cmd;
@@ -72,6 +73,8 @@ enum Command {
     Bench(BenchCommand),
     /// Launch a live job: N processes running PART over real memory (shm or udp).
     Run(run_cmd::RunArgs),
+    /// Show the live runtime's configuration, or list every knob (--list [--markdown]).
+    Config(config_cmd::ConfigArgs),
     /// Measure this machine's component costs (faults, page-in, mlock, wake-ups, ring) and
     /// write them as a simulator profile.
     Calibrate(calibrate_cmd::CalibrateArgs),
@@ -315,6 +318,23 @@ fn main() -> ExitCode {
     if simulation_only {
         thp::reexec_with_huge_pages();
     }
+    // The runtimes these commands start in this process take the knobs of `UNPINNED_SET`
+    // (the programs under `unpinned run` read theirs through the runtime's edge).
+    let in_process_live = matches!(
+        &cli.command,
+        Command::Live(_)
+            | Command::Bench(BenchCommand::Live(_))
+            | Command::Calibrate(_)
+            | Command::Reproduce(_)
+            | Command::Sweep(_)
+            | Command::RunPoint(_)
+    );
+    if in_process_live {
+        if let Err(e) = unpinned_livebench::exp::set_base_overrides(&config_cmd::overrides(&[])) {
+            eprintln!("error: {}: {e}", unpinned_live::edge::ENV_SET);
+            return ExitCode::from(2);
+        }
+    }
     let result = match &cli.command {
         Command::Sim(a) => sim(a),
         Command::Reproduce(a) => reproduce(a),
@@ -324,6 +344,7 @@ fn main() -> ExitCode {
         Command::Profile(ProfileCommand::Check { file }) => profile_cmd::check(file),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a).map_err(CliError::Run),
         Command::Run(a) => run_cmd::run(a),
+        Command::Config(a) => config_cmd::run(a),
         Command::Calibrate(a) => calibrate_cmd::run(a),
         Command::Live(a) => live_cmd::run(a),
         Command::Replay(a) => replay_cmd::run(a),

@@ -1,8 +1,9 @@
 //! `unpinned run -n N [--transport shm|udp] -- PROGRAM ARGS`: launch a live job (issue 3).
 //!
 //! Thin wrapper over [`unpinned_live::launch`]: the live runtime creates the shared-memory
-//! segment (or picks UDP ports on 127.0.0.1), spawns the ranks with `UNPINNED_*` environment
-//! variables, and reports which rank failed. Exit code 1 if any rank failed or the job timed
+//! segment (or picks UDP ports on 127.0.0.1), spawns the ranks with the launcher's
+//! environment variables (`crates/live/src/edge.rs`; the knobs of `UNPINNED_SET` and of
+//! `--set` travel in `UNPINNED_SET`), and reports which rank failed. Exit code 1 if any rank failed or the job timed
 //! out, 2 for usage errors.
 
 use std::time::Duration;
@@ -21,10 +22,12 @@ pub struct RunArgs {
     /// Transport between the ranks: shm (shared-memory rings) or udp (127.0.0.1).
     #[arg(long, default_value = "shm")]
     pub transport: String,
-    /// Page-in policy of every rank: pio, pi4 or pia.
+    /// Page-in policy of every rank: pio, pi4 or pia (the knob handler.policy).
     #[arg(long)]
     pub policy: Option<String>,
-    /// Override an engine parameter for every rank, e.g. engine.block_timeout_us=100 (repeatable).
+    /// Override a knob of every rank, e.g. engine.block_timeout_us=100 or dsm.context=signal
+    /// (repeatable; several per flag separated by commas; after those of UNPINNED_SET; every
+    /// knob: `unpinned config --list`). Unknown keys are refused.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Kill the whole job after this many seconds.
@@ -57,13 +60,24 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let mut o = LaunchOptions::new(a.ranks, program);
     o.transport = transport;
     o.args = args.to_vec();
-    o.sets = a.sets.clone();
+    o.sets = crate::config_cmd::overrides(&a.sets);
     o.timeout = Duration::from_secs_f64(a.timeout);
     o.grace = Duration::from_secs_f64(a.grace);
     if let Some(p) = &a.policy {
-        o.env
-            .push((unpinned_live::api::ENV_POLICY.to_string(), p.clone()));
+        o.sets.push(format!("handler.policy={p}"));
     }
+    // The launcher checks the runtime's knobs; the DSM space's are checked here too, so that a
+    // typo fails before any rank starts.
+    let mut dsm = unpinned_live::edge::Edge {
+        rank: 0,
+        size: a.ranks.max(1),
+        transport: unpinned_live::TransportKind::Udp(Vec::new()),
+        bootstrap_dir: None,
+        sets: o.sets.clone(),
+    };
+    unpinned_dsm_live::SpaceConfig::default()
+        .with_overrides(&dsm.take_section("dsm"))
+        .map_err(|e| CliError::Usage(format!("--set / UNPINNED_SET: {e}")))?;
     let report = launch(&o).map_err(|e| match e {
         LaunchError::Usage(m) => CliError::Usage(m),
         LaunchError::Setup(m) => CliError::Run(m),

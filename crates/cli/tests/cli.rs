@@ -153,3 +153,38 @@ fn dsm_run_runs_an_app_on_two_ranks_and_checks_it() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("unknown application"));
 }
+
+#[test]
+fn knobs_are_set_one_way_and_unknown_ones_are_refused() {
+    let exe = env!("CARGO_BIN_EXE_unpinned");
+    // `unpinned config` prints the effective configuration: `--set` after `UNPINNED_SET`.
+    let o = Command::new(exe)
+        .args(["config", "--set", "progress.spin_us=20"])
+        .env("UNPINNED_SET", "progress.yield_us=7, progress.spin_us=3")
+        .output()
+        .expect("binary runs");
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(
+        out.contains("spin_us = 20") && out.contains("yield_us = 7"),
+        "{out}"
+    );
+    // An unknown key is refused before any rank starts, with its name, from either source.
+    for (flag, env) in [
+        ("engine.packet_bytez=1", ""),
+        ("dsm.bogus=1", ""),
+        ("progress.spin_us=abc", ""),
+        ("handler.policy=pia", "progress.nope=1"),
+    ] {
+        let o = Command::new(exe)
+            .args(["run", "-n", "2", "--set", flag, "--", "true"])
+            .env("UNPINNED_SET", env)
+            .output()
+            .expect("binary runs");
+        let err = text(&o.stderr);
+        let key = if env.is_empty() { flag } else { env };
+        let key = key.split('=').next().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag} {env}: {err}");
+        assert!(err.contains(&format!("`{key}`")), "{flag} {env}: {err}");
+    }
+}

@@ -11,8 +11,8 @@
 //! ```no_run
 //! use unpinned_dsm::space::SharedSpace;
 //! use unpinned_dsm_live::{launch_space, SpaceConfig};
-//! // context/protection/trace from DSM_LIVE_CONTEXT, DSM_LIVE_PROTECT, DSM_LIVE_TRACE
-//! let space = launch_space(SpaceConfig::from_env(2)?)?;
+//! // context/protection/trace from `unpinned run --set dsm.context=signal` and the like
+//! let space = launch_space(SpaceConfig::new(2))?;
 //! // Setup: collective, deterministic allocations (same address on every rank).
 //! let counter = space.alloc(8, 8)? as *mut u64;
 //! let c = counter as usize;

@@ -19,9 +19,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use unpinned_dsm::space::{SharedSpace, SpaceError, Worker};
 use unpinned_dsm::trace::{TraceHeader, TraceOp};
 use unpinned_dsm::{Access, Event, FaultResult, Msg, Node};
+use unpinned_live::config::{apply_overrides, knob_rows, ConfigError, KnobRow};
+use unpinned_live::edge::Edge;
 use unpinned_live::Runtime;
 
 use crate::context::{Backoff, Contexts, HandlerContext, Service};
@@ -37,36 +40,81 @@ pub const EXIT_PEER_FAILED: i32 = 75;
 /// Most threads of one rank that may fault.
 pub const MAX_THREADS: usize = 1024;
 
-/// Environment variable: handler context (`progress`, `deferred`, `signal`, `polling`).
-pub const ENV_CONTEXT: &str = "DSM_LIVE_CONTEXT";
-/// Environment variable: protection mechanism (`per-page`, `batched`).
-pub const ENV_PROTECT: &str = "DSM_LIVE_PROTECT";
-/// Environment variable: `0` turns off RDMA reads from shared copies (default `1`).
-pub const ENV_RDMA_READ: &str = "DSM_LIVE_RDMA_READ";
-/// Environment variable: record a trace into this file.
-pub const ENV_TRACE: &str = "DSM_LIVE_TRACE";
-
-/// Configuration of a live space.
-#[derive(Clone, Debug)]
+/// Configuration of a live space: the `dsm` section of a job's knobs.
+///
+/// `threads_per_rank`, `views`, `backoff` and `app` are set by the program; the other fields
+/// are knobs, overridden per job by `dsm.KEY=VALUE` assignments (`unpinned run --set`,
+/// `UNPINNED_SET`), which [`launch_space`] applies ([`SpaceConfig::with_overrides`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct SpaceConfig {
-    /// Worker threads per rank.
+    /// Worker threads per rank (not a knob: the program's).
+    #[serde(skip)]
     pub threads_per_rank: usize,
-    /// Where protocol handlers run.
+    /// Where protocol handlers run: `progress`, `deferred`, `signal` or `polling`. Default
+    /// `progress`.
+    #[serde(with = "by_name")]
     pub context: HandlerContext,
-    /// How protections change.
+    /// How protections change: `per-page` (one `mprotect` per page) or `batched`. Default
+    /// `batched`.
+    #[serde(with = "by_name")]
     pub protect: ProtectMode,
-    /// Address-space geometry.
+    /// Address-space geometry (not a knob).
+    #[serde(skip)]
     pub views: ViewConfig,
-    /// Idle back-off of the detector and of waiting threads.
+    /// Idle back-off of the detector and of waiting threads (not a knob).
+    #[serde(skip)]
     pub backoff: Backoff,
-    /// Mailbox slots per peer ring.
+    /// Mailbox slots per peer ring. Default 256.
     pub mailbox_slots: usize,
-    /// Serve read faults on shared minipages by an RDMA read from a non-manager copy.
+    /// Serve read faults on shared minipages by an RDMA read from a non-manager copy. Default
+    /// true.
     pub rdma_read_shared: bool,
-    /// Record a trace into this file.
+    /// Record a trace into this file. Default unset.
     pub trace: Option<std::path::PathBuf>,
-    /// Application name for the trace header.
+    /// Application name for the trace header (not a knob: the program's).
+    #[serde(skip)]
     pub app: String,
+}
+
+/// Handler contexts and protection modes by their command-line names.
+mod by_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub trait Named: Sized + std::str::FromStr<Err = String> {
+        fn name_of(&self) -> &'static str;
+    }
+
+    impl Named for crate::context::HandlerContext {
+        fn name_of(&self) -> &'static str {
+            self.name()
+        }
+    }
+
+    impl Named for crate::protect::ProtectMode {
+        fn name_of(&self) -> &'static str {
+            match self {
+                crate::protect::ProtectMode::PerPage => "per-page",
+                crate::protect::ProtectMode::Batched => "batched",
+            }
+        }
+    }
+
+    pub fn serialize<T: Named, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(v.name_of())
+    }
+
+    pub fn deserialize<'de, T: Named, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Default for SpaceConfig {
+    fn default() -> Self {
+        SpaceConfig::new(1)
+    }
 }
 
 impl SpaceConfig {
@@ -85,34 +133,56 @@ impl SpaceConfig {
         }
     }
 
-    /// Defaults overridden by [`ENV_CONTEXT`], [`ENV_PROTECT`], [`ENV_TRACE`] and
-    /// [`ENV_RDMA_READ`].
-    pub fn from_env(threads_per_rank: usize) -> Result<SpaceConfig, DsmLiveError> {
-        let mut c = SpaceConfig::new(threads_per_rank);
-        if let Ok(v) = std::env::var(ENV_CONTEXT) {
-            c.context = v
-                .parse()
-                .map_err(|e| DsmLiveError::Config(format!("{ENV_CONTEXT}: {e}")))?;
-        }
-        if let Ok(v) = std::env::var(ENV_PROTECT) {
-            c.protect = v
-                .parse()
-                .map_err(|e| DsmLiveError::Config(format!("{ENV_PROTECT}: {e}")))?;
-        }
-        c.trace = std::env::var_os(ENV_TRACE).map(Into::into);
-        if let Ok(v) = std::env::var(ENV_RDMA_READ) {
-            c.rdma_read_shared = match v.as_str() {
-                "1" => true,
-                "0" => false,
-                _ => {
-                    return Err(DsmLiveError::Config(format!(
-                        "{ENV_RDMA_READ}={v:?}: use 0 or 1"
-                    )))
+    /// Apply `KEY=VALUE` assignments of the `dsm` section (without the `dsm.` prefix); an
+    /// unknown key or a bad value is an error naming `dsm.KEY`.
+    pub fn with_overrides<S: AsRef<str>>(self, sets: &[S]) -> Result<SpaceConfig, DsmLiveError> {
+        let c = apply_overrides(&self, sets).map_err(|e| {
+            DsmLiveError::Config(
+                ConfigError {
+                    key: format!("dsm.{}", e.key),
+                    why: e.why,
                 }
-            };
-        }
-        Ok(c)
+                .to_string(),
+            )
+        })?;
+        // The program's fields are not serialized: keep them.
+        Ok(SpaceConfig {
+            threads_per_rank: self.threads_per_rank,
+            views: self.views,
+            backoff: self.backoff,
+            app: self.app,
+            ..c
+        })
     }
+}
+
+/// What each knob of [`SpaceConfig`] does (keys relative to the `dsm` section).
+pub const KNOB_DOCS: &[(&str, &str)] = &[
+    (
+        "context",
+        "where protocol handlers run: progress, deferred, signal or polling",
+    ),
+    (
+        "protect",
+        "how protections change: per-page (one mprotect per page) or batched",
+    ),
+    ("mailbox_slots", "mailbox slots per peer ring"),
+    (
+        "rdma_read_shared",
+        "serve read faults on shared minipages by an RDMA read from a non-manager copy",
+    ),
+    ("trace", "record a trace of the run into this file"),
+];
+
+/// The knob table of [`SpaceConfig`] (keys with their `dsm.` prefix).
+pub fn space_knobs() -> Vec<KnobRow> {
+    knob_rows(
+        "dsm.",
+        &SpaceConfig::default(),
+        KNOB_DOCS,
+        &["trace=/tmp/trace"],
+    )
+    .expect("KNOB_DOCS match SpaceConfig")
 }
 
 /// Counters of a rank.
@@ -553,10 +623,13 @@ pub struct LiveSpace {
     finished: bool,
 }
 
-/// Join the job (inside a program started by `unpinned run -n N`): open the runtime from the
-/// environment and build the space with `cfg` on every rank.
+/// Join the job (inside a program started by `unpinned run -n N`): read the launcher's
+/// environment ([`unpinned_live::edge`]), apply its `dsm.*` overrides to `cfg`, open the
+/// runtime with the others and build the space on every rank.
 pub fn launch_space(cfg: SpaceConfig) -> Result<LiveSpace, DsmLiveError> {
-    LiveSpace::new(Runtime::from_env()?, cfg)
+    let mut edge = Edge::from_env()?;
+    let cfg = cfg.with_overrides(&edge.take_section("dsm"))?;
+    LiveSpace::new(edge.connect()?, cfg)
 }
 
 impl LiveSpace {
@@ -633,6 +706,11 @@ impl LiveSpace {
     /// The handler context.
     pub fn context(&self) -> HandlerContext {
         self.inner.ctx().context()
+    }
+
+    /// Read faults on shared minipages are served by RDMA reads (`dsm.rdma_read_shared`).
+    pub fn rdma_read_shared(&self) -> bool {
+        self.inner.rdma_read
     }
 
     /// Counters of this rank.
@@ -856,5 +934,43 @@ impl SharedSpace for LiveSpace {
         if let Some(tr) = &i.tracer {
             tr.exit();
         }
+    }
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    #[test]
+    fn dsm_knobs_are_overridden_by_name_and_unknown_ones_refused() {
+        let c = SpaceConfig::new(2)
+            .with_overrides(&[
+                "context=signal",
+                "protect=per-page",
+                "rdma_read_shared=false",
+            ])
+            .unwrap();
+        assert_eq!(c.context, HandlerContext::Signal);
+        assert_eq!(c.protect, ProtectMode::PerPage);
+        assert!(!c.rdma_read_shared);
+        assert_eq!(c.threads_per_rank, 2, "the program's fields survive");
+        let c = SpaceConfig::new(1)
+            .with_overrides(&["trace=/tmp/t.jsonl"])
+            .unwrap();
+        assert_eq!(c.trace, Some("/tmp/t.jsonl".into()));
+        for bad in [
+            "bogus=1",
+            "context=fast",
+            "mailbox_slots=x",
+            "threads_per_rank=4",
+        ] {
+            let e = SpaceConfig::new(1)
+                .with_overrides(&[bad])
+                .unwrap_err()
+                .to_string();
+            let key = format!("dsm.{}", bad.split('=').next().unwrap());
+            assert!(e.contains(&key), "{bad}: {e}");
+        }
+        assert_eq!(space_knobs().len(), KNOB_DOCS.len());
     }
 }

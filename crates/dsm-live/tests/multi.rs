@@ -1,20 +1,19 @@
 //! End-to-end tests of the live DSM: real processes launched like `unpinned run`, real page
 //! faults, the PART runtime moving pages.
 //!
-//! Litmus iterations per run: `DSM_LIVE_LITMUS_ITERS` (default 60; each iteration is a fresh
-//! pair of variables, two barriers and a few faults).
+//! Litmus iterations per run: `UNPINNED_TEST_LITMUS_ITERS` (default 60; each iteration is a
+//! fresh pair of variables, two barriers and a few faults). The litmus programs' seed follows
+//! the workspace convention ([`unpinned_testkit`]: `UNPINNED_TEST_SEED`, default 1).
 
 use std::time::Duration;
 
 use unpinned_live::launch::{launch, LaunchOptions, LaunchReport};
 
-fn run(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> LaunchReport {
+/// Launch `ranks` selftests with `args` and the configuration overrides `sets` (`dsm.KEY=V`).
+fn run(ranks: u32, args: &[&str], sets: &[&str]) -> LaunchReport {
     let mut o = LaunchOptions::new(ranks, env!("CARGO_BIN_EXE_dsm-live-selftest"));
     o.args = args.iter().map(|s| s.to_string()).collect();
-    o.env = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    o.sets = sets.iter().map(|s| s.to_string()).collect();
     o.timeout = Duration::from_secs(90);
     o.grace = Duration::from_secs(10);
     launch(&o).expect("launch")
@@ -25,20 +24,7 @@ fn ok(r: &LaunchReport, what: &str) {
 }
 
 fn litmus_iters() -> String {
-    std::env::var("DSM_LIVE_LITMUS_ITERS").unwrap_or_else(|_| "60".into())
-}
-
-fn seed() -> String {
-    let s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    let s = std::env::var("DSM_LIVE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(s);
-    eprintln!("seed {s} (rerun with DSM_LIVE_SEED={s})");
-    s.to_string()
+    unpinned_testkit::number_or("UNPINNED_TEST_LITMUS_ITERS", 60).to_string()
 }
 
 #[test]
@@ -60,11 +46,15 @@ fn litmus_tests_never_show_a_forbidden_outcome_in_any_context() {
         ("sb", "progress"),
         ("iriw", "polling"),
     ] {
-        let s = seed();
+        let s = unpinned_testkit::seed(
+            1,
+            "cargo test -p unpinned-dsm-live --test multi litmus_tests",
+        )
+        .to_string();
         let r = run(
             2,
             &["litmus", kind, &iters, &s],
-            &[("DSM_LIVE_CONTEXT", ctx)],
+            &[&format!("dsm.context={ctx}")],
         );
         ok(&r, &format!("litmus {kind} in context {ctx} (seed {s})"));
     }
@@ -75,10 +65,7 @@ fn per_page_protection_works_too() {
     let r = run(
         2,
         &["counter", "1", "30"],
-        &[
-            ("DSM_LIVE_PROTECT", "per-page"),
-            ("DSM_LIVE_CONTEXT", "signal"),
-        ],
+        &["dsm.protect=per-page", "dsm.context=signal"],
     );
     ok(&r, "counter with per-page mprotect");
 }
@@ -107,7 +94,7 @@ fn trace_records_every_workers_faults_barriers_and_locks() {
     use unpinned_dsm::trace::{TraceHeader, TraceOp, TraceRecord};
     let path = std::env::temp_dir().join(format!("dsm-live-trace-{}.jsonl", std::process::id()));
     let p = path.display().to_string();
-    let r = run(2, &["counter", "2", "10"], &[("DSM_LIVE_TRACE", &p)]);
+    let r = run(2, &["counter", "2", "10"], &[&format!("dsm.trace={p}")]);
     ok(&r, "counter with a trace");
     let text = std::fs::read_to_string(&path).expect("the merged trace file");
     let _ = std::fs::remove_file(&path);
@@ -165,7 +152,7 @@ fn shared_reads_are_pulled_by_rdma_read_from_a_non_manager_copy() {
         "readshare with RDMA reads",
     );
     ok(
-        &run(3, &["readshare", "10"], &[("DSM_LIVE_RDMA_READ", "0")]),
+        &run(3, &["readshare", "10"], &["dsm.rdma_read_shared=false"]),
         "readshare with transfer notices only",
     );
 }

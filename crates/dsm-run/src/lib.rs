@@ -55,9 +55,14 @@ use unpinned_dsm_live::{launch_space, HandlerContext, ProtectMode, SpaceConfig};
 pub const EXIT_WRONG: i32 = 1;
 /// Exit code: bad command line.
 pub const EXIT_USAGE: i32 = 2;
-/// Environment variable naming the `unpinned-dsm-run` binary (for launchers, see
-/// [`binary_path`]).
-pub const ENV_BINARY: &str = "UNPINNED_DSM_RUN";
+
+static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Run ranks with this `unpinned-dsm-run` binary instead of the one [`command`] finds (a test
+/// harness passes its `CARGO_BIN_EXE_unpinned-dsm-run`). The first call wins.
+pub fn set_binary(path: impl Into<PathBuf>) {
+    let _ = BINARY.set(path.into());
+}
 
 /// The command line of a rank.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,13 +246,13 @@ pub fn result_file(dir: &Path, app: &str, ranks: u32, threads: u32) -> PathBuf {
 }
 
 /// The program and leading arguments a launcher starts on every rank to run `unpinned-dsm-run`
-/// (followed by [`RunArgs::to_args`]): [`ENV_BINARY`] if set; the current executable with
-/// `dsm-run` if it is the `unpinned` tool (`unpinned dsm-run` is the same program); else the
+/// (followed by [`RunArgs::to_args`]): the one given to [`set_binary`], if any; the current
+/// executable with `dsm-run` if it is the `unpinned` tool (`unpinned dsm-run` is the same program); else the
 /// `unpinned-dsm-run` binary next to the current executable or one directory up (test
 /// binaries live in `target/*/deps`).
 pub fn command() -> Result<(PathBuf, Vec<String>), String> {
-    if let Some(p) = std::env::var_os(ENV_BINARY) {
-        return Ok((p.into(), Vec::new()));
+    if let Some(p) = BINARY.get() {
+        return Ok((p.clone(), Vec::new()));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     if exe.file_name().is_some_and(|n| n == "unpinned") {
@@ -263,7 +268,7 @@ pub fn command() -> Result<(PathBuf, Vec<String>), String> {
         }
     }
     Err(format!(
-        "unpinned-dsm-run not found next to {} (build it: cargo build -p unpinned-dsm-run, or set {ENV_BINARY})",
+        "unpinned-dsm-run not found next to {} (build it: cargo build -p unpinned-dsm-run)",
         exe.display()
     ))
 }
@@ -363,7 +368,8 @@ fn decode(b: &[u8]) -> Result<[u64; STAT_WORDS], String> {
 /// `correct == false`, not an error. A dead peer ends the process with exit code 75 inside
 /// the DSM.
 pub fn run_rank(a: &RunArgs) -> Result<Option<RunResult>, String> {
-    let mut cfg = SpaceConfig::from_env(a.threads).map_err(|e| e.to_string())?;
+    // The flags first; `dsm.*` overrides of the job (`--set`, `UNPINNED_SET`) go on top.
+    let mut cfg = SpaceConfig::new(a.threads);
     cfg.context = a.context;
     cfg.protect = a.protect;
     if a.trace.is_some() {

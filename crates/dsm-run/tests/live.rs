@@ -143,10 +143,7 @@ fn trace_totals_of_live_and_tracing_runs_agree_on_synchronisation() {
 fn live_dsm_apps_and_dsm_load_experiments() {
     use unpinned_experiments::RunContext;
     use unpinned_livebench::exp;
-    std::env::set_var(
-        unpinned_dsm_run::ENV_BINARY,
-        env!("CARGO_BIN_EXE_unpinned-dsm-run"),
-    );
+    unpinned_dsm_run::set_binary(env!("CARGO_BIN_EXE_unpinned-dsm-run"));
     let dir = tmp("traces");
     let run = |name: &str, params: &[(&str, &str)]| {
         let ctx = RunContext {

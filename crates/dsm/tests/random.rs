@@ -98,19 +98,16 @@ fn run(seed: u64) -> Result<u64, String> {
 
 #[test]
 fn random_schedules_keep_single_writer_and_latest_value() {
-    let seeds: u64 = std::env::var("UNPINNED_DSM_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
-    let mut total = 0;
-    for seed in 0..seeds {
+    let (mut total, mut runs) = (0, 0);
+    unpinned_testkit::for_each_seed("cargo test -p unpinned-dsm --test random", 300, |seed| {
         match run(seed) {
             Ok(n) => total += n,
             Err(e) => panic!("seed {seed}: {e}"),
         }
-    }
+        runs += 1;
+    });
     assert!(
-        total > seeds * 100,
+        total > runs * 100,
         "threads made progress ({total} accesses)"
     );
 }

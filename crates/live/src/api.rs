@@ -35,58 +35,16 @@ use unpinned_core::api::{
     Completion, CompletionError, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId,
 };
 use unpinned_core::memory::Pdid;
-use unpinned_core::os::PageInPolicy;
-use unpinned_core::profile::Profile;
-use unpinned_part::EngineConfig;
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
-use crate::fault_handler::{self, PageInConfig, PageInCounters};
+pub use crate::config::Config;
+use crate::fault_handler::{self, PageInCounters};
 use crate::layer::{EngineMemory, NoHook, TurnHook};
-use crate::memory::{
-    check_mapped_kind, LiveMemory, MapsError, MemoryError, MemoryMode, LOCAL_PDID,
-};
+use crate::memory::{check_mapped_kind, LiveMemory, MapsError, MemoryError};
 use crate::runtime::{Clock, Core, Driver, LoopOptions, RuntimeStats, Shared};
 use crate::transport::shm::{ShmError, ShmTransport};
 use crate::transport::udp::UdpTransport;
 use crate::transport::{Transport, Waker};
-
-/// Environment variable: this process's rank.
-pub const ENV_RANK: &str = "UNPINNED_RANK";
-/// Environment variable: ranks in the job.
-pub const ENV_SIZE: &str = "UNPINNED_SIZE";
-/// Environment variable: `shm` or `udp`.
-pub const ENV_TRANSPORT: &str = "UNPINNED_TRANSPORT";
-/// Environment variable: path of the shared-memory segment (shm transport).
-pub const ENV_SHM: &str = "UNPINNED_SHM";
-/// Environment variable: comma-separated `ip:port` of every rank, by rank (udp transport).
-pub const ENV_PEERS: &str = "UNPINNED_PEERS";
-/// Environment variable: the run directory for bootstrap collectives.
-pub const ENV_DIR: &str = "UNPINNED_DIR";
-/// Environment variable (optional): page-in policy `pio`, `pi4` or `pia`.
-pub const ENV_POLICY: &str = "UNPINNED_POLICY";
-/// Environment variable (optional): profile overrides `key=value;key=value`, e.g.
-/// `engine.block_timeout_us=100;engine.packet_bytes=1024`.
-pub const ENV_SET: &str = "UNPINNED_SET";
-
-/// Environment variable (optional): engine loop busy-poll time before yielding, us.
-pub const ENV_SPIN_US: &str = "UNPINNED_SPIN_US";
-/// Environment variable (optional): CPU to pin the progress thread to
-/// ([`LoopOptions::progress_cpu`]).
-pub const ENV_PROGRESS_CPU: &str = "UNPINNED_PROGRESS_CPU";
-/// Environment variable (optional): engine loop yield time before sleeping, us.
-pub const ENV_YIELD_US: &str = "UNPINNED_YIELD_US";
-/// Environment variable (optional): how long a residency verdict stays trusted, us
-/// ([`LoopOptions::residency_ttl`]).
-pub const ENV_RESIDENCY_TTL_US: &str = "UNPINNED_RESIDENCY_TTL_US";
-/// Environment variable (optional): how long a waiting caller drives the engine busily, us
-/// ([`LoopOptions::wait_spin`]).
-pub const ENV_WAIT_SPIN_US: &str = "UNPINNED_WAIT_SPIN_US";
-/// Environment variable (optional): then how long it drives it yielding between turns, us
-/// ([`LoopOptions::wait_yield`]).
-pub const ENV_WAIT_YIELD_US: &str = "UNPINNED_WAIT_YIELD_US";
-/// Environment variable (optional): remote writes of at most this many pages into missing
-/// anonymous memory page in on access ([`LoopOptions::fill_on_access_max_pages`]; 0: off).
-pub const ENV_FILL_ON_ACCESS_PAGES: &str = "UNPINNED_FILL_ON_ACCESS_PAGES";
 
 /// Errors of the live runtime. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +60,9 @@ pub enum LiveError {
     /// Configuration is inconsistent.
     #[error("configuration: {0}")]
     Config(String),
+    /// A configuration key is unknown or its value does not fit.
+    #[error(transparent)]
+    Knob(#[from] crate::config::ConfigError),
     /// Residency checks are unavailable.
     #[error(transparent)]
     Memory(#[from] MemoryError),
@@ -133,7 +94,7 @@ pub enum LiveError {
         error: CompletionError,
     },
     /// Waiting took longer than the configured operation timeout.
-    #[error("timed out after {0:?} waiting for a completion (is the peer alive? raise Config::op_timeout for very slow page-ins)")]
+    #[error("timed out after {0:?} waiting for a completion (is the peer alive? raise timeouts.op_ms for very slow page-ins)")]
     Timeout(Duration),
     /// The engine thread has stopped (the runtime is shutting down or panicked).
     #[error("the engine thread has stopped; no more completions will arrive")]
@@ -142,7 +103,7 @@ pub enum LiveError {
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
     /// No bootstrap directory was configured.
-    #[error("no bootstrap directory: set Config::bootstrap_dir (or run through `unpinned run`, which sets UNPINNED_DIR)")]
+    #[error("no bootstrap directory: set Config::bootstrap_dir (or run the program through `unpinned run`)")]
     NoBootstrap,
 }
 
@@ -153,33 +114,6 @@ pub enum TransportKind {
     Shm(PathBuf),
     /// UDP, one address per rank.
     Udp(Vec<SocketAddr>),
-}
-
-/// Runtime configuration.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// This rank.
-    pub rank: u32,
-    /// Ranks in the job.
-    pub size: u32,
-    /// The engine's parameters (block and packet size, window, timeouts).
-    pub engine: EngineConfig,
-    /// Page-in policy and ERR switch.
-    pub handler: PageInConfig,
-    /// PDID of this process (every rank uses the same by default).
-    pub pdid: Pdid,
-    /// Directory for bootstrap collectives (exchange, barrier).
-    pub bootstrap_dir: Option<PathBuf>,
-    /// How long bootstrap collectives wait for the other ranks.
-    pub bootstrap_timeout: Duration,
-    /// Longest [`Runtime::wait`] / [`Runtime::flush`].
-    pub op_timeout: Duration,
-    /// Engine loop tuning.
-    pub loop_options: LoopOptions,
-    /// How the engine reaches memory: PART's residency check (default) or a baseline that
-    /// skips it ([`MemoryMode::TransferOnly`], [`MemoryMode::Blocking`]; benchmarks only:
-    /// they trust that every page is mapped and take CPU faults in the engine thread).
-    pub memory_mode: MemoryMode,
 }
 
 /// Profile overrides the live runtime applies on top of `forth-arm` before the user's own.
@@ -229,56 +163,6 @@ pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.max_outstanding_blocks=16",
 ];
 
-impl Config {
-    /// Defaults for `rank` of `size`: the `forth-arm` engine parameters (16 KiB blocks, 2
-    /// outstanding blocks) with [`LIVE_DEFAULTS`] (16 KiB packets, 16 outstanding blocks), PIA
-    ///
-    pub fn new(rank: u32, size: u32) -> Config {
-        let mut p = Profile::forth_arm();
-        for s in LIVE_DEFAULTS {
-            p = p.with_override(s).expect("live defaults are valid");
-        }
-        let mut engine = EngineConfig::from_profile(&p.engine);
-        engine.key_salt = random_u64();
-        Config {
-            rank,
-            size,
-            engine,
-            handler: PageInConfig::default(),
-            pdid: LOCAL_PDID,
-            bootstrap_dir: None,
-            bootstrap_timeout: Duration::from_secs(30),
-            op_timeout: Duration::from_secs(60),
-            loop_options: LoopOptions::default(),
-            memory_mode: MemoryMode::Part,
-        }
-    }
-
-    /// Apply profile overrides (`engine.block_timeout_us=100`, ...), as `unpinned sim --set`,
-    /// on top of `forth-arm` and [`LIVE_DEFAULTS`]. Empty strings are ignored.
-    pub fn with_profile_overrides(mut self, sets: &[&str]) -> Result<Config, LiveError> {
-        let mut p = Profile::forth_arm();
-        for s in LIVE_DEFAULTS
-            .iter()
-            .chain(sets.iter())
-            .filter(|s| !s.trim().is_empty())
-        {
-            p = p
-                .with_override(s)
-                .map_err(|e| LiveError::Config(e.to_string()))?;
-        }
-        let salt = self.engine.key_salt;
-        self.engine = EngineConfig::from_profile(&p.engine);
-        self.engine.key_salt = salt;
-        Ok(self)
-    }
-
-    /// Largest packet the engine emits (data header + payload).
-    pub fn max_packet(&self) -> usize {
-        self.engine.packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN
-    }
-}
-
 fn random_u64() -> u64 {
     let mut b = [0u8; 8];
     if std::fs::File::open("/dev/urandom")
@@ -307,19 +191,6 @@ pub struct Region {
     pub key: RemoteKey,
 }
 
-/// [`crate::runtime::SPIN_YIELD_POLLS`], or the value of
-/// [`crate::runtime::ENV_SPIN_YIELD_POLLS`] if set.
-pub fn spin_yield_polls_from_env() -> Result<u32, LiveError> {
-    use crate::runtime::{ENV_SPIN_YIELD_POLLS, SPIN_YIELD_POLLS};
-    match std::env::var(ENV_SPIN_YIELD_POLLS) {
-        Ok(v) => v.trim().parse().map_err(|e| LiveError::Env {
-            var: ENV_SPIN_YIELD_POLLS,
-            why: format!("not a number of polls ({e})"),
-        }),
-        Err(_) => Ok(SPIN_YIELD_POLLS),
-    }
-}
-
 /// One rank of a live job.
 pub struct Runtime {
     rank: u32,
@@ -340,116 +211,17 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Join the job described by the launcher's environment variables ([`ENV_RANK`],
-    /// [`ENV_SIZE`], [`ENV_TRANSPORT`], [`ENV_SHM`] or [`ENV_PEERS`], [`ENV_DIR`], and the
-    /// optional [`ENV_POLICY`], [`ENV_SET`]).
+    /// Join the job described by the launcher's environment ([`crate::edge`]: rank, size,
+    /// transport, bootstrap directory, and the `UNPINNED_SET` overrides).
     pub fn from_env() -> Result<Runtime, LiveError> {
-        let (cfg, kind) = Runtime::env_config()?;
-        Runtime::connect(cfg, kind)
+        crate::edge::Edge::from_env()?.connect()
     }
 
-    /// The configuration and transport of this rank from the launcher's environment variables
-    /// (as [`Runtime::from_env`]; for a runtime with a layer, [`Runtime::connect_with_layer`]).
+    /// The configuration and transport of this rank from the launcher's environment
+    /// ([`crate::edge::Edge`]; for a runtime with a layer, [`Runtime::connect_with_layer`]).
     pub fn env_config() -> Result<(Config, TransportKind), LiveError> {
-        fn var(name: &'static str) -> Result<String, LiveError> {
-            std::env::var(name).map_err(|_| LiveError::Env {
-                var: name,
-                why: "not set".into(),
-            })
-        }
-        fn num(name: &'static str) -> Result<u32, LiveError> {
-            var(name)?.trim().parse().map_err(|e| LiveError::Env {
-                var: name,
-                why: format!("not a number ({e})"),
-            })
-        }
-        let rank = num(ENV_RANK)?;
-        let size = num(ENV_SIZE)?;
-        if rank >= size {
-            return Err(LiveError::Env {
-                var: ENV_RANK,
-                why: format!("rank {rank} >= size {size}"),
-            });
-        }
-        let sets = std::env::var(ENV_SET).unwrap_or_default();
-        let sets: Vec<&str> = sets.split(';').collect();
-        let mut cfg = Config::new(rank, size).with_profile_overrides(&sets)?;
-        if let Ok(p) = std::env::var(ENV_POLICY) {
-            cfg.handler.policy = p.parse::<PageInPolicy>().map_err(|why| LiveError::Env {
-                var: ENV_POLICY,
-                why,
-            })?;
-        }
-        cfg.bootstrap_dir = std::env::var(ENV_DIR).ok().map(PathBuf::from);
-        let us = |name: &'static str| -> Result<Option<Duration>, LiveError> {
-            match std::env::var(name) {
-                Ok(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .map(|n| Some(Duration::from_micros(n)))
-                    .map_err(|e| LiveError::Env {
-                        var: name,
-                        why: format!("not a number of microseconds ({e})"),
-                    }),
-                Err(_) => Ok(None),
-            }
-        };
-        if let Some(d) = us(ENV_SPIN_US)? {
-            cfg.loop_options.spin = d;
-        }
-        if let Some(d) = us(ENV_YIELD_US)? {
-            cfg.loop_options.yield_for = d;
-        }
-        if let Some(d) = us(ENV_RESIDENCY_TTL_US)? {
-            cfg.loop_options.residency_ttl = d;
-        }
-        if let Some(d) = us(ENV_WAIT_SPIN_US)? {
-            cfg.loop_options.wait_spin = d;
-        }
-        if let Some(d) = us(ENV_WAIT_YIELD_US)? {
-            cfg.loop_options.wait_yield = d;
-        }
-        if let Ok(v) = std::env::var(ENV_PROGRESS_CPU) {
-            cfg.loop_options.progress_cpu = Some(v.trim().parse().map_err(|e| LiveError::Env {
-                var: ENV_PROGRESS_CPU,
-                why: format!("not a CPU number ({e})"),
-            })?);
-        }
-        if let Ok(v) = std::env::var(ENV_FILL_ON_ACCESS_PAGES) {
-            cfg.loop_options.fill_on_access_max_pages =
-                v.trim().parse().map_err(|e| LiveError::Env {
-                    var: ENV_FILL_ON_ACCESS_PAGES,
-                    why: format!("not a number of pages ({e})"),
-                })?;
-        }
-        let kind = match var(ENV_TRANSPORT)?.as_str() {
-            "shm" => TransportKind::Shm(PathBuf::from(var(ENV_SHM)?)),
-            "udp" => {
-                let peers = var(ENV_PEERS)?
-                    .split(',')
-                    .map(|a| {
-                        a.trim().parse::<SocketAddr>().map_err(|e| LiveError::Env {
-                            var: ENV_PEERS,
-                            why: format!("{a:?}: {e}"),
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                if peers.len() != size as usize {
-                    return Err(LiveError::Env {
-                        var: ENV_PEERS,
-                        why: format!("{} addresses for {size} ranks", peers.len()),
-                    });
-                }
-                TransportKind::Udp(peers)
-            }
-            other => {
-                return Err(LiveError::Env {
-                    var: ENV_TRANSPORT,
-                    why: format!("{other:?} is not shm or udp"),
-                })
-            }
-        };
-        Ok((cfg, kind))
+        let edge = crate::edge::Edge::from_env()?;
+        Ok((edge.config()?, edge.transport))
     }
 
     /// Open the transport `kind` and start.
@@ -527,7 +299,7 @@ impl Runtime {
                 cfg.max_packet()
             )));
         }
-        if let Some(cpu) = cfg.loop_options.progress_cpu {
+        if let Some(cpu) = cfg.progress.cpu {
             let allowed = unpinned_os::affinity::allowed_cpus()
                 .map_err(|e| LiveError::Config(format!("cannot read this process's CPUs: {e}")))?;
             if !allowed.contains(&cpu) {
@@ -536,19 +308,25 @@ impl Runtime {
                 )));
             }
         }
-        crate::trace::enable_from_env();
-        let (mem, hook) = layer(
-            LiveMemory::with_mode(cfg.pdid, cfg.memory_mode)?,
-            transport.waker(),
-        );
-        let engine = unpinned_part::PartEngine::new(cfg.rank, cfg.engine.clone());
+        cfg.validate()?;
+        if cfg.trace.enabled && !crate::trace::enabled() {
+            crate::trace::enable();
+        }
+        let opts = cfg.loop_options();
+        let handler = cfg.handler_config();
+        let mut live_mem = LiveMemory::with_mode(cfg.memory.pdid, cfg.memory.mode)?;
+        live_mem.set_scan(cfg.memory.pagemap_scan);
+        let (mem, hook) = layer(live_mem, transport.waker());
+        let mut engine_cfg = cfg.engine_config();
+        engine_cfg.key_salt = random_u64();
+        let engine = unpinned_part::PartEngine::new(cfg.rank, engine_cfg);
         let (fault_tx, fault_rx) = mpsc::channel();
         let (out_tx, out_rx) = mpsc::channel();
-        let shared = Arc::new(Shared::new(spin_yield_polls_from_env()?));
+        let shared = Arc::new(Shared::new(cfg.progress.spin_yield_polls));
         let wake = transport.waker();
         let handler_stats = Arc::new(PageInCounters::default());
         let handler_thread = {
-            let (wake, stats, hcfg) = (wake.clone(), handler_stats.clone(), cfg.handler);
+            let (wake, stats, hcfg) = (wake.clone(), handler_stats.clone(), handler);
             std::thread::Builder::new()
                 .name(format!("unpinned-pagein-{}", cfg.rank))
                 .spawn(move || fault_handler::run(hcfg, fault_rx, out_tx, wake, stats))
@@ -565,9 +343,9 @@ impl Runtime {
             fault_tx,
             shared.clone(),
             clock,
-            cfg.loop_options,
+            opts,
             handler_stats,
-            cfg.handler,
+            handler,
         )));
         let engine_thread = {
             let (core, shared) = (core.clone(), shared.clone());
@@ -579,18 +357,18 @@ impl Runtime {
         let bootstrap = cfg
             .bootstrap_dir
             .clone()
-            .map(|d| Bootstrap::new(d, cfg.rank, cfg.size, cfg.bootstrap_timeout));
+            .map(|d| Bootstrap::new(d, cfg.rank, cfg.size, cfg.bootstrap_timeout()));
         Ok(Runtime {
             rank: cfg.rank,
             size: cfg.size,
-            pdid: cfg.pdid,
+            pdid: cfg.memory.pdid,
             core,
             wake,
             shared,
-            opts: cfg.loop_options,
+            opts,
             next_wr: AtomicU64::new(1),
             posted: AtomicU64::new(0),
-            op_timeout: cfg.op_timeout,
+            op_timeout: cfg.op_timeout(),
             bootstrap: Mutex::new(bootstrap),
             clock,
             engine_thread: Some(engine_thread),

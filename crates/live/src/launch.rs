@@ -2,8 +2,9 @@
 //!
 //! It creates a run directory under `/dev/shm` (bootstrap files, and the shared-memory segment
 //! for the shm transport) or picks free UDP ports on 127.0.0.1, spawns the N ranks with the
-//! environment of [`crate::api`] (`UNPINNED_RANK`, `UNPINNED_SIZE`, `UNPINNED_TRANSPORT`,
-//! `UNPINNED_SHM` / `UNPINNED_PEERS`, `UNPINNED_DIR`), and watches them:
+//! environment that [`crate::edge`] reads (`UNPINNED_RANK`, `UNPINNED_SIZE`,
+//! `UNPINNED_TRANSPORT`, `UNPINNED_SHM` / `UNPINNED_PEERS`, `UNPINNED_DIR`, and the
+//! configuration overrides in `UNPINNED_SET`), and watches them:
 //!
 //! - a rank that exits non-zero or dies of a signal is reported by rank; the others get
 //!   [`LaunchOptions::grace`] to finish (their transfers to the dead rank end in
@@ -17,7 +18,10 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::api::{Config, ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SHM, ENV_SIZE, ENV_TRANSPORT};
+use crate::config::Config;
+use crate::edge::{
+    ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SHM, ENV_SIZE, ENV_TRANSPORT, LAYER_SECTIONS,
+};
 use crate::transport::shm::{create_segment, ShmGeometry};
 use crate::transport::udp::free_local_addrs;
 
@@ -52,7 +56,9 @@ pub struct LaunchOptions {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Profile overrides passed to every rank (`UNPINNED_SET`), e.g. `engine.packet_bytes=1024`.
+    /// Configuration overrides passed to every rank (`UNPINNED_SET`), e.g.
+    /// `engine.packet_bytes=1024`; checked here first (unknown keys refused), except those of
+    /// the `dsm` section, which the DSM space checks in the ranks.
     pub sets: Vec<String>,
     /// Extra environment variables for every rank.
     pub env: Vec<(String, String)>,
@@ -60,8 +66,6 @@ pub struct LaunchOptions {
     pub timeout: Duration,
     /// After a rank failed, let the others run this long before killing them.
     pub grace: Duration,
-    /// Slots per shared-memory ring.
-    pub ring_slots: u32,
 }
 
 impl LaunchOptions {
@@ -76,7 +80,6 @@ impl LaunchOptions {
             env: Vec::new(),
             timeout: Duration::from_secs(120),
             grace: Duration::from_secs(10),
-            ring_slots: 512,
         }
     }
 }
@@ -183,10 +186,19 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
             opts.ranks
         )));
     }
-    let sets: Vec<&str> = opts.sets.iter().map(String::as_str).collect();
+    let sets: Vec<&str> = opts
+        .sets
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| {
+            !LAYER_SECTIONS
+                .iter()
+                .any(|l| s.split('.').next() == Some(*l))
+        })
+        .collect();
     let cfg = Config::new(0, opts.ranks)
-        .with_profile_overrides(&sets)
-        .map_err(|e| LaunchError::Usage(e.to_string()))?;
+        .with_overrides(&sets)
+        .map_err(|e| LaunchError::Usage(format!("--set / {ENV_SET}: {e}")))?;
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
@@ -204,14 +216,14 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
     let mut env: Vec<(String, String)> = vec![
         (ENV_SIZE.into(), opts.ranks.to_string()),
         (ENV_DIR.into(), dir.0.display().to_string()),
-        (ENV_SET.into(), opts.sets.join(";")),
+        (ENV_SET.into(), opts.sets.join(",")),
     ];
     match opts.transport {
         LaunchTransport::Shm => {
             let seg = dir.0.join("segment");
             create_segment(
                 &seg,
-                ShmGeometry::new(opts.ranks, cfg.max_packet(), opts.ring_slots),
+                ShmGeometry::new(opts.ranks, cfg.max_packet(), cfg.transport.ring_slots),
             )
             .map_err(|e| LaunchError::Setup(e.to_string()))?;
             env.push((ENV_TRANSPORT.into(), "shm".into()));

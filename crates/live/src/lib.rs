@@ -49,6 +49,8 @@
 pub mod api;
 pub mod atomics;
 pub mod bootstrap;
+pub mod config;
+pub mod edge;
 pub mod fault_handler;
 pub mod launch;
 pub mod layer;
@@ -63,7 +65,8 @@ pub mod transport;
 #[cfg(test)]
 pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub use api::{Config, LiveError, Region, Runtime, TransportKind};
+pub use api::{LiveError, Region, Runtime, TransportKind};
+pub use config::{Config, ConfigError};
 pub use layer::{EngineMemory, NoHook, TurnHook};
 pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;

@@ -18,8 +18,8 @@
 //! 32 entries; a scan of 4 MiB costs 3.8 us against 29 us for `pread`ing its 1024 entries
 //! (C test, median of 51). Only the pages at and after a bad one, and every write once the process has
 //! forked (the scan cannot see copy-on-write sharing, see [`unpinned_os::scan`]), go through the
-//! pagemap entries described next. `UNPINNED_NO_PAGEMAP_SCAN` ([`ENV_NO_SCAN`]) switches
-//! the scan off.
+//! pagemap entries described next. `memory.pagemap_scan = false` ([`LiveMemory::set_scan`])
+//! switches the scan off.
 //!
 //! # The translation cache: verdicts trusted until the kernel reports a change
 //!
@@ -53,8 +53,8 @@
 //! crates/dsm-live's write protection), and everything when userfaultfd is unavailable
 //! (`EPERM`, old kernels): silently, counted in [`MemStats::cache_fallbacks`]. Page migration,
 //! NUMA hinting and KSM merging change a present page's entry without an event; the engine
-//! then meets at most one transient minor fault, resolved by the kernel. `UNPINNED_NO_RESIDENCY_CACHE`
-//! ([`ENV_NO_CACHE`]) or `LoopOptions::residency_cache = false` switch the cache off.
+//! then meets at most one transient minor fault, resolved by the kernel. `memory.residency_cache = false`
+//! ([`LoopOptions::residency_cache`](crate::runtime::LoopOptions::residency_cache)) switches the cache off.
 //!
 //! Measured (`unpinned live live-residency --set exp.rounds=60`, three runs at load 4.5-4.8
 //! on the 2-vCPU VM; median of the runs' PART / Transfer-Only ratios of median latency):
@@ -160,13 +160,9 @@ pub const LOCAL_PDID: Pdid = 1;
 /// shorter staleness bound was kept.
 pub const WINDOW_PAGES: usize = 32;
 
-/// Environment variable: set (to anything) to check residency with pagemap entries only,
-/// never `PAGEMAP_SCAN` (for comparison; see [`unpinned_os::scan`]).
-pub const ENV_NO_SCAN: &str = "UNPINNED_NO_PAGEMAP_SCAN";
-
 /// How long a pagemap window stays trusted (see the module doc): windows read longer ago are
 /// dropped when a turn begins. 20 us: the order of one engine turn before caller-driven
-/// progress (`UNPINNED_RESIDENCY_TTL_US` overrides it).
+/// progress (`memory.residency_ttl_us` overrides it).
 pub const RESIDENCY_TTL: std::time::Duration = std::time::Duration::from_micros(20);
 
 const PM_PRESENT: u64 = 1 << 63;
@@ -302,10 +298,6 @@ impl Verdict {
     };
 }
 
-/// Environment variable: set (to anything) to switch the translation cache off (every
-/// verdict keeps the TTL rule), for comparison.
-pub const ENV_NO_CACHE: &str = "UNPINNED_NO_RESIDENCY_CACHE";
-
 /// An exposure is registered with the cache's userfaultfd at its this-many-th scan, not at
 /// `expose`: a registration costs an `ioctl` that takes the mmap lock for writing and may split
 /// the mapping (measured in the tests of [`unpinned_os::residency_cache`]), which a short-lived
@@ -403,7 +395,7 @@ pub struct LiveMemory {
     ttl: std::time::Duration,
     /// The translation cache's invalidation (opened at the first registration).
     watch: Option<unpinned_os::residency_cache::Watch>,
-    /// The cache is on (not [`ENV_NO_CACHE`], and the userfaultfd could be opened).
+    /// The cache is on (`memory.residency_cache`, and the userfaultfd could be opened).
     cache: bool,
     /// Exposed private anonymous ranges, candidates for the cache.
     watched: Vec<Watched>,
@@ -436,7 +428,7 @@ impl LiveMemory {
             victim: 0,
             ranges: [Verdict::EMPTY; RANGES],
             range_victim: 0,
-            scan: std::env::var_os(ENV_NO_SCAN).is_none(),
+            scan: true,
             fill_ranges: Vec::new(),
             fill_max_bytes: 0,
             bad: Vec::new(),
@@ -445,7 +437,7 @@ impl LiveMemory {
             // One turn, as before caller-driven progress; the runtime sets its own bound.
             ttl: std::time::Duration::ZERO,
             watch: None,
-            cache: std::env::var_os(ENV_NO_CACHE).is_none(),
+            cache: true,
             watched: Vec::new(),
             scan_after: None,
             small_locals: [(0, 0); SMALL_LOCALS],
@@ -466,8 +458,7 @@ impl LiveMemory {
         self.ttl = ttl;
     }
 
-    /// Use `PAGEMAP_SCAN` range verdicts where the kernel has it (the default unless
-    /// [`ENV_NO_SCAN`] is set), or pagemap entries only.
+    /// Use `PAGEMAP_SCAN` range verdicts where the kernel has it (the default; `memory.pagemap_scan`), or pagemap entries only.
     pub fn set_scan(&mut self, on: bool) {
         self.scan = on;
         self.ranges = [Verdict::EMPTY; RANGES];
@@ -546,8 +537,8 @@ impl LiveMemory {
         s
     }
 
-    /// Switch the translation cache on or off (on by default unless [`ENV_NO_CACHE`] is
-    /// set); off drops every watched verdict.
+    /// Switch the translation cache on or off (on by default; `memory.residency_cache`); off
+    /// drops every watched verdict.
     pub fn set_cache(&mut self, on: bool) {
         self.cache = on;
         if !on {

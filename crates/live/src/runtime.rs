@@ -56,7 +56,7 @@
 //! alone; a missing 4 KiB page 35 us, 196 us, 85 us, 143 us. Whenever the machine's other load
 //! leaves our two threads one core, a spinner keeps the thread it waits for off that core
 //! until its spin ends. Spinning wins only with a core per thread; then set
-//! `UNPINNED_SPIN_US` / `UNPINNED_WAIT_SPIN_US` and pin the threads apart
+//! `progress.spin_us` / `progress.wait_spin_us` and pin the threads apart
 //! ([`LoopOptions::progress_cpu`], [`unpinned_os::affinity`]). Measured (`bench live`, two sets of
 //! three runs of `--repeat 15`, load ~5 and ~4): 8 B write 7.24-7.74 us and 2.49-6.99 us with
 //! the defaults, 0.88-0.89 us and 1.68-1.80 us with the caller pinned to CPU 0 and the
@@ -120,10 +120,6 @@ use crate::layer::{EngineMemory, NoHook, TurnHook};
 use crate::memory::{LiveMemory, MemStats};
 use crate::transport::{InPlace, SendError, Sleeper, Transport};
 
-/// Environment variable: set (to anything) to keep the CRC32 of every packet on the
-/// shared-memory transport too (it is skipped there: shared memory does not corrupt bytes).
-pub const ENV_FORCE_CHECKSUM: &str = "UNPINNED_SHM_CHECKSUM";
-
 /// An idle turn (nothing received, nothing to send) checks the engine's deadline only every
 /// this many turns, saving the clock read; any turn with work checks it.
 pub const DEADLINE_CHECK_TURNS: u32 = 16;
@@ -173,14 +169,14 @@ pub struct LoopOptions {
     pub drop_after: StdDuration,
     /// After shutdown was asked, keep answering peers until idle this long.
     pub linger: StdDuration,
-    /// A waiting caller drives the engine in a busy loop this long (`UNPINNED_WAIT_SPIN_US`).
+    /// A waiting caller drives the engine in a busy loop this long (`progress.wait_spin_us`).
     /// Default 0: on the shared 2-vCPU VM the caller and the peer's engine often share one
     /// core (other jobs hold the other), and each microsecond of spinning added a microsecond
     /// to an 8 B write (median 5.2-5.6 us with 0, 8-10 us with 3, 25-30 us with 20); polling
     /// with `sched_yield` costs little when the core is free and hands it over when not.
     pub wait_spin: StdDuration,
     /// Then drives it yielding the core between turns this long, before sleeping on the
-    /// completion queue (`UNPINNED_WAIT_YIELD_US`).
+    /// completion queue (`progress.wait_yield_us`).
     pub wait_yield: StdDuration,
     /// While a caller drives, the progress thread checks back this often.
     pub driven_sleep: StdDuration,
@@ -200,19 +196,21 @@ pub struct LoopOptions {
     /// exposed memory, page their missing pages in on access, before the write, instead of
     /// through the page-fault NACK and ERR ([`crate::memory::LiveMemory::set_fill`]): one round
     /// trip less for the small faults that [`LoopOptions::inline_page_in_max_pages`] pages in
-    /// inline anyway (`UNPINNED_FILL_ON_ACCESS_PAGES`; default 0: off, every fault NACKed as
+    /// inline anyway (`progress.fill_on_access_max_pages`; default 0: off, every fault NACKed as
     /// in the spec; `bench live` measures both).
     pub fill_on_access_max_pages: u64,
-    /// Pin the progress thread to this CPU (`UNPINNED_PROGRESS_CPU`; default `None`: the
+    /// Pin the progress thread to this CPU (`progress.cpu`; default `None`: the
     /// scheduler places it). Part of the dedicated-core configuration: a progress thread that
     /// spins ([`LoopOptions::spin`]) helps only on a core of its own; sharing one with the
     /// caller it waits for, it kept that caller off the core for its whole spin (8 B write
     /// 1.7 us or ~110 us from run to run with 100 us of spin on this 2-vCPU VM).
     pub progress_cpu: Option<usize>,
     /// Trust residency verdicts of watched memory until the kernel reports a change
-    /// (the translation cache, [`unpinned_os::residency_cache`]; default on, off with
-    /// `UNPINNED_NO_RESIDENCY_CACHE` too); off: every verdict lives [`LoopOptions::residency_ttl`].
+    /// (the translation cache, [`unpinned_os::residency_cache`]; `memory.residency_cache`, default
+    /// on); off: every verdict lives [`LoopOptions::residency_ttl`].
     pub residency_cache: bool,
+    /// Keep the CRC32 of every packet on a reliable transport too (`transport.shm_checksum`).
+    pub force_checksum: bool,
 }
 
 impl Default for LoopOptions {
@@ -234,6 +232,7 @@ impl Default for LoopOptions {
             fill_on_access_max_pages: 0,
             progress_cpu: None,
             residency_cache: true,
+            force_checksum: false,
         }
     }
 }
@@ -367,9 +366,9 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
             .max(engine.config().packet_bytes as usize + unpinned_wire::part::DATA_HEADER_LEN);
         let n = transport.size() as usize;
         let rank = transport.rank();
-        // `UNPINNED_SHM_CHECKSUM` (any value) keeps the CRC on a reliable transport too: a
-        // diagnostic for suspected corruption in shared memory.
-        let reliable = transport.reliable() && std::env::var_os(ENV_FORCE_CHECKSUM).is_none();
+        // `transport.shm_checksum` keeps the CRC on a reliable transport too: a diagnostic for
+        // suspected corruption in shared memory.
+        let reliable = transport.reliable() && !opts.force_checksum;
         let mut engine = engine;
         if reliable {
             engine.set_checksum(unpinned_wire::Checksum::None);
@@ -840,15 +839,12 @@ impl<M: EngineMemory, H: TurnHook> Driver for Core<M, H> {
 
 /// A thread that busy-polls (a waiting caller within [`LoopOptions::wait_spin`], the progress
 /// thread within [`LoopOptions::spin`]) and is not pinned to a single CPU yields the core once
-/// per this many polls (`UNPINNED_SPIN_YIELD_POLLS`; 0: never). Pure spinning on this 2-vCPU VM
+/// per this many polls (the default of `progress.spin_yield_polls`; 0: never). Pure spinning on this 2-vCPU VM
 /// shared with other jobs was bimodal: 2 us per 8 B write when the two spinners ran on
 /// different cores, 48-108 us when they shared one (the one waited for ran only when the
 /// spinner's time slice ended). A `sched_yield` every few microseconds hands a shared core
 /// over within that time and costs ~1 us when the core is free.
 pub const SPIN_YIELD_POLLS: u32 = 64;
-
-/// Environment variable: overrides [`SPIN_YIELD_POLLS`].
-pub const ENV_SPIN_YIELD_POLLS: &str = "UNPINNED_SPIN_YIELD_POLLS";
 
 /// A spin that ran out without what it waited for (a completion for a waiting caller, a packet
 /// or other work for the progress thread), or that had to yield the core

@@ -3,8 +3,8 @@
 //! completion queued, wait returned), so that where the microseconds of a write go can be
 //! read from the real runtime rather than guessed.
 //!
-//! [`enable`] (or `UNPINNED_TRACE=1` read by [`enable_from_env`]) turns it on for the whole
-//! process; [`take`] returns the records so far in time order. Off, a [`mark`] costs one
+//! [`enable`] (or a runtime started with the knob `trace.enabled = true`) turns it on for the
+//! whole process; [`take`] returns the records so far in time order. Off, a [`mark`] costs one
 //! relaxed atomic load. On, one `Instant::now()` (~20 ns with the TSC clock source) and three
 //! relaxed stores into a fixed buffer of [`CAPACITY`] records; records past it are dropped
 //! (counted by [`take`]'s caller from the returned length), never reallocated on the hot path.
@@ -12,9 +12,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant as StdInstant;
-
-/// Environment variable: set to `1` to record the trace from the runtime's start.
-pub const ENV_TRACE: &str = "UNPINNED_TRACE";
 
 /// The "rank" the page-in threads record under (they do not know their rank).
 pub const PAGE_IN_THREAD: u32 = 0xffff;
@@ -136,14 +133,6 @@ pub fn enable() {
 /// Stop recording.
 pub fn disable() {
     ENABLED.store(false, Ordering::SeqCst);
-}
-
-/// Start recording if `UNPINNED_TRACE=1` and not recording yet (every `Runtime` calls this:
-/// the ranks of one process share the trace).
-pub fn enable_from_env() {
-    if !enabled() && std::env::var(ENV_TRACE).is_ok_and(|v| v.trim() == "1") {
-        enable();
-    }
 }
 
 /// Whether recording is on.

@@ -14,7 +14,7 @@ fn pair(fill_pages: u64) -> Vec<Runtime> {
         .enumerate()
         .map(|(r, t)| {
             let mut c = Config::new(r as u32, 2);
-            c.loop_options.fill_on_access_max_pages = fill_pages;
+            c.progress.fill_on_access_max_pages = fill_pages;
             Runtime::new(c, Box::new(t)).expect("runtime")
         })
         .collect()

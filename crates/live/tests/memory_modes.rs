@@ -12,7 +12,7 @@ fn pair(mode: MemoryMode) -> Vec<Runtime> {
         .enumerate()
         .map(|(r, t)| {
             let mut c = Config::new(r as u32, 2);
-            c.memory_mode = mode;
+            c.memory.mode = mode;
             Runtime::new(c, Box::new(t)).expect("runtime")
         })
         .collect()

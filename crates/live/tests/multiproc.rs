@@ -1,6 +1,6 @@
 //! Real processes through the launcher: every rank is the selftest binary.
-//! `UNPINNED_TEST_SET=key=value` passes one engine override to every rank (e.g. to stress
-//! `engine.block_timeout_us=1000`).
+//! `UNPINNED_SET=key=value,...` given to the test passes its overrides to every rank (e.g. to
+//! stress `engine.block_timeout_us=1000`).
 
 use std::time::Duration;
 
@@ -12,9 +12,7 @@ fn opts(n: u32, transport: LaunchTransport, scenario: &str) -> LaunchOptions {
     o.args = vec![scenario.to_string()];
     o.timeout = Duration::from_secs(40);
     o.grace = Duration::from_secs(10);
-    if let Ok(v) = std::env::var("UNPINNED_TEST_SET") {
-        o.sets = vec![v];
-    }
+    o.sets = unpinned_live::edge::overrides_from_env();
     o
 }
 

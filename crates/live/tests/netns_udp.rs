@@ -15,21 +15,18 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use unpinned_live::api::{ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SIZE, ENV_TRANSPORT};
+use unpinned_live::edge::{ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SIZE, ENV_TRANSPORT};
 
 /// Percentage of UDP packets leaving namespace a that are dropped (`UNPINNED_NETNS_LOSS`
 /// overrides it, e.g. to soak the recovery at 20%).
 fn loss_percent() -> u32 {
-    std::env::var("UNPINNED_NETNS_LOSS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5)
+    unpinned_testkit::number_or("UNPINNED_NETNS_LOSS", 5) as u32
 }
 
 /// Engine settings for the lossy link: 1 KiB packets (16 per 16 KiB block, so a block attempt
 /// gets through with probability ~0.95^17 instead of ~0.95^65 with 256 B packets), and a
 /// short block timeout so that losses are recovered in milliseconds.
-const SETS: &str = "engine.packet_bytes=1024;engine.block_timeout_us=3000;engine.max_timeouts=100";
+const SETS: &str = "engine.packet_bytes=1024,engine.block_timeout_us=3000,engine.max_timeouts=100";
 
 fn run(args: &[&str]) -> Result<Output, String> {
     Command::new(args[0])

@@ -16,7 +16,7 @@ fn pair() -> Vec<Runtime> {
         .map(|(r, t)| {
             let mut c = Config::new(r as u32, 2);
             // Long enough that only an invalidation can end a verdict during the test.
-            c.loop_options.residency_ttl = std::time::Duration::from_secs(3600);
+            c.memory.residency_ttl_us = 3_600_000_000;
             Runtime::new(c, Box::new(t)).expect("runtime")
         })
         .collect()

@@ -16,13 +16,9 @@ fn pct(mut v: Vec<f64>) -> String {
 
 fn main() {
     let mut prof = live_profile();
-    // Extra overrides, as `UNPINNED_SET` (`engine.max_outstanding_blocks=8;...`).
-    for o in std::env::var("UNPINNED_SET")
-        .unwrap_or_default()
-        .split(';')
-        .filter(|o| !o.is_empty())
-    {
-        prof = prof.with_override(o).unwrap();
+    // Engine overrides from `UNPINNED_SET` (`engine.max_outstanding_blocks=8,...`).
+    for o in unpinned_live::edge::overrides_from_env() {
+        prof = prof.with_override(&o).unwrap();
     }
     let mode = match std::env::var("MODE").as_deref() {
         Ok("to") => unpinned_live::MemoryMode::TransferOnly,

@@ -39,7 +39,6 @@ fn main() {
     let dedicated = std::env::var("DEDICATED").is_ok_and(|v| v != "0");
     let cpus = unpinned_os::affinity::allowed_cpus().unwrap();
     let (cc, tc) = (cpus[0], cpus[cpus.len() - 1]);
-    let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
     let pair = Pair::with_loop(
         &live_profile(),
         unpinned_live::MemoryMode::Part,
@@ -48,11 +47,11 @@ fn main() {
         |r, o| {
             if dedicated {
                 if r == 0 {
-                    o.progress_cpu = Some(cc);
-                    o.wait_spin = spin;
+                    o.progress.cpu = Some(cc);
+                    o.progress.wait_spin_us = DEDICATED_SPIN_US;
                 } else {
-                    o.progress_cpu = Some(tc);
-                    o.spin = spin;
+                    o.progress.cpu = Some(tc);
+                    o.progress.spin_us = DEDICATED_SPIN_US;
                 }
             }
         },

@@ -36,7 +36,8 @@ fn main() {
         fault_bytes: 1 << 20,
         reps,
         anon_fault: std::env::var("ANON").is_ok(),
-        ring_slots: unpinned_livebench::exp::ring_slots().unwrap(),
+        ring_slots: unpinned_livebench::exp::ring_slots(),
+        debug: false,
     };
     trace::enable();
     let (cpu0, wall0) = (process_cpu_us(), std::time::Instant::now());

@@ -77,7 +77,7 @@ pub struct LiveBench {
     /// The dedicated-core configuration ([`DedicatedCores`]), if this machine has two CPUs
     /// for it: 8 B write and missing-page write measured the same way as above.
     pub dedicated: Option<DedicatedCores>,
-    /// Slots per shared-memory ring of the measurements above (`UNPINNED_RING_SLOTS`,
+    /// Slots per shared-memory ring of the measurements above (`transport.ring_slots`,
     /// default 512 as `unpinned run`).
     pub ring_slots: u32,
     /// The latency lines again over rings of [`SMALL_RING_SLOTS`] slots.
@@ -122,20 +122,19 @@ pub fn dedicated_cores(
     let [.., caller_cpu, target_cpu] = cpus[..] else {
         return Ok(None);
     };
-    let spin = std::time::Duration::from_micros(DEDICATED_SPIN_US);
     let pair = Pair::with_ring(
         &ctx.profile,
         MemoryMode::Part,
         PageInConfig::default(),
         0,
         ring_slots,
-        |r, o| {
+        |r, c| {
             if r == 0 {
-                o.progress_cpu = Some(caller_cpu);
-                o.wait_spin = spin;
+                c.progress.cpu = Some(caller_cpu);
+                c.progress.wait_spin_us = DEDICATED_SPIN_US;
             } else {
-                o.progress_cpu = Some(target_cpu);
-                o.spin = spin;
+                c.progress.cpu = Some(target_cpu);
+                c.progress.spin_us = DEDICATED_SPIN_US;
             }
         },
     )?;
@@ -538,7 +537,7 @@ pub fn run(
     let write_4k_missing_fill_us = median(miss_fill);
     drop(part);
 
-    let ring_slots = crate::exp::ring_slots()?;
+    let ring_slots = crate::exp::ring_slots();
     progress("dedicated cores: 8 B and missing-page writes, pinned and spinning");
     let dedicated = dedicated_cores(ctx, reps, ring_slots)?;
 
@@ -550,6 +549,7 @@ pub fn run(
         reps,
         anon_fault: false,
         ring_slots,
+        debug: false,
     };
     let (hol_part_over_nofault, hol_blocking_over_nofault, hol_nofault_us) = hol_ratios(ctx, hp)?;
 
@@ -558,7 +558,7 @@ pub fn run(
         &ctx.profile,
         MemoryMode::Part,
         PageInConfig::default(),
-        crate::exp::fill_pages_from_env(),
+        crate::exp::base_fill_pages(),
         SMALL_RING_SLOTS,
         |_, _| {},
     )?;

@@ -230,18 +230,14 @@ fn exactly_once_in_order_without_faults() {
 
 #[test]
 fn exactly_once_in_order_under_packet_faults() {
-    let seeds: u64 = std::env::var("UNPINNED_MSG_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(6);
-    for seed in 0..seeds {
-        println!("seed {seed}");
+    let rerun = "cargo test -p unpinned-sim --test msg_faults under_packet_faults";
+    unpinned_testkit::for_each_seed(rerun, 6, |seed| {
         run(
             100 + seed,
             3,
             10,
             FaultConfig::uniform(0.02),
             [256, 1024, 4096][seed as usize % 3],
-        );
-    }
+        )
+    });
 }

@@ -1,35 +1,23 @@
 //! Randomized runs with packet faults over many seeds; determinism.
 //!
-//! `UNPINNED_SOAK=N` runs N seeds instead of the CI set. A failure prints its seed; rerun one
-//! with `UNPINNED_SEED=S`.
+//! Seeds: the workspace convention ([`unpinned_testkit`]): 200 by default,
+//! `UNPINNED_TEST_SEEDS=N` for a soak, `UNPINNED_TEST_SEED=S` to rerun the one a failure names.
 
 use unpinned_sim::scenario::random_run;
-
-fn seeds() -> Vec<u64> {
-    if let Ok(s) = std::env::var("UNPINNED_SEED") {
-        return vec![s.parse().expect("UNPINNED_SEED is a number")];
-    }
-    let n = std::env::var("UNPINNED_SOAK")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    (0..n).collect()
-}
 
 #[test]
 fn random_runs_with_packet_faults_keep_every_invariant() {
     let mut total = 0;
-    for seed in seeds() {
+    unpinned_testkit::for_each_seed("cargo test -p unpinned-sim --test random", 200, |seed| {
         // Per-packet rates up to 1% of each kind: a 64-packet block then survives an attempt
         // about half the time. (Much higher rates make whole-block retransmission, which the
         // spec prescribes, take hundreds of attempts: slow, but not wrong.)
         let fault_rate = if seed % 4 == 0 { 0.0 } else { 0.01 };
-        match std::panic::catch_unwind(|| random_run(seed, fault_rate)) {
-            Ok(Ok(r)) => total += r.posted,
-            Ok(Err(e)) => panic!("randomized run failed: {e}\n  rerun: UNPINNED_SEED={seed} cargo test -p unpinned-sim --test random"),
-            Err(_) => panic!("randomized run panicked (seed {seed})\n  rerun: UNPINNED_SEED={seed} cargo test -p unpinned-sim --test random"),
+        match random_run(seed, fault_rate) {
+            Ok(r) => total += r.posted,
+            Err(e) => panic!("randomized run failed (seed {seed}): {e}"),
         }
-    }
+    });
     assert!(total > 0);
 }
 

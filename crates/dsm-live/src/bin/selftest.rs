@@ -10,7 +10,7 @@
 //!   iterations must have been invalidated.
 //! - `readshare ITERS`: 3 ranks; rank 1 writes a minipage managed by rank 0, rank 2 reads it,
 //!   then rank 0 reads it: a shared copy not at the manager, so rank 0 pulls it with an RDMA
-//!   read from rank 1 (unless `DSM_LIVE_RDMA_READ=0`). Every read must see the value written.
+//!   read from rank 1 (unless `--set dsm.rdma_read_shared=false`). Every read must see the value written.
 //! - `faultcost ITERS`: 2 ranks alternately write one minipage (each write takes ownership
 //!   and data from the other rank) with a barrier after each; prints the median iteration
 //!   time minus the median of barriers alone (about a write fault served by the peer, us).
@@ -38,10 +38,7 @@ fn arg<T: std::str::FromStr>(a: &[String], i: usize) -> T {
 }
 
 fn space(threads: usize, app: &str) -> LiveSpace {
-    let mut cfg = SpaceConfig::from_env(threads).unwrap_or_else(|e| {
-        eprintln!("dsm-live-selftest: {e}");
-        std::process::exit(2)
-    });
+    let mut cfg = SpaceConfig::new(threads);
     cfg.app = app.into();
     launch_space(cfg).unwrap_or_else(|e| {
         eprintln!("dsm-live-selftest: {e}");
@@ -279,13 +276,13 @@ fn readshare(iters: u64) -> i32 {
     .expect("workers");
     let st = s.stats();
     let rank = s.rank();
+    let want_reads = s.rdma_read_shared();
     s.finish().expect("finish");
     let bad = bad.into_inner().unwrap();
     eprintln!(
         "rank {rank}: readshare wrong reads {bad}, RDMA reads {}, data writes {}",
         st.endpoint.data_reads, st.endpoint.data_writes
     );
-    let want_reads = std::env::var("DSM_LIVE_RDMA_READ").map_or(true, |v| v != "0");
     if bad > 0
         || (rank == 0 && want_reads && st.endpoint.data_reads != iters)
         || (!want_reads && st.endpoint.data_reads != 0)
@@ -329,11 +326,12 @@ fn faultcost(iters: u64) -> i32 {
     .expect("workers");
     let st = s.stats();
     let rank = s.rank();
+    let context = s.context().name();
     s.finish().expect("finish");
     let (b, both) = out.into_inner().unwrap();
     eprintln!(
         "rank {rank}: context {} barrier {b:.1} us, write+barrier {both:.1} us, write fault ~{:.1} us; faults w {}",
-        std::env::var("DSM_LIVE_CONTEXT").unwrap_or_else(|_| "progress".into()),
+        context,
         both - b,
         st.write_faults
     );

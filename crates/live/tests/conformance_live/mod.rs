@@ -23,7 +23,6 @@
 //! `wrong_key` request presents the region's key xor `0x5a5a`, like the simulator.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use unpinned_core::api::{Op, RemoteKey, WrId};
 use unpinned_core::memory::PAGE_BYTES;
@@ -99,7 +98,7 @@ pub fn run_live(s: &Scenario, seed: u64) -> Outcome {
         .collect();
     let cfg = |rank| {
         let mut c = Config::new(rank, s.nodes);
-        c.op_timeout = Duration::from_secs(60);
+        c.timeouts.op_ms = 60_000;
         c
     };
     let rts: Vec<Runtime> = network(s.nodes, cfg(0).max_packet())

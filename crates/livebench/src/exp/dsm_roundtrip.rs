@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 use unpinned_dsm_live::context::{drain, Backoff, Contexts, HandlerContext, Service};
@@ -16,7 +16,6 @@ use unpinned_dsm_live::wire::WireMsg;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
 use unpinned_live::{Config, Runtime};
-use unpinned_part::EngineConfig;
 use unpinned_report::{PlotSpec, Table};
 
 use super::{fail, median};
@@ -65,17 +64,19 @@ fn endpoints(ctx: &RunContext) -> Result<(Endpoint, Endpoint, PathBuf), Experime
     std::fs::create_dir_all(&dir).map_err(fail)?;
     let cfgs: Vec<Config> = (0..2)
         .map(|r| {
-            let mut c = Config::new(r, 2);
-            let salt = c.engine.key_salt;
-            c.engine = EngineConfig::from_profile(&ctx.profile.engine);
-            c.engine.key_salt = salt;
+            let mut c = super::base_config(r);
+            c.engine = ctx.profile.engine.clone();
             c.bootstrap_dir = Some(dir.clone());
-            c.bootstrap_timeout = Duration::from_secs(20);
+            c.timeouts.bootstrap_ms = 20_000;
             c
         })
         .collect();
     let seg = dir.join("segment");
-    create_segment(&seg, ShmGeometry::new(2, cfgs[0].max_packet(), 512)).map_err(fail)?;
+    create_segment(
+        &seg,
+        ShmGeometry::new(2, cfgs[0].max_packet(), cfgs[0].transport.ring_slots),
+    )
+    .map_err(fail)?;
     let mut hs = Vec::new();
     for c in cfgs {
         let seg = seg.clone();

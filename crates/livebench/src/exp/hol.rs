@@ -5,8 +5,8 @@
 //! engine thread and every other transfer waits. `no-fault` runs the same other transfers
 //! without the faulting one (on PART).
 //!
-//! Diagnostics: with `UNPINNED_LIVEX_DEBUG` set, both ranks' counters are printed to stderr
-//! after each engine's run (drops, timeouts, ERRs, pagemap reads, page-in time).
+//! Diagnostics: with `--set exp.debug=true`, both ranks' counters are printed to stderr after
+//! each engine's run (drops, timeouts, ERRs, pagemap reads, page-in time).
 
 use serde_json::json;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
@@ -44,6 +44,8 @@ pub struct HolParams {
     pub anon_fault: bool,
     /// Slots per shared-memory ring (`--set exp.ring_slots=N`; default [`super::ring_slots`]).
     pub ring_slots: u32,
+    /// Print both ranks' counters to stderr after each engine's run (`--set exp.debug=true`).
+    pub debug: bool,
 }
 
 /// Median latency (us) per transfer for `engine`: `other-0..` then `faulting` (absent for
@@ -89,7 +91,7 @@ pub fn hol(
         &ctx.profile,
         mode,
         PageInConfig::default(),
-        super::fill_pages_from_env(),
+        super::base_fill_pages(),
         p.ring_slots,
         |_, _| {},
     )?;
@@ -139,7 +141,7 @@ pub fn hol(
             super::verify(&fmap, &fsrc, "faulting transfer")?;
         }
     }
-    if std::env::var_os("UNPINNED_LIVEX_DEBUG").is_some() {
+    if p.debug {
         let (a, b) = pair.stats()?;
         eprintln!("{engine}: sender {a:?}\n target {b:?}");
     }
@@ -159,7 +161,8 @@ pub fn params(ctx: &RunContext) -> Result<HolParams, ExperimentError> {
         other_bytes: ctx.param("other_bytes", 256 << 10)?,
         fault_bytes: ctx.param("fault_bytes", 1 << 20)?,
         reps: ctx.param("reps", 7)?,
-        ring_slots: ctx.param("ring_slots", super::ring_slots()?)?,
+        ring_slots: ctx.param("ring_slots", super::ring_slots())?,
+        debug: ctx.param("debug", false)?,
         anon_fault: match ctx.params.get("fault_memory").map(String::as_str) {
             None | Some("file") => false,
             Some("anon") => true,

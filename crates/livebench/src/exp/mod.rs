@@ -43,7 +43,6 @@ use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
 use unpinned_live::{Config, MemoryMode, RemoteKey, RuntimeStats};
 use unpinned_os::mapping::Mapping;
-use unpinned_part::EngineConfig;
 
 pub use unpinned_experiments::{ExperimentOutput, RunContext};
 
@@ -99,34 +98,56 @@ pub struct Pair {
 
 static SEGMENTS: AtomicU64 = AtomicU64::new(0);
 
-/// Page-in on access limit from `UNPINNED_FILL_ON_ACCESS_PAGES` (0, off, when unset).
-pub fn fill_pages_from_env() -> u64 {
-    std::env::var(unpinned_live::api::ENV_FILL_ON_ACCESS_PAGES)
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(0)
+static BASE: std::sync::Mutex<Option<Config>> = std::sync::Mutex::new(None);
+
+/// Set the runtime configuration every rank pair of the experiments starts from: the
+/// defaults with `sets` (`a.b=v` runtime knobs, as `unpinned run --set`; the CLI passes those
+/// of `UNPINNED_SET`). An unknown key or a bad value is an error naming the key.
+///
+/// The `engine` section is refused here: an experiment's engine is its profile's (`--set
+/// engine.KEY=V` of `unpinned live`), so the base's would be silently replaced.
+pub fn set_base_overrides<S: AsRef<str>>(sets: &[S]) -> Result<(), ExperimentError> {
+    if let Some(s) = sets
+        .iter()
+        .map(|s| s.as_ref().trim())
+        .find(|s| s.starts_with("engine."))
+    {
+        return Err(fail(format!(
+            "{s}: the live experiments take engine knobs from the profile; pass them with \
+             `--set {s}` instead"
+        )));
+    }
+    let c = Config::new(0, 2).with_overrides(sets).map_err(fail)?;
+    *BASE.lock().expect("base config") = Some(c);
+    Ok(())
 }
 
-/// Environment variable: slots per shared-memory ring of the experiments' rank pairs (default
-/// [`DEFAULT_RING_SLOTS`], the launcher's).
-pub const ENV_RING_SLOTS: &str = "UNPINNED_RING_SLOTS";
+/// The configuration rank `rank` of a pair starts from ([`set_base_overrides`], else the
+/// defaults).
+pub fn base_config(rank: u32) -> Config {
+    let mut c = BASE
+        .lock()
+        .expect("base config")
+        .clone()
+        .unwrap_or_default();
+    c.rank = rank;
+    c.size = 2;
+    c
+}
 
-/// Slots per ring of `unpinned run` ([`unpinned_live::launch::LaunchOptions::new`]), and of the
-/// experiments' pairs unless [`ENV_RING_SLOTS`] says otherwise.
-pub const DEFAULT_RING_SLOTS: u32 = 512;
+/// Page-in on access limit of the base configuration (`progress.fill_on_access_max_pages`;
+/// 0, off, by default).
+pub fn base_fill_pages() -> u64 {
+    base_config(0).progress.fill_on_access_max_pages
+}
 
-/// The experiments' ring slots: [`ENV_RING_SLOTS`] or [`DEFAULT_RING_SLOTS`]; a value that is
-/// not a number of at least 2 is an error naming the variable.
-pub fn ring_slots() -> Result<u32, ExperimentError> {
-    match std::env::var(ENV_RING_SLOTS) {
-        Err(_) => Ok(DEFAULT_RING_SLOTS),
-        Ok(v) => v
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|&n| n >= 2)
-            .ok_or(ExperimentError::BadParam(ENV_RING_SLOTS.into(), v)),
-    }
+/// Slots per ring of `unpinned run`, and of the experiments' pairs unless the base
+/// configuration's `transport.ring_slots` says otherwise.
+pub const DEFAULT_RING_SLOTS: u32 = unpinned_live::config::DEFAULT_RING_SLOTS;
+
+/// The experiments' ring slots: `transport.ring_slots` of the base configuration.
+pub fn ring_slots() -> u32 {
+    base_config(0).transport.ring_slots
 }
 
 impl Pair {
@@ -135,14 +156,14 @@ impl Pair {
     ///
     /// The experiments measure the protocol's fault path (page-fault NACK, page-in, ERR), as
     /// the simulator models it: page-in on access
-    /// ([`unpinned_live::runtime::LoopOptions::fill_on_access_max_pages`]) is off unless
-    /// `UNPINNED_FILL_ON_ACCESS_PAGES` asks for it (see [`Pair::with_fill`]).
+    /// ([`unpinned_live::runtime::LoopOptions::fill_on_access_max_pages`]) is off unless the
+    /// base configuration asks for it ([`base_fill_pages`]; see [`Pair::with_fill`]).
     pub fn new(
         profile: &Profile,
         mode: MemoryMode,
         handler: PageInConfig,
     ) -> Result<Pair, ExperimentError> {
-        Pair::with_fill(profile, mode, handler, fill_pages_from_env())
+        Pair::with_fill(profile, mode, handler, base_fill_pages())
     }
 
     /// [`Pair::new`] with page-in on access for remote writes of at most `fill_pages` pages
@@ -156,16 +177,16 @@ impl Pair {
         Pair::with_loop(profile, mode, handler, fill_pages, |_, _| {})
     }
 
-    /// [`Pair::with_fill`], then `tune(rank, options)` adjusts each rank's loop options (the
+    /// [`Pair::with_fill`], then `tune(rank, config)` adjusts each rank's configuration (the
     /// dedicated-core configuration of `bench live`).
     pub fn with_loop(
         profile: &Profile,
         mode: MemoryMode,
         handler: PageInConfig,
         fill_pages: u64,
-        tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
+        tune: impl Fn(u32, &mut Config),
     ) -> Result<Pair, ExperimentError> {
-        Pair::with_ring(profile, mode, handler, fill_pages, ring_slots()?, tune)
+        Pair::with_ring(profile, mode, handler, fill_pages, ring_slots(), tune)
     }
 
     /// [`Pair::with_loop`] over rings of `slots` slots (instead of [`ring_slots`]).
@@ -175,46 +196,25 @@ impl Pair {
         handler: PageInConfig,
         fill_pages: u64,
         slots: u32,
-        tune: impl Fn(u32, &mut unpinned_live::runtime::LoopOptions),
+        tune: impl Fn(u32, &mut Config),
     ) -> Result<Pair, ExperimentError> {
         if slots < 2 {
             return Err(ExperimentError::BadParam(
-                ENV_RING_SLOTS.into(),
+                "transport.ring_slots".into(),
                 format!("{slots} (a ring needs at least 2 slots)"),
             ));
         }
         let mut cfgs: Vec<Config> = (0..2)
             .map(|r| {
-                let mut c = Config::new(r, 2);
-                let salt = c.engine.key_salt;
-                c.engine = EngineConfig::from_profile(&profile.engine);
-                c.engine.key_salt = salt;
-                c.memory_mode = mode;
-                c.handler = handler;
-                // The launcher's tuning variables apply here too (engine loop and wait spin / yield).
-                let us = |v: &str| {
-                    std::env::var(v)
-                        .ok()
-                        .and_then(|s| s.trim().parse::<u64>().ok())
-                        .map(std::time::Duration::from_micros)
-                };
-                if let Some(d) = us(unpinned_live::api::ENV_SPIN_US) {
-                    c.loop_options.spin = d;
-                }
-                if let Some(d) = us(unpinned_live::api::ENV_YIELD_US) {
-                    c.loop_options.yield_for = d;
-                }
-                if let Some(d) = us(unpinned_live::api::ENV_RESIDENCY_TTL_US) {
-                    c.loop_options.residency_ttl = d;
-                }
-                if let Some(d) = us(unpinned_live::api::ENV_WAIT_SPIN_US) {
-                    c.loop_options.wait_spin = d;
-                }
-                if let Some(d) = us(unpinned_live::api::ENV_WAIT_YIELD_US) {
-                    c.loop_options.wait_yield = d;
-                }
-                c.loop_options.fill_on_access_max_pages = fill_pages;
-                tune(r, &mut c.loop_options);
+                // The base configuration (the knobs given to the CLI), then the experiment's
+                // own engine, memory mode, page-in handler and page-in on access.
+                let mut c = base_config(r);
+                c.engine = profile.engine.clone();
+                c.memory.mode = mode;
+                c.handler.policy = handler.policy;
+                c.handler.send_err = handler.send_err;
+                c.progress.fill_on_access_max_pages = fill_pages;
+                tune(r, &mut c);
                 c
             })
             .collect();
@@ -355,7 +355,9 @@ mod ring_tests {
             1,
             |_, _| {},
         );
-        assert!(matches!(e, Err(ExperimentError::BadParam(ref k, _)) if k == ENV_RING_SLOTS));
+        assert!(
+            matches!(e, Err(ExperimentError::BadParam(ref k, _)) if k == "transport.ring_slots")
+        );
         // Two slots per ring: every write still completes (the ring is back-pressure only).
         let pair = Pair::with_ring(
             &p,

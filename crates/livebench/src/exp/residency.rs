@@ -81,7 +81,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             MemoryMode::Part,
             PageInConfig::default(),
             0,
-            |_, o| o.residency_cache = false,
+            |_, c| c.memory.residency_cache = false,
         )?,
         Pair::new(
             &ctx.profile,
