@@ -3,7 +3,8 @@
 //!
 //! While a live experiment runs, this process's stderr goes to the experiment's log file (so
 //! that the ranks' output does too, see `live_cmd`); progress is then drawn on a copy of the
-//! terminal's stderr set with [`set_console`].
+//! terminal's stderr set with [`set_console`]: a bar on a terminal, nothing otherwise (the
+//! live part prints one line per experiment).
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
@@ -65,7 +66,8 @@ impl Progress {
             Some(f) => f.is_terminal(),
             None => std::io::stderr().is_terminal(),
         };
-        let mode = if quiet {
+        let mode = if quiet || (console.is_some() && !terminal) {
+            // A live experiment's progress off a terminal: its one summary line is enough.
             Mode::Hidden
         } else if terminal {
             let target = match &console {
