@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::{Mutex, MutexGuard};
 
 /// Makes `to` also be descriptor `fd` (`dup2`).
 fn redirect(to: RawFd, fd: RawFd) -> io::Result<()> {
@@ -23,16 +24,24 @@ pub fn terminal() -> io::Result<File> {
     Ok(File::from(io::stderr().as_fd().try_clone_to_owned()?))
 }
 
-/// Stdout and stderr redirected to a log file until dropped.
+/// Held by the capture in force: descriptors 1 and 2 are process-wide, so two captures at once
+/// would restore each other's log instead of the terminal.
+static CAPTURING: Mutex<()> = Mutex::new(());
+
+/// Stdout and stderr redirected to a log file until dropped (one capture at a time: a second
+/// one waits for the first to end).
 pub struct Capture {
     saved_out: OwnedFd,
     saved_err: OwnedFd,
+    // Released after `drop` put the descriptors back.
+    _one_at_a_time: MutexGuard<'static, ()>,
 }
 
 impl Capture {
     /// Send stdout and stderr to `log` (anything buffered is written first, where it was
     /// meant to go).
     pub fn start(log: &File) -> io::Result<Capture> {
+        let lock = CAPTURING.lock().unwrap_or_else(|e| e.into_inner());
         let _ = io::stdout().flush();
         let saved_out = io::stdout().as_fd().try_clone_to_owned()?;
         let saved_err = io::stderr().as_fd().try_clone_to_owned()?;
@@ -40,6 +49,7 @@ impl Capture {
         let capture = Capture {
             saved_out,
             saved_err,
+            _one_at_a_time: lock,
         };
         // On failure the drop below puts stdout back.
         redirect(log.as_raw_fd(), 2)?;
