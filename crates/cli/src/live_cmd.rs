@@ -200,8 +200,8 @@ fn run_specs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use unpinned_experiments::{ExperimentError, ExperimentOutput, RunContext};
     use std::io::Write;
+    use unpinned_experiments::{ExperimentError, ExperimentOutput, RunContext};
     use unpinned_report::Table;
 
     /// Prints like a job's ranks (a child process and this process), then finds a peer missing.
