@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Build and run the Open MPI one-sided peer benchmark. Installs Open MPI from Debian's
-# packages when it is missing (root, as on the project's machines). Prints CSV on stdout.
+# Build and run the Open MPI one-sided peer benchmark; prints CSV on stdout. It never installs
+# anything: without Open MPI it says how to install it and exits with code 3 (the live-peers
+# experiment then skips the peer side and shows that message in the report).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if ! command -v mpicc >/dev/null 2>&1; then
-  echo "live-peers: installing Open MPI from Debian (openmpi-bin, libopenmpi-dev)..." >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q openmpi-bin libopenmpi-dev >/dev/null
+missing=()
+for tool in mpicc mpirun; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "Open MPI is not installed (no ${missing[*]} on PATH): install it with \`apt-get install openmpi-bin libopenmpi-dev\`" >&2
+  exit 3
 fi
 out="${TMPDIR:-/tmp}/unpinned-mpi-rma"
 mpicc -O2 -o "$out" "$here/mpi_rma.c"

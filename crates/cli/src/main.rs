@@ -24,7 +24,7 @@ use clap::{Args, Parser, Subcommand};
 use args::ProfileArgs;
 use bench::BenchCommand;
 use error::CliError;
-use unpinned_report::{rfc3339_utc, write_index, ReportInfo};
+use unpinned_report::{rfc3339_utc, write_index, ReportInfo, ReportSection};
 
 const ABOUT: &str = "Simulator and runtime for page-fault-tolerant RDMA.";
 
@@ -131,21 +131,26 @@ struct SimArgs {
 struct ReproduceArgs {
     #[command(flatten)]
     profile: ProfileArgs,
-    /// Output directory (gets every experiment's files and index.html).
+    /// Output directory (gets every experiment's files and index.html; the live part goes to
+    /// OUT/live, its logs to OUT/live/logs).
     #[arg(long, default_value = "results")]
     out: PathBuf,
-    /// Only the experiments of this system (part, odp, aa, dsm).
-    #[arg(long, value_name = "SYSTEM")]
+    /// Only the simulated experiments of this system (part, odp, aa, dsm); no live part.
+    #[arg(long, value_name = "SYSTEM", conflicts_with = "live_only")]
     only: Option<String>,
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
-    /// Skip the live experiments. By default `reproduce` also runs every live experiment
-    /// (`unpinned live`: real processes, real memory, real faults on this machine) into
-    /// OUT/live and adds them to the report as live/NAME; they use the live runtime's engine
-    /// parameters (forth-arm with the live defaults), not --profile / --set.
-    #[arg(long, conflicts_with = "live")]
+    /// Only the simulated part. By default `reproduce` runs the simulated experiments
+    /// (deterministic: the same seed gives the same bytes), then every live experiment
+    /// (`unpinned live`: real processes, real memory, real faults, measured on this machine)
+    /// into OUT/live; the live part uses the live runtime's engine parameters (forth-arm with
+    /// the live defaults), not --profile / --set.
+    #[arg(long, conflicts_with_all = ["live", "live_only"])]
     no_live: bool,
+    /// Only the live part (measured on this machine).
+    #[arg(long)]
+    live_only: bool,
     /// Run the live experiments too (the default; kept for scripts written when it was not).
     #[arg(long, hide = true)]
     live: bool,
@@ -209,34 +214,56 @@ fn sim(a: &SimArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The simulated experiments `reproduce` runs: all, or those of `--only`'s system.
+fn chosen_simulated(
+    only: Option<&str>,
+) -> Result<Vec<&'static unpinned_experiments::ExperimentSpec>, CliError> {
+    let all = unpinned_experiments::all();
+    let Some(sys) = only else {
+        return Ok(all);
+    };
+    let chosen: Vec<_> = all.iter().filter(|e| e.system == sys).copied().collect();
+    if chosen.is_empty() && !all.is_empty() {
+        let mut systems: Vec<&str> = Vec::new();
+        for e in &all {
+            if !systems.contains(&e.system) {
+                systems.push(e.system);
+            }
+        }
+        return Err(CliError::Usage(format!(
+            "no experiments of system {sys:?} (systems: {})",
+            systems.join(", ")
+        )));
+    }
+    Ok(chosen)
+}
+
+/// `unpinned reproduce`: the simulated part, then the live part, each under its own header on
+/// the terminal and in its own section of the report.
 fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
     let setup = run::setup(&a.profile)?;
-    let all = unpinned_experiments::all();
-    let chosen: Vec<_> = all
-        .iter()
-        .filter(|e| match a.only.as_deref() {
-            Some(s) => e.system == s,
-            None => true,
-        })
-        .copied()
-        .collect();
-    if let Some(sys) = &a.only {
-        if chosen.is_empty() && !all.is_empty() {
-            let mut systems: Vec<&str> = Vec::new();
-            for e in &all {
-                if !systems.contains(&e.system) {
-                    systems.push(e.system);
-                }
-            }
-            return Err(CliError::Usage(format!(
-                "no experiments of system {sys:?} (systems: {})",
-                systems.join(", ")
-            )));
+    let run_sim = !a.live_only;
+    let run_live = !a.no_live && a.only.is_none();
+    let chosen = if run_sim {
+        chosen_simulated(a.only.as_deref())?
+    } else {
+        Vec::new()
+    };
+    let header = |text: &str| {
+        if !a.quiet {
+            println!("\n== {text} ==");
         }
-    }
-    let mut entries = Vec::new();
+    };
+    let mut sim_entries = Vec::new();
     let mut failures = Vec::new();
     let mut usage_failures = 0;
+    let sim_start = std::time::Instant::now();
+    if run_sim {
+        header(&format!(
+            "Simulated experiments ({}): deterministic, the same seed gives the same files",
+            chosen.len()
+        ));
+    }
     for (i, spec) in chosen.iter().enumerate() {
         if !a.quiet {
             eprintln!("[{}/{}] {} ...", i + 1, chosen.len(), spec.name);
@@ -244,7 +271,7 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
         match run::run_experiment(spec, &setup, &a.out, a.quiet) {
             Ok(o) => {
                 o.print();
-                entries.push(o.into_entry(spec));
+                sim_entries.push(o.into_entry(spec));
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -255,17 +282,79 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
             }
         }
     }
-    let live = !a.no_live;
-    if live {
+    let sim_s = sim_start.elapsed().as_secs_f64();
+    let live_out = a.out.join("live");
+    let live = if run_live {
+        header(&format!(
+            "Live experiments ({}): measured on this machine, not deterministic; \
+             their output goes to {}",
+            unpinned_livebench::exp::specs().len(),
+            live_out.join("logs").display()
+        ));
         let p = args::ProfileArgs {
             profile: "forth-arm".into(),
             sets: Vec::new(),
             seed: a.profile.seed,
         };
-        let (live_entries, live_failures) = live_cmd::run_all(&p, &a.out.join("live"), a.quiet)?;
-        entries.extend(live_entries);
-        failures.extend(live_failures);
-    }
+        let part = live_cmd::run_all(&p, &live_out, a.quiet)?;
+        failures.extend(part.failures.iter().cloned());
+        Some(part)
+    } else {
+        None
+    };
+    let sim_note = if run_sim {
+        format!(
+            "Discrete-event simulation with the profile and seed above: the same command gives \
+             the same CSV files on every machine. {} experiments, {sim_s:.0} s wall time.",
+            chosen.len()
+        )
+    } else {
+        "Not run (--live-only).".to_string()
+    };
+    let live_note = match &live {
+        Some(p) => format!(
+            "Real processes, real memory and real page faults on the machine that wrote this \
+             report ({} CPUs, load average {} at the start): the numbers vary from run to run \
+             and from machine to machine. Each experiment's output (its ranks' included) is in \
+             live/logs/NAME.log. {} experiments, {:.0} s wall time.{}",
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            p.load_at_start
+                .map_or("unknown".to_string(), |l| format!("{l:.2}")),
+            p.entries.len() + p.failures.len(),
+            p.wall_s,
+            if p.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Skipped parts: {}.",
+                    p.skipped
+                        .iter()
+                        .map(|(n, w)| format!("{n}: {w}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
+        ),
+        None if a.only.is_some() => "Not run (--only runs simulated experiments only).".into(),
+        None => "Not run (--no-live).".into(),
+    };
+    let live_ran = live
+        .as_ref()
+        .map_or(0, |p| p.entries.len() + p.failures.len());
+    let sections = [
+        ReportSection {
+            id: "simulated".into(),
+            title: "Simulated experiments (deterministic)".into(),
+            note: sim_note,
+            entries: sim_entries,
+        },
+        ReportSection {
+            id: "live".into(),
+            title: "Live experiments: measured on this machine (not deterministic)".into(),
+            note: live_note,
+            entries: live.map(|p| p.entries).unwrap_or_default(),
+        },
+    ];
     let info = ReportInfo {
         version: unpinned_report::VERSION.to_string(),
         profile_name: setup.profile.name.clone(),
@@ -275,23 +364,19 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
         command: std::env::args().collect(),
         failures: failures.clone(),
     };
-    let index = write_index(&a.out, "unpinned results", &info, &entries).map_err(|e| {
+    let index = write_index(&a.out, "unpinned results", &info, &sections).map_err(|e| {
         CliError::Run(format!(
             "writing {}: {e}",
             a.out.join("index.html").display()
         ))
     })?;
+    header("Report");
     println!("{}", index.display());
     if failures.is_empty() {
         Ok(())
     } else {
         let names: Vec<&str> = failures.iter().map(|f| f.0.as_str()).collect();
-        let ran = chosen.len()
-            + if live {
-                unpinned_livebench::exp::specs().len()
-            } else {
-                0
-            };
+        let ran = chosen.len() + live_ran;
         let msg = format!(
             "{} of {ran} experiments failed: {}",
             failures.len(),
@@ -312,7 +397,7 @@ fn main() -> ExitCode {
     // real page faults, which huge pages would change.
     let simulation_only = match &cli.command {
         Command::Sim(_) | Command::Bench(BenchCommand::Sim(_)) | Command::RunPoint(_) => true,
-        Command::Reproduce(a) => a.no_live,
+        Command::Reproduce(a) => a.no_live || a.only.is_some(),
         _ => false,
     };
     if simulation_only {

@@ -115,13 +115,51 @@ fn reproduce_writes_index() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Experiment names linked from the table of contents (`href="#NAME"`).
+/// Experiment names linked from the table of contents (`href="#NAME"`; not the two parts'
+/// anchors).
 fn unpinned_experiments_names(html: &str) -> Vec<String> {
     html.split("href=\"#")
         .skip(1)
         .filter_map(|s| s.split('"').next())
+        .filter(|n| !["simulated", "live"].contains(n))
         .map(str::to_string)
         .collect()
+}
+
+#[test]
+fn reproduce_only_dsm_is_the_same_bytes_twice_and_says_the_live_part_did_not_run() {
+    let dirs = [scratch("reproduce-dsm-a"), scratch("reproduce-dsm-b")];
+    for d in &dirs {
+        let o = unpinned(&[
+            "reproduce",
+            "--quiet",
+            "--only",
+            "dsm",
+            "--out",
+            d.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(!d.join("live").exists(), "--only runs no live experiment");
+        let html = std::fs::read_to_string(d.join("index.html")).unwrap();
+        assert!(html.contains("Simulated experiments (deterministic)"));
+        assert!(html.contains("Live experiments: measured on this machine (not deterministic)"));
+        assert!(html.contains("Not run (--only"));
+    }
+    for e in ["dsm-apps", "dsm-load"] {
+        let f = format!("{e}.csv");
+        let (a, b) = (
+            std::fs::read(dirs[0].join(&f)).unwrap(),
+            std::fs::read(dirs[1].join(&f)).unwrap(),
+        );
+        assert!(a.len() > 10_000, "{f}: {} bytes", a.len());
+        assert!(a == b, "{f} differs between two runs");
+    }
+    // The two parts are chosen on the command line; they cannot be both excluded.
+    let o = unpinned(&["reproduce", "--no-live", "--live-only"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The DSM experiments: columns as the issue names them, correct runs only, replays that
-//! reproduce their traces' totals, and the relations the mechanisms imply.
+//! reproduce their traces' totals, the relations the mechanisms imply, and tables that are the
+//! same bytes run after run (the shipped traces).
 
 use std::collections::BTreeMap;
 
@@ -73,6 +74,7 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
         ("nodes", "1,2,4"),
         ("threads", "1,2"),
         ("input", "small"),
+        ("traces", "tracing"),
     ];
     let o = run("dsm-apps", &params);
     let t = &o.table;
@@ -134,6 +136,7 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
             ("threads", "2"),
             ("contexts", "interrupt"),
             ("input", "small"),
+            ("traces", "tracing"),
         ],
     );
     assert_eq!(l.table.rows.len(), 2);
@@ -228,7 +231,7 @@ fn traces_from_a_directory_are_replayed_and_bad_ones_are_named() {
     let t = &o.table;
     // No trace for 4 nodes: skipped and listed.
     assert_eq!(t.rows.len(), 2);
-    assert_eq!(o.meta["trace_source"], "live");
+    assert_eq!(o.meta["trace_source"], "directory");
     assert_eq!(o.meta["missing_traces"][0], "sor-4x1");
     // The recorded verdict, not a recomputed one.
     let correct: Vec<String> = t
@@ -257,5 +260,110 @@ fn traces_from_a_directory_are_replayed_and_bad_ones_are_named() {
         .unwrap()
         .to_string();
     assert!(e.contains("sor-2x1.jsonl"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The CSV bytes `unpinned sim` writes for `o`.
+fn csv_bytes(name: &str, o: &ExperimentOutput, tag: &str) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("dsm-csv-{tag}-{}", std::process::id()));
+    let meta = unpinned_report::Metadata::new(name, "dsm");
+    let files = unpinned_report::write_experiment(&dir, name, &o.table, &[], &meta).unwrap();
+    let bytes = std::fs::read(&files.csv).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    bytes
+}
+
+fn ctx_err(name: &str, params: &[(&str, &str)]) -> String {
+    let ctx = RunContext {
+        profile: Profile::forth_arm(),
+        seed: 1,
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        progress: &|_, _| {},
+    };
+    match (find(name).unwrap().run)(&ctx) {
+        Ok(_) => panic!("{name} {params:?} should be refused"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn dsm_apps_and_dsm_load_are_the_same_bytes_run_after_run() {
+    // The default source: the shipped traces (bench/traces/dsm/), replayed deterministically.
+    let params = [
+        ("apps", "sor,tsp,water"),
+        ("nodes", "1,2,4"),
+        ("threads", "1,2"),
+        ("contexts", "interrupt,signal"),
+    ];
+    for name in ["dsm-apps", "dsm-load"] {
+        let a = run(name, &params);
+        let b = run(name, &params);
+        assert_eq!(a.meta["trace_source"], "shipped", "{name}");
+        assert_eq!(a.table.rows.len(), 3 * 3 * 2 * 2, "{name}");
+        assert!(a
+            .table
+            .rows
+            .iter()
+            .all(|r| r[col(&a.table, "correct")].to_text() == "1"));
+        let (ca, cb) = (csv_bytes(name, &a, "a"), csv_bytes(name, &b, "b"));
+        assert!(ca.len() > 1000, "{name}: {} bytes", ca.len());
+        assert!(ca == cb, "{name}: two runs wrote different CSVs");
+    }
+}
+
+#[test]
+fn shipped_traces_refuse_what_they_cannot_honour() {
+    let e = ctx_err("dsm-apps", &[("apps", "sor"), ("input", "small")]);
+    assert!(e.contains("input") && e.contains("tracing"), "{e}");
+    let e = ctx_err(
+        "dsm-apps",
+        &[("apps", "sor"), ("nodes", "3"), ("threads", "1")],
+    );
+    assert!(e.contains("3 nodes") && e.contains("12x2"), "{e}");
+    let e = ctx_err("dsm-apps", &[("apps", "sor"), ("repeats", "3")]);
+    assert!(e.contains("repeats") && e.contains("tracing"), "{e}");
+    let e = ctx_err("dsm-apps", &[("traces", "/nonexistent/traces")]);
+    assert!(e.contains("not a directory"), "{e}");
+}
+
+#[test]
+fn recorded_traces_replay_as_they_were_traced() {
+    // `exp.record` writes the shipped format (gzip JSON lines, result, provenance); replaying
+    // that directory gives the table of the run that recorded it, byte for byte.
+    let dir = std::env::temp_dir().join(format!("dsm-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let base = [
+        ("apps", "sor,is"),
+        ("nodes", "1,2"),
+        ("threads", "1,2"),
+        ("contexts", "interrupt"),
+        ("input", "small"),
+    ];
+    let mut rec = base.to_vec();
+    rec.extend([("traces", "tracing"), ("record", d.as_str())]);
+    let traced = run("dsm-apps", &rec);
+    for f in [
+        "sor-1x1.jsonl.gz",
+        "sor-2x2.json",
+        "is-2x1.jsonl.gz",
+        "recorded.json",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} recorded");
+    }
+    let prov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("recorded.json")).unwrap()).unwrap();
+    assert_eq!(prov["input"], "small");
+    let mut again = base.to_vec();
+    again.push(("traces", d.as_str()));
+    let replayed = run("dsm-apps", &again);
+    assert_eq!(replayed.meta["trace_source"], "directory");
+    assert!(
+        csv_bytes("dsm-apps", &traced, "t") == csv_bytes("dsm-apps", &replayed, "r"),
+        "replaying the recorded traces changed the table"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -26,6 +26,20 @@ pub struct ReportEntry {
     pub meta: Metadata,
 }
 
+/// One part of the report with its own heading: the simulated experiments (deterministic) or
+/// the live ones (measured on the machine that ran the report).
+#[derive(Clone, Debug, Default)]
+pub struct ReportSection {
+    /// Page anchor of the section (`simulated`, `live`).
+    pub id: String,
+    /// Heading.
+    pub title: String,
+    /// What the numbers of this part are, and why it is separate (shown under the heading).
+    pub note: String,
+    /// The experiments, in order.
+    pub entries: Vec<ReportEntry>,
+}
+
 /// How the whole report was generated (shown at the top of the page).
 #[derive(Clone, Debug, Default)]
 pub struct ReportInfo {
@@ -93,17 +107,22 @@ th, td { padding: 0.15em 0.7em; border-bottom: 1px solid #eee; white-space: nowr
 th { background: #f7f7f7; position: sticky; top: 0; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .note { color: #777; font-size: 0.85em; }
+.part { color: #444; background: #f7f7f7; border-left: 4px solid #bbb; padding: 0.4em 1em; }
+.skipped { background: #fffbe6; border: 1px solid #e0d090; padding: 0.3em 1em; }
+h1.part-title { margin-top: 1.5em; border-bottom: 2px solid #ccc; }
 ";
 
 /// Write `DIR/index.html`: a self-contained static page (no scripts) with the generation info,
-/// failures if any, a table of contents grouped by system (in order of first appearance) and,
-/// per experiment, its description, plots (`<img>` with relative paths), links to the CSV and
-/// JSON, and the first [`HTML_MAX_ROWS`] rows of its table. Returns the path written.
+/// failures if any, a table of contents by section and then by system (in order of first
+/// appearance) and, per section, its heading and note, then per experiment its description,
+/// what it skipped (its metadata's `skipped`, if any), plots (`<img>` with relative paths),
+/// links to the CSV and JSON, and the first [`HTML_MAX_ROWS`] rows of its table. Returns the
+/// path written.
 pub fn write_index(
     dir: &Path,
     title: &str,
     info: &ReportInfo,
-    entries: &[ReportEntry],
+    sections: &[ReportSection],
 ) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let mut h = String::new();
@@ -149,40 +168,79 @@ pub fn write_index(
         h.push_str("</ul></div>\n");
     }
 
-    // Table of contents, grouped by system.
+    // Table of contents, by section and system.
     h.push_str("<h2>Contents</h2>\n");
-    if entries.is_empty() {
+    if sections.iter().all(|s| s.entries.is_empty()) {
         h.push_str("<p>No experiments were run.</p>\n");
-    } else {
-        let mut systems: Vec<&str> = Vec::new();
-        for e in entries {
-            if !systems.contains(&e.system.as_str()) {
-                systems.push(&e.system);
-            }
-        }
-        h.push_str("<ul>\n");
-        for sys in systems {
-            let _ = writeln!(h, "<li><strong>{}</strong><ul>", esc(sys));
-            for e in entries.iter().filter(|e| e.system == sys) {
-                let _ = writeln!(
-                    h,
-                    "<li><a href=\"#{n}\">{n}</a> &mdash; {}</li>",
-                    esc(&e.description),
-                    n = esc(&e.name)
-                );
-            }
-            h.push_str("</ul></li>\n");
-        }
-        h.push_str("</ul>\n");
     }
+    h.push_str("<ul>\n");
+    for sec in sections {
+        let _ = writeln!(
+            h,
+            "<li><a href=\"#{id}\"><strong>{}</strong></a>",
+            esc(&sec.title),
+            id = esc(&sec.id)
+        );
+        write_toc(&mut h, &sec.entries);
+        h.push_str("</li>\n");
+    }
+    h.push_str("</ul>\n");
 
-    for e in entries {
-        write_entry(&mut h, dir, e);
+    for sec in sections {
+        let _ = writeln!(
+            h,
+            "<h1 class=\"part-title\" id=\"{}\">{}</h1>\n<p class=\"part\">{}</p>",
+            esc(&sec.id),
+            esc(&sec.title),
+            esc(&sec.note)
+        );
+        if sec.entries.is_empty() {
+            h.push_str("<p>No experiments of this part were run.</p>\n");
+        }
+        for e in &sec.entries {
+            write_entry(&mut h, dir, e);
+        }
     }
     h.push_str("</body>\n</html>\n");
     let path = dir.join("index.html");
     std::fs::write(&path, h)?;
     Ok(path)
+}
+
+/// The experiments of one section, grouped by system.
+fn write_toc(h: &mut String, entries: &[ReportEntry]) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut systems: Vec<&str> = Vec::new();
+    for e in entries {
+        if !systems.contains(&e.system.as_str()) {
+            systems.push(&e.system);
+        }
+    }
+    h.push_str("<ul>\n");
+    for sys in systems {
+        let _ = writeln!(h, "<li><strong>{}</strong><ul>", esc(sys));
+        for e in entries.iter().filter(|e| e.system == sys) {
+            let _ = writeln!(
+                h,
+                "<li><a href=\"#{n}\">{n}</a> &mdash; {}</li>",
+                esc(&e.description),
+                n = esc(&e.name)
+            );
+        }
+        h.push_str("</ul></li>\n");
+    }
+    h.push_str("</ul>\n");
+}
+
+/// What an experiment says it skipped: its metadata's `skipped` string (e.g. a peer library
+/// that is not installed, with the command that installs it).
+pub fn skipped_note(meta: &Metadata) -> Option<&str> {
+    meta.extra
+        .get("skipped")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 fn write_entry(h: &mut String, dir: &Path, e: &ReportEntry) {
@@ -194,6 +252,13 @@ fn write_entry(h: &mut String, dir: &Path, e: &ReportEntry) {
         esc(&e.system),
         esc(&e.description)
     );
+    if let Some(skip) = skipped_note(&e.meta) {
+        let _ = writeln!(
+            h,
+            "<p class=\"skipped\"><strong>Skipped:</strong> {}</p>",
+            esc(skip)
+        );
+    }
     if !e.files.svgs.is_empty() {
         h.push_str("<div class=\"plots\">\n");
         for svg in &e.files.svgs {
@@ -299,7 +364,23 @@ mod tests {
             seed: 1,
             ..Default::default()
         };
-        let path = write_index(&dir, "Results <x>", &info, &[entry]).unwrap();
+        let sim = ReportSection {
+            id: "simulated".into(),
+            title: "Simulated".into(),
+            note: "deterministic".into(),
+            entries: vec![entry.clone()],
+        };
+        let mut live_entry = entry;
+        live_entry.name = "live/exp-a".into();
+        live_entry.meta.extra =
+            serde_json::json!({"skipped": "peer side: run `apt-get install x`"});
+        let live = ReportSection {
+            id: "live".into(),
+            title: "Live: measured on this machine".into(),
+            note: "not deterministic".into(),
+            entries: vec![live_entry],
+        };
+        let path = write_index(&dir, "Results <x>", &info, &[sim, live]).unwrap();
         let html = std::fs::read_to_string(&path).unwrap();
         assert!(html.contains("<title>Results &lt;x&gt;</title>"));
         assert!(html.contains("<img src=\"exp-a.svg\""));
@@ -309,7 +390,20 @@ mod tests {
         assert!(html.contains("A &amp; B"));
         assert!(html.contains("&lt;b&gt;part&lt;/b&gt;"));
         assert!(html.contains("first 200 of 250 rows"));
-        assert_eq!(html.matches("<tr>").count(), 201);
+        assert_eq!(html.matches("<tr>").count(), 2 * 201);
+        // Two parts, each with its heading and note, the simulated one first; the skip note
+        // only on the live entry.
+        let (sim_at, live_at) = (
+            html.find("<h1 class=\"part-title\" id=\"simulated\">Simulated</h1>")
+                .unwrap(),
+            html.find("id=\"live\">Live: measured on this machine</h1>")
+                .unwrap(),
+        );
+        assert!(sim_at < live_at);
+        assert!(html.contains("href=\"#live/exp-a\""));
+        assert_eq!(html.matches("class=\"skipped\"").count(), 1);
+        assert!(html[live_at..]
+            .contains("<strong>Skipped:</strong> peer side: run `apt-get install x`"));
         assert!(!html.contains("<script"));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -322,6 +416,16 @@ mod tests {
         assert!(std::fs::read_to_string(&path)
             .unwrap()
             .contains("No experiments were run"));
+        let empty = ReportSection {
+            id: "live".into(),
+            title: "Live".into(),
+            note: "not run (--no-live)".into(),
+            entries: Vec::new(),
+        };
+        let path = write_index(&dir, "R", &ReportInfo::default(), &[empty]).unwrap();
+        let html = std::fs::read_to_string(&path).unwrap();
+        assert!(html.contains("not run (--no-live)"));
+        assert!(html.contains("No experiments of this part were run"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -16,4 +16,4 @@ mod files;
 pub use files::{rfc3339_utc, svg_file_name, write_experiment, ExperimentFiles, Metadata, VERSION};
 
 mod html;
-pub use html::{write_index, ReportEntry, ReportInfo, HTML_MAX_ROWS};
+pub use html::{skipped_note, write_index, ReportEntry, ReportInfo, ReportSection, HTML_MAX_ROWS};

@@ -2,19 +2,21 @@
 //! application in each handler context, 1..12 nodes x 1 and 2 threads per node, by replaying
 //! traced runs; `dsm-load` adds one CPU-bound process per node.
 //!
-//! The traces come from the tracing space by default (no live run needed); with
-//! `--set exp.traces=DIR` they are the ones live runs recorded (`unpinned live dsm-apps --set
-//! exp.traces=DIR`: `DIR/APP-NxT.jsonl` and the run's result `APP-NxT.json`); points without a
-//! trace there are skipped (listed in the metadata as `missing_traces`). Rows are replays:
-//! `driver` is `sim` either way, the metadata's `trace_source` says which traces.
+//! The traces are the shipped ones by default (`bench/traces/dsm/`, see `traces.rs`),
+//! so the tables are the same bytes on every machine; `--set exp.traces=tracing` traces the
+//! apps on this machine instead, `--set exp.traces=DIR` replays recorded ones (from live runs:
+//! `unpinned live dsm-apps --set exp.traces=DIR`); points without a trace in a directory are
+//! skipped (listed in the metadata as `missing_traces`). Rows are replays: `driver` is `sim`
+//! whatever the source, the metadata's `trace_source` says which traces.
 
 use std::collections::HashMap;
 
 use serde_json::json;
-use unpinned_dsm_apps::{create, names, run_traced, Input, Trace};
+use unpinned_dsm_apps::{names, Input};
 use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
+use super::traces::Source;
 use crate::aa::{list, per_s};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -39,9 +41,6 @@ fn run_apps(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
 fn run_load(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     run(ctx, 1)
 }
-
-/// Traced runs of the 1 node x 1 thread baseline (the least computing one is replayed).
-const BASE_REPEATS: u32 = 3;
 
 /// The DSM profile: built-in, or `exp.dsm_profile`; `exp.cpu_scale` overrides the factor.
 fn profile(ctx: &RunContext) -> Result<(DsmProfile, &'static str), ExperimentError> {
@@ -73,24 +72,18 @@ struct Point {
     replays: Vec<(Context, ReplayStats)>,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The trace of one point replayed in every context (`None`: the trace directory has none).
 fn trace_and_replay(
+    source: &Source,
     app: &str,
     input: Input,
-    repeats: u32,
-    nodes: u32,
-    threads: u32,
+    (nodes, threads): (u32, u32),
     prof: &DsmProfile,
     contexts: &[Context],
     load: u32,
-    traces: Option<&std::path::Path>,
 ) -> Result<Option<Point>, ExperimentError> {
-    let (trace, correct) = match traces {
-        Some(dir) => match live_trace(dir, app, nodes, threads)? {
-            Some(t) => t,
-            None => return Ok(None),
-        },
-        None => traced(app, input, repeats, nodes, threads)?,
+    let Some((trace, correct)) = source.load(app, input, nodes, threads)? else {
+        return Ok(None);
     };
     let mut replays = Vec::new();
     for &c in contexts {
@@ -116,76 +109,6 @@ fn trace_and_replay(
     }))
 }
 
-/// The trace a live run recorded (`unpinned live dsm-apps --set exp.traces=DIR` writes
-/// `DIR/APP-NxT.jsonl` and the run's result `DIR/APP-NxT.json`, see
-/// `unpinned_dsm_run::trace_file`), with the live check's verdict; `None` if there is none.
-fn live_trace(
-    dir: &std::path::Path,
-    app: &str,
-    nodes: u32,
-    threads: u32,
-) -> Result<Option<(Trace, bool)>, ExperimentError> {
-    let path = dir.join(format!("{app}-{nodes}x{threads}.jsonl"));
-    let bad = |what: String| ExperimentError::BadParam("traces".into(), what);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(bad(format!("{}: {e}", path.display()))),
-    };
-    let trace = Trace::parse(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-    if (trace.header.ranks, trace.header.threads_per_rank) != (nodes, threads)
-        || trace.header.app != app
-    {
-        return Err(bad(format!(
-            "{}: header says {} on {}x{}",
-            path.display(),
-            trace.header.app,
-            trace.header.ranks,
-            trace.header.threads_per_rank
-        )));
-    }
-    let rpath = dir.join(format!("{app}-{nodes}x{threads}.json"));
-    let result: serde_json::Value = std::fs::read_to_string(&rpath)
-        .map_err(|e| bad(format!("{} (the live run's result): {e}", rpath.display())))
-        .and_then(|t| {
-            serde_json::from_str(&t).map_err(|e| bad(format!("{}: {e}", rpath.display())))
-        })?;
-    let correct = result
-        .get("correct")
-        .and_then(serde_json::Value::as_bool)
-        .ok_or_else(|| bad(format!("{}: no boolean `correct`", rpath.display())))?;
-    Ok(Some((trace, correct)))
-}
-
-/// Traced runs on the tracing space: the least computing trace and whether every run was
-/// right.
-fn traced(
-    app: &str,
-    input: Input,
-    repeats: u32,
-    nodes: u32,
-    threads: u32,
-) -> Result<(Trace, bool), ExperimentError> {
-    // Measured computation is noisy on a shared machine: of `repeats` traced runs keep the
-    // one that computed least (the least disturbed); every run's answer must be right.
-    let mut best: Option<Trace> = None;
-    let mut correct = true;
-    for _ in 0..repeats.max(1) {
-        let mut a = create(app, input)
-            .map_err(|e| ExperimentError::BadParam("apps".into(), e.to_string()))?;
-        let (trace, verdict) = run_traced(a.as_mut(), nodes as usize, threads as usize)
-            .map_err(|e| ExperimentError::Sim(format!("{app} on {nodes}x{threads}: {e}")))?;
-        correct &= verdict.is_ok();
-        if best
-            .as_ref()
-            .is_none_or(|b| trace.totals().compute_ns < b.totals().compute_ns)
-        {
-            best = Some(trace);
-        }
-    }
-    Ok((best.expect("at least one run"), correct))
-}
-
 fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError> {
     let (prof, scale_source) = profile(ctx)?;
     let apps: Vec<String> = list(ctx, "apps", &names().join(","))?;
@@ -193,17 +116,7 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     let threads: Vec<u32> = list(ctx, "threads", "1,2")?;
     let contexts: Vec<Context> = list(ctx, "contexts", "polling,interrupt,deferred,signal")?;
     let input: Input = ctx.param("input", Input::Medium)?;
-    let repeats: u32 = ctx.param("repeats", 1)?;
-    let traces: String = ctx.param("traces", String::new())?;
-    let trace_dir = (!traces.is_empty()).then(|| std::path::PathBuf::from(&traces));
-    if let Some(d) = &trace_dir {
-        if !d.is_dir() {
-            return Err(ExperimentError::BadParam(
-                "traces".into(),
-                format!("{traces}: not a directory"),
-            ));
-        }
-    }
+    let source = Source::from_ctx(ctx, input)?;
     let mut missing = Vec::new();
     if nodes.iter().any(|&n| n == 0 || n > 64) || threads.iter().any(|&t| t == 0 || t > 8) {
         return Err(ExperimentError::BadParam(
@@ -219,23 +132,13 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
     for app in &apps {
         // The speedup baseline: the same app on one node with one thread, same context.
         // Every speedup of the app divides by it: trace it a few more times than the others.
-        let base = trace_and_replay(
-            app,
-            input,
-            repeats.max(BASE_REPEATS),
-            1,
-            1,
-            &prof,
-            &contexts,
-            load,
-            trace_dir.as_deref(),
-        )?
-        .ok_or_else(|| {
-            ExperimentError::BadParam(
-                "traces".into(),
-                format!("{traces}: no {app}-1x1.jsonl (the speedup baseline)"),
-            )
-        })?;
+        let base = trace_and_replay(&source, app, input, (1, 1), &prof, &contexts, load)?
+            .ok_or_else(|| {
+                ExperimentError::BadParam(
+                    "traces".into(),
+                    format!("no {app}-1x1.jsonl (the speedup baseline)"),
+                )
+            })?;
         done += 1;
         (ctx.progress)(done, total);
         let base_ns: HashMap<Context, u64> =
@@ -248,17 +151,8 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
                     (1, 1, Some(b)) => b,
                     (_, _, b) => {
                         base = b;
-                        match trace_and_replay(
-                            app,
-                            input,
-                            repeats,
-                            n,
-                            t,
-                            &prof,
-                            &contexts,
-                            load,
-                            trace_dir.as_deref(),
-                        )? {
+                        match trace_and_replay(&source, app, input, (n, t), &prof, &contexts, load)?
+                        {
                             Some(p) => p,
                             None => {
                                 done += 1;
@@ -390,13 +284,11 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
             "cpu_scale_source": scale_source,
             "load_procs_per_node": load,
             "input": format!("{input:?}").to_lowercase(),
-            "repeats": repeats,
             "dsm_profile": serde_json::to_value(&prof).unwrap_or_default(),
             "apps": apps,
-            "trace_source": if trace_dir.is_some() { "live" } else { "tracing" },
-            "trace_dir": traces,
+            "trace_source": source.name(),
             "missing_traces": missing,
-            "traces": if trace_dir.is_some() { "traces recorded by live runs (unpinned live dsm-apps --set exp.traces=DIR): compute is wall time between DSM events on the live machine, faults are real protection faults; `correct` is the live run's check" } else { "apps run on unpinned_dsm_apps::TracingSpace: software coherence per (rank, 4 KiB minipage), compute from thread CPU clocks; of `repeats` traced runs per point (3 at least for the 1x1 baseline) the one with the least computation is replayed (on a busy shared machine single runs vary by tens of %)" },
+            "traces": source.describe(),
             "speedup": "time on 1 node x 1 thread / time, same app, context and load",
             "shares": "per-worker time fractions summed over workers / (workers x time); they need not add to 1 (posting, wake-ups)",
             "sends_per_s": "messages that carry no page data, per second",

@@ -4,14 +4,13 @@
 //! `--set exp.cpu_scale=X` overrides its CPU factor).
 //!
 //! Traces come from running the applications (`unpinned_dsm_apps`) on its tracing space: real
-//! runs of the apps in this process, checked against their sequential references, with the
-//! coherence state emulated in software per (rank, minipage). Each (app, nodes, threads per
-//! node) is traced `exp.repeats` times (default 1; the 1 x 1 baseline of the speedups at least
-//! 3 times) and the run that computed least is replayed in every handler context. Computation in a trace is measured with thread CPU clocks, so
-//! times vary between runs on a busy machine (the replay itself is deterministic); the trace
-//! of a live run can be replayed the same way.
+//! runs of the apps, checked against their sequential references, with the coherence state
+//! emulated in software per (rank, minipage). By default the experiments replay a set of such
+//! traces recorded once and shipped in `bench/traces/dsm/` (`dsm/traces.rs` says why), so their
+//! tables are deterministic; the replay itself is deterministic for any trace.
 
 mod apps;
+mod traces;
 
 use crate::ExperimentSpec;
 

@@ -1,10 +1,13 @@
 //! `live-peers`: put/get latency and bandwidth, 8 B .. 4 MiB, on arbitrary (`malloc`'d)
 //! memory: this runtime (`unpinned`: put = RDMA write, get = RDMA read) beside a peer
 //! one-sided library on this machine, Open MPI's `MPI_Put`/`MPI_Get` on an `MPI_Win_create`
-//! window (bench/peers/mpi_rma.c, run by bench/peers/run.sh, which installs Open MPI from
-//! Debian's packages when it is missing). Same method on both sides: latency = mean of
-//! `reps` operations each completed before the next (flush); bandwidth = `reps` operations
-//! back to back, then one flush.
+//! window (bench/peers/mpi_rma.c, run by bench/peers/run.sh). Same method on both sides:
+//! latency = mean of `reps` operations each completed before the next (flush); bandwidth =
+//! `reps` operations back to back, then one flush.
+//!
+//! Nothing is installed: without Open MPI the script exits with [`PEER_MISSING_CODE`] and the
+//! command that installs it, and the experiment keeps this runtime's rows, skipping the peer
+//! side with that message in its metadata's `skipped` (shown in the report).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -92,6 +95,10 @@ pub fn ours(
     Ok(rows)
 }
 
+/// Exit code of bench/peers/run.sh when Open MPI is not installed (its last stderr line says
+/// how to install it).
+pub const PEER_MISSING_CODE: i32 = 3;
+
 /// Run the peer benchmark script; its CSV rows, or why not.
 pub fn peer(script: &std::path::Path, small: usize) -> Result<Vec<Vec<String>>, String> {
     let out = std::process::Command::new("bash")
@@ -99,6 +106,14 @@ pub fn peer(script: &std::path::Path, small: usize) -> Result<Vec<Vec<String>>, 
         .arg(small.to_string())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if out.status.code() == Some(PEER_MISSING_CODE) {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err
+            .lines()
+            .last()
+            .unwrap_or("Open MPI is missing")
+            .to_string());
+    }
     if !out.status.success() {
         return Err(format!(
             "{} failed ({}): {}",
@@ -153,6 +168,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     }
     (ctx.progress)(1, 2);
     let mut peer_note = "not run (exp.peer=false)".to_string();
+    let mut skipped = None;
     if with_peer {
         let s = script(ctx);
         match peer(&s, small) {
@@ -177,7 +193,10 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                     }
                 }
             }
-            Err(e) => peer_note = format!("peer benchmark unavailable: {e}"),
+            Err(e) => {
+                peer_note = format!("peer benchmark unavailable: {e}");
+                skipped = Some(format!("Open MPI side skipped: {e}"));
+            }
         }
     }
     (ctx.progress)(2, 2);
@@ -212,6 +231,6 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             .suffix("put-bw"),
         ],
         sim_events: 0,
-        meta: json!({ "max_bytes": max, "reps_small": small, "peer": peer_note, "bandwidth_unit": "Gb/s (bits)", "transport": "unpinned: shm (two runtimes in one process); openmpi: mpirun -np 2 --mca btl self,vader" }),
+        meta: json!({ "max_bytes": max, "reps_small": small, "peer": peer_note, "skipped": skipped, "bandwidth_unit": "Gb/s (bits)", "transport": "unpinned: shm (two runtimes in one process); openmpi: mpirun -np 2 --mca btl self,vader" }),
     })
 }
