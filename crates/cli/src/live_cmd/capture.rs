@@ -75,7 +75,6 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("unpinned-capture-{}.log", std::process::id()));
         let log = File::create(&path).unwrap();
-        let before = io::stdout().as_fd().try_clone_to_owned().unwrap();
         {
             let _c = Capture::start(&log).unwrap();
             // A child inherits descriptors 1 and 2, as the ranks do.
@@ -94,7 +93,9 @@ mod tests {
             text.contains("rank-out") && text.contains("rank-err"),
             "{text:?}"
         );
-        // Descriptor 1 refers to the same file as before the capture.
+        // Descriptor 1 no longer refers to the log. (Not "the same file as before": another
+        // test of this binary may hold a capture of its own right now, so what descriptor 1
+        // was before this test's capture is not known without holding the lock throughout.)
         let stat = |fd: RawFd| {
             // SAFETY: fstat writes into the zeroed stat buffer for a valid descriptor.
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -102,7 +103,7 @@ mod tests {
             assert_eq!(unsafe { libc::fstat(fd, &mut st) }, 0);
             (st.st_dev, st.st_ino)
         };
-        assert_eq!(stat(1), stat(before.as_raw_fd()));
+        assert_ne!(stat(1), stat(log.as_raw_fd()));
         let _ = std::fs::remove_file(&path);
     }
 }
