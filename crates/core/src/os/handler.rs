@@ -185,6 +185,8 @@ pub struct FaultHandlerModel {
     stats: HandlerStats,
     /// The plan of the current drain (kept to avoid an allocation per drain).
     plan: PageInPlan,
+    /// Scratch: the plan's ranges united per address space.
+    ranges: Vec<(Pdid, u64, u64)>,
 }
 
 impl FaultHandlerModel {
@@ -217,6 +219,7 @@ impl FaultHandlerModel {
             breakdown: Breakdown::default(),
             stats: HandlerStats::default(),
             plan: PageInPlan::new(),
+            ranges: Vec::new(),
             cfg,
         }
     }
@@ -446,9 +449,28 @@ impl FaultHandlerModel {
         // examined once even when PIA ranges of many records overlap), and one ERR / resume
         // per distinct faulted block attempt, in the order first seen.
         self.plan.plan(&self.cfg.page_in, &self.batch);
-        for i in 0..self.plan.ranges.len() {
-            let r = self.plan.ranges[i];
-            self.plan_runs((r.pdid, r.start, r.end), mem);
+        // The model's page table has no access bits (a page brought in for a write is in for a
+        // read too), so the plan's read and write ranges are united per address space before
+        // they become `get_user_pages` runs: a page wanted both ways is brought in once.
+        self.ranges.clear();
+        self.ranges
+            .extend(self.plan.ranges.iter().map(|r| (r.pdid, r.start, r.end)));
+        self.ranges.sort_unstable();
+        let mut cur: Option<(Pdid, u64, u64)> = None;
+        for i in 0..self.ranges.len() {
+            let (pdid, s, e) = self.ranges[i];
+            match &mut cur {
+                Some((cp, _, ce)) if *cp == pdid && s <= *ce => *ce = (*ce).max(e),
+                _ => {
+                    if let Some(c) = cur {
+                        self.plan_runs(c, mem);
+                    }
+                    cur = Some((pdid, s, e));
+                }
+            }
+        }
+        if let Some(c) = cur {
+            self.plan_runs(c, mem);
         }
         self.errs.extend(self.plan.replies.iter().copied());
         self.batch.clear();
@@ -935,6 +957,18 @@ mod tests {
         assert!(w.errs().is_empty());
         assert_eq!(w.h.breakdown().err, Duration::ZERO);
         assert_eq!(w.h.stats().errs, 0);
+    }
+
+    #[test]
+    fn a_page_wanted_for_a_read_and_a_write_in_one_drain_is_brought_in_once() {
+        let mut w = World::new(PageInPolicy::Pi4, true, |_| {});
+        // A destination fault and a source fault (another transfer) on the same block.
+        w.push(us(0), dst(1, 8));
+        w.push(us(0), rec(FaultSide::Source, 2, 2, 8));
+        w.interrupt(us(0));
+        w.finish(); // asserts that no page is brought in twice
+        assert_eq!(w.page_ins().len(), 4, "one block of 4 pages");
+        assert_eq!((w.h.stats().errs, w.h.stats().resumes), (1, 1));
     }
 
     #[test]
