@@ -22,6 +22,10 @@ pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     system: "odp",
     description:
         "Two READs with faults: RC/ODP (with and without the loss model, with the fix) vs PART",
+    profile: crate::ProfileKind::Ib,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
     run,
 };
 
@@ -98,10 +102,30 @@ fn part_reads(
     Ok((end.as_us_f64(), sim.events()))
 }
 
+crate::declare_params! {
+    /// Parameters of `odp-vs-part`.
+    pub struct Params {
+        trials: u64 {
+            default: "5",
+            unit: "",
+            check: crate::params::int(1, 1_000_000),
+            doc: "Seeded repetitions of every point (the table shows their mean)",
+        },
+        fix_period_us: u64 {
+            default: "1000",
+            unit: "us",
+            check: crate::params::int(1, 1_000_000_000),
+            doc: "Software-timer period of the rc-odp-fix transport",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let trials: u64 = ctx.param("trials", 5)?;
-    let profile = super::vendor(ctx)?;
-    let fix_us: u64 = ctx.param("fix_period_us", 1000)?;
+    let Params {
+        trials,
+        fix_period_us: fix_us,
+    } = ctx.params()?;
+    let profile = ctx.vendor_profile()?;
     let transports = ["rc-odp", "rc-odp-pure", "rc-odp-fix", "part"];
     let mut t = Table::new(&["transport", "odp", "interval_us", "exec_time_us"]);
     let total = (transports.len() * ODP_SIDES.len() * INTERVALS_US.len()) as u64;
