@@ -156,16 +156,17 @@ struct ReproduceArgs {
 
 #[derive(Subcommand, Debug)]
 enum ProfileCommand {
-    /// Print a profile as TOML, after --set overrides.
+    /// Print a profile of any kind as TOML, after --set overrides.
     Show {
-        /// Built-in name or TOML file.
+        /// Built-in name (forth-arm, connectx3..6, cray-xe6, dsm-ib1) or TOML file.
         #[arg(value_name = "NAME|FILE", default_value = "forth-arm")]
         profile: String,
         /// Override a field, e.g. engine.block_timeout_us=100 (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
-    /// Parse and validate a profile file.
+    /// Parse and validate a profile file of any kind (PART, IB, AA, DSM); says which
+    /// experiments use it.
     Check {
         /// TOML file (or a built-in name).
         file: String,

@@ -78,8 +78,9 @@ fn load_kind(arg: &str, kind: ProfileKind, user: &str) -> Result<AnyProfile, Cli
     let p = AnyProfile::load(arg).map_err(CliError::Usage)?;
     if p.kind() != kind {
         return Err(CliError::Usage(format!(
-            "--profile {arg}: {:?} is a {} profile, and {user} uses {} profiles\nwhich experiments use which profile:\n{}",
+            "--profile {arg}: {:?} is {} {} profile, and {user} uses {} profiles\nwhich experiments use which profile:\n{}",
             p.name(),
+            p.kind().article(),
             p.kind().name(),
             kind.name(),
             kinds_help()
@@ -549,7 +550,7 @@ mod tests {
     fn profiles_of_another_kind_and_unused_overrides_are_refused() {
         // A PART experiment given an IB profile, and the other way round.
         let m = usage("part-fault-all", "connectx5", &[]);
-        assert!(m.contains("\"connectx5\" is a IB profile"), "{m}");
+        assert!(m.contains("\"connectx5\" is an IB profile"), "{m}");
         assert!(
             m.contains("odp-pitfall") && m.contains("part-fault-all"),
             "{m}"

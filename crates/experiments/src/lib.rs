@@ -71,8 +71,9 @@ impl RunContext<'_> {
             None => Ok(AnyProfile::builtin(kind)),
             Some(p) if p.kind() == kind => Ok(p.clone()),
             Some(p) => Err(ExperimentError::Profile(format!(
-                "profile {:?} is a {} profile; this experiment uses {}",
+                "profile {:?} is {} {} profile; this experiment uses {}",
                 p.name(),
+                p.kind().article(),
                 p.kind().name(),
                 kind.describe()
             ))),

@@ -44,6 +44,14 @@ impl ProfileKind {
         }
     }
 
+    /// `a` or `an`, for messages (`an IB profile`).
+    pub fn article(self) -> &'static str {
+        match self {
+            ProfileKind::Ib | ProfileKind::Aa => "an",
+            ProfileKind::Part | ProfileKind::Dsm => "a",
+        }
+    }
+
     /// The built-in profiles of this kind; the first is the default.
     pub fn builtins(self) -> &'static [&'static str] {
         match self {
