@@ -151,8 +151,11 @@ pub struct Resolved {
     pub profile: Profile,
     /// The profile of an IB/AA/DSM experiment when `--profile` or `--set` changed it.
     pub kind_profile: Option<AnyProfile>,
-    /// The profile it uses, as recorded in its metadata.
+    /// The profile it uses.
     pub used: AnyProfile,
+    /// The name of the profile(s) it uses and their JSON, for its metadata (every built-in
+    /// of the kind for an experiment that runs them all by default).
+    pub recorded: (String, serde_json::Value),
 }
 
 impl Resolved {
@@ -197,16 +200,32 @@ pub fn resolve(spec: &ExperimentSpec, setup: &Setup) -> Result<Resolved, CliErro
         })?;
     }
     let changed = !setup.profile_arg.is_empty() || !setup.overrides.is_empty();
+    let recorded = if spec.every_builtin_by_default && !changed {
+        let all: Vec<AnyProfile> = spec
+            .profile
+            .builtins()
+            .iter()
+            .map(|n| AnyProfile::load(n).expect("built-in profiles load"))
+            .collect();
+        (
+            spec.profile.builtins().join(","),
+            serde_json::Value::Array(all.iter().map(AnyProfile::to_json).collect()),
+        )
+    } else {
+        (used.name().to_string(), used.to_json())
+    };
     Ok(match &used {
         AnyProfile::Part(p) => Resolved {
             profile: p.clone(),
             kind_profile: None,
             used,
+            recorded,
         },
         other => Resolved {
             profile: Profile::forth_arm(),
             kind_profile: changed.then(|| other.clone()),
             used,
+            recorded,
         },
     })
 }
@@ -249,6 +268,13 @@ pub fn experiment_help(spec: &ExperimentSpec) -> String {
         k.builtins()[0],
         k.builtins()[0]
     ));
+    if spec.every_builtin_by_default {
+        out.push_str(&format!(
+            "Without --profile or a profile --set it runs every built-in {} profile ({}); with one, that profile only\n",
+            k.name(),
+            k.builtins().join(", ")
+        ));
+    }
     for f in spec.fixed {
         out.push_str(&format!(
             "Sets itself: {} (a --set of it is refused; use {})\n",
@@ -408,8 +434,8 @@ pub fn run_experiment(
         experiment: spec.name.to_string(),
         system: spec.system.to_string(),
         version: unpinned_report::VERSION.to_string(),
-        profile_name: resolved.used.name().to_string(),
-        profile: resolved.used.to_json(),
+        profile_name: resolved.recorded.0.clone(),
+        profile: resolved.recorded.1.clone(),
         parameters: match spec.params {
             Some(params) => effective(params, &setup.params),
             None => setup.params.clone(),
@@ -486,6 +512,7 @@ mod tests {
         profile: ProfileKind::Part,
         backends: Backends::Sim,
         params: Some(<DemoParams as unpinned_experiments::Declared>::PARAMS),
+        every_builtin_by_default: false,
         fixed: &[unpinned_experiments::FixedField {
             field: "engine.block_timeout_us",
             instead: "exp.points",
@@ -628,6 +655,13 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("Sets itself: engine.block_timeout_us"), "{h}");
+        let h = experiment_help(unpinned_experiments::find("odp-timeout-floor").unwrap());
+        assert!(h.contains("runs every built-in IB profile"), "{h}");
+        let spec = unpinned_experiments::find("odp-timeout-floor").unwrap();
+        let r = resolve(spec, &setup_for(spec, &args("", &[])).unwrap()).unwrap();
+        assert_eq!(r.recorded.0, "connectx4,connectx3,connectx5,connectx6");
+        let r = resolve(spec, &setup_for(spec, &args("connectx5", &[])).unwrap()).unwrap();
+        assert_eq!(r.recorded.0, "connectx5");
         let h = experiment_help(unpinned_experiments::find("odp-trace").unwrap());
         assert!(
             h.contains("Profile: IB") && h.contains("Parameters: none"),

@@ -144,6 +144,10 @@ pub struct ExperimentSpec {
     pub params: Option<&'static [Param]>,
     /// Profile fields it sets itself at every point (a `--set` of one is refused).
     pub fixed: &'static [FixedField],
+    /// Without `--profile` or a profile `--set` it runs every built-in profile of its kind
+    /// (`odp-timeout-floor`: one curve per vendor floor), and its metadata records them all;
+    /// with one, it runs that profile only.
+    pub every_builtin_by_default: bool,
     /// Run it.
     pub run: fn(&RunContext) -> Result<ExperimentOutput, ExperimentError>,
 }
@@ -160,6 +164,7 @@ impl ExperimentSpec {
         backends: Backends::Live,
         params: None,
         fixed: &[],
+        every_builtin_by_default: false,
         run: |_| {
             Err(ExperimentError::Sim(
                 "ExperimentSpec::LIVE is a template".into(),

@@ -21,6 +21,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 

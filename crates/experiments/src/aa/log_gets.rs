@@ -19,6 +19,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     backends: crate::Backends::Sim,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 

@@ -26,6 +26,7 @@ pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
+    every_builtin_by_default: false,
     run: run_apps,
 };
 
@@ -37,6 +38,7 @@ pub static SPEC_LOAD: ExperimentSpec = ExperimentSpec {
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
+    every_builtin_by_default: false,
     run: run_load,
 };
 

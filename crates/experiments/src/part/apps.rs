@@ -38,6 +38,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     backends: crate::Backends::Sim,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[crate::FixedField { field: "engine.packet_bytes", instead: "exp.packet_bytes and exp.scale_packet_bytes" }],
+    every_builtin_by_default: false,
     run,
 };
 

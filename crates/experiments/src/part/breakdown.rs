@@ -22,6 +22,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
         field: "engine.block_timeout_us",
         instead: "nothing: the breakdown is of NTO, ERR only",
     }],
+    every_builtin_by_default: false,
     run,
 };
 

@@ -20,6 +20,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
         field: "engine.block_timeout_us",
         instead: "its three modes (err: NTO, to100us, to1ms)",
     }],
+    every_builtin_by_default: false,
     run,
 };
 

@@ -20,6 +20,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
         field: "engine.block_timeout_us",
         instead: "exp.timeouts_us (NTO is always added)",
     }],
+    every_builtin_by_default: false,
     run,
 };
 
