@@ -2,8 +2,9 @@
 //! protocol, and with the fix) and on PART (fault NACK + ERR + selective retransmission), for
 //! remote, local and remote+local faults. Each point is the mean over `trials` (default 5).
 //!
-//! RC runs on the vendor profile (`exp.vendor`); PART on the run's platform profile (`--profile`,
-//! default forth-arm) with the simulator's default page-in policy. The two platforms differ in
+//! RC runs on the vendor profile (`--profile`, default connectx4, with `--set` overrides); PART
+//! on the built-in forth-arm profile (recorded as `part_profile`) with the simulator's default
+//! page-in policy. The two platforms differ in
 //! link speed and fault-path costs, so the comparison is of the recovery mechanisms, which
 //! dominate: a stall of hundreds of milliseconds against tens of microseconds.
 
