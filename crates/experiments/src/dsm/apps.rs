@@ -16,6 +16,7 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
 use crate::aa::per_s;
+use crate::params::{int, one_of};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
 pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
@@ -62,8 +63,6 @@ fn profile(ctx: &RunContext) -> Result<(DsmProfile, &'static str), ExperimentErr
     };
     Ok((ctx.dsm_profile()?, source))
 }
-
-use crate::params::{int, one_of};
 
 crate::declare_params! {
     /// Parameters of `dsm-apps` and `dsm-load`.

@@ -27,6 +27,7 @@ use unpinned_sim::{FaultConfig, SimConfig, Topology};
 use unpinned_traffic::{model, AppModel, NodeRates};
 
 use super::harness::par_map;
+use crate::params::{int, one_of, positive};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
 /// The registered experiment.
@@ -56,8 +57,6 @@ pub fn rates(p: &Params) -> NodeRates {
         mem_gbps: p.mem_gbps,
     }
 }
-
-use crate::params::{int, one_of, positive};
 
 crate::declare_params! {
     /// Parameters of `part-apps`.
@@ -471,3 +470,19 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
 /// Largest packet size accepted: the largest power of two under the wire format's 16-bit
 /// payload length.
 pub const MAX_PACKET_BYTES: u32 = 32768;
+
+#[cfg(test)]
+mod tests {
+    use crate::Declared;
+
+    #[test]
+    fn declared_rates_are_the_node_rates_defaults() {
+        let p = super::Params::from_map(&Default::default()).unwrap();
+        let (r, d) = (super::rates(&p), unpinned_traffic::NodeRates::default());
+        assert_eq!(r.threads, d.threads);
+        assert_eq!(r.core_peak_gflops, d.core_peak_gflops);
+        assert_eq!(r.dgemm_efficiency, d.dgemm_efficiency);
+        assert_eq!(r.md_efficiency, d.md_efficiency);
+        assert_eq!(r.mem_gbps, d.mem_gbps);
+    }
+}
