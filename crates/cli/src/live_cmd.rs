@@ -236,12 +236,14 @@ mod tests {
         system: "live",
         description: "d",
         run: noisy,
+        ..ExperimentSpec::LIVE
     };
     static BROKEN: ExperimentSpec = ExperimentSpec {
         name: "live-broken",
         system: "live",
         description: "d",
         run: broken,
+        ..ExperimentSpec::LIVE
     };
 
     #[test]

@@ -41,6 +41,7 @@ fn csv(spec: &ExperimentSpec, run: &str) -> Vec<u8> {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
+        kind_profile: None,
         progress: &|_, _| {},
     };
     let out = (spec.run)(&ctx).unwrap_or_else(|e| panic!("{} failed: {e}", spec.name));

@@ -12,18 +12,24 @@
 use std::collections::HashMap;
 
 use serde_json::json;
-use unpinned_dsm_apps::{names, Input};
+use unpinned_dsm_apps::Input;
 use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
 use super::traces::Source;
-use crate::aa::{list, per_s};
+use crate::aa::per_s;
+use crate::params::{int, one_of};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
 pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
     name: "dsm-apps",
     system: "dsm",
     description: "DSM apps (SOR, LU, IS, TSP, Water, N-Body, N-Body-Write, Barnes-Hut): time and speedup per handler context, 1..12 nodes x 1|2 threads (trace replay)",
+    profile: crate::ProfileKind::Dsm,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run: run_apps,
 };
 
@@ -31,6 +37,11 @@ pub static SPEC_LOAD: ExperimentSpec = ExperimentSpec {
     name: "dsm-load",
     system: "dsm",
     description: "dsm-apps with one extra CPU-bound process per node (trace replay, CPU share)",
+    profile: crate::ProfileKind::Dsm,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run: run_load,
 };
 
@@ -42,25 +53,68 @@ fn run_load(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     run(ctx, 1)
 }
 
-/// The DSM profile: built-in, or `exp.dsm_profile`; `exp.cpu_scale` overrides the factor.
+/// The DSM profile (built-in `dsm-ib1`, or `--profile` / `--set`) and where its CPU factor
+/// comes from (for the metadata).
 fn profile(ctx: &RunContext) -> Result<(DsmProfile, &'static str), ExperimentError> {
-    let path: String = ctx.param("dsm_profile", String::new())?;
-    let mut p = if path.is_empty() {
-        DsmProfile::dsm_ib1()
-    } else {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| ExperimentError::BadParam("dsm_profile".into(), format!("{path}: {e}")))?;
-        DsmProfile::from_toml(&text)
-            .map_err(|e| ExperimentError::BadParam("dsm_profile".into(), e.to_string()))?
+    let source = match ctx.kind_profile {
+        None => "profile file (clock ratio of the tracing machine to 733 MHz, a lower bound)",
+        Some(_) => "--profile / --set cpu.cpu_scale (see the metadata's profile)",
     };
-    let mut source = "profile file (clock ratio of the tracing machine to 733 MHz, a lower bound)";
-    if ctx.params.contains_key("cpu_scale") {
-        p.cpu.cpu_scale = ctx.param("cpu_scale", p.cpu.cpu_scale)?;
-        source = "--set exp.cpu_scale";
+    Ok((ctx.dsm_profile()?, source))
+}
+
+crate::declare_params! {
+    /// Parameters of `dsm-apps` and `dsm-load`.
+    pub struct Params {
+        apps: Vec<String> {
+            default: "sor,lu,is,tsp,water,nbody,nbody-write,barnes",
+            unit: "",
+            check: one_of(&["sor", "lu", "is", "tsp", "water", "nbody", "nbody-write", "barnes"]),
+            doc: "Applications",
+        },
+        nodes: Vec<u32> {
+            default: "1,2,4,8,12",
+            unit: "nodes",
+            check: int(1, 64),
+            doc: "Node counts",
+        },
+        threads: Vec<u32> {
+            default: "1,2",
+            unit: "threads per node",
+            check: int(1, 8),
+            doc: "Application threads per node",
+        },
+        contexts: Vec<String> {
+            default: "polling,interrupt,deferred,signal",
+            unit: "",
+            check: one_of(&["polling", "interrupt", "deferred", "signal"]),
+            doc: "Handler contexts replayed",
+        },
+        input: String {
+            default: "medium",
+            unit: "",
+            check: one_of(&["small", "medium", "spec"]),
+            doc: "Input size of the traced runs (spec: the spec's inputs, slow)",
+        },
+        traces: String {
+            default: "shipped",
+            unit: "",
+            check: crate::params::Check::Any,
+            doc: "Traces replayed: shipped (bench/traces/dsm, the same bytes everywhere), tracing (trace the apps now, on this machine) or a directory of recorded traces",
+        },
+        repeats: u32 {
+            default: "1",
+            unit: "runs",
+            check: int(1, 1000),
+            doc: "With traces=tracing: traced runs per point (the least computing one is replayed)",
+        },
+        record: String {
+            default: "",
+            unit: "directory",
+            check: crate::params::Check::Any,
+            doc: "With traces=tracing: write the traces there, in the shipped format",
+        },
     }
-    p.validate()
-        .map_err(|e| ExperimentError::BadParam("cpu_scale".into(), e.to_string()))?;
-    Ok((p, source))
 }
 
 /// One traced run: its trace's replays per context, and whether the app's answer was right.
@@ -111,19 +165,23 @@ fn trace_and_replay(
 
 fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError> {
     let (prof, scale_source) = profile(ctx)?;
-    let apps: Vec<String> = list(ctx, "apps", &names().join(","))?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4,8,12")?;
-    let threads: Vec<u32> = list(ctx, "threads", "1,2")?;
-    let contexts: Vec<Context> = list(ctx, "contexts", "polling,interrupt,deferred,signal")?;
-    let input: Input = ctx.param("input", Input::Medium)?;
-    let source = Source::from_ctx(ctx, input)?;
+    let Params {
+        apps,
+        nodes,
+        threads,
+        contexts,
+        input,
+        traces,
+        repeats,
+        record,
+    } = ctx.params()?;
+    let contexts: Vec<Context> = contexts
+        .iter()
+        .map(|c| c.parse().expect("declared contexts parse"))
+        .collect();
+    let input: Input = input.parse().expect("declared inputs parse");
+    let source = Source::new(&traces, repeats, &record, input)?;
     let mut missing = Vec::new();
-    if nodes.iter().any(|&n| n == 0 || n > 64) || threads.iter().any(|&t| t == 0 || t > 8) {
-        return Err(ExperimentError::BadParam(
-            "nodes/threads".into(),
-            format!("{nodes:?} x {threads:?} (nodes 1..=64, threads 1..=8)"),
-        ));
-    }
     // The traced runs run one at a time: each already uses a thread per worker.
     let mut points = Vec::new();
     let mut failures = Vec::new();
@@ -295,4 +353,27 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
             "incorrect_runs": failures,
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Declared;
+
+    #[test]
+    fn declared_apps_and_contexts_are_the_real_ones() {
+        let apps = super::Params::PARAMS
+            .iter()
+            .find(|p| p.name == "apps")
+            .unwrap();
+        assert_eq!(apps.default, unpinned_dsm_apps::names().join(","));
+        let ctxs = super::Params::PARAMS
+            .iter()
+            .find(|p| p.name == "contexts")
+            .unwrap();
+        let all: Vec<&str> = unpinned_sim::dsm::Context::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect();
+        assert_eq!(ctxs.default, all.join(","));
+    }
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use unpinned_dsm_apps::{create, run_traced, Input, Trace};
 
-use crate::{ExperimentError, RunContext};
+use crate::ExperimentError;
 
 /// The shipped files: (file name, bytes), from `build.rs`.
 static SHIPPED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/shipped_dsm_traces.rs"));
@@ -60,26 +60,23 @@ fn bad(param: &str, why: impl Into<String>) -> ExperimentError {
 
 impl Source {
     /// From `exp.traces` (`shipped`, `tracing` or a directory), `exp.repeats` and
-    /// `exp.record`; `input` must be the shipped set's for `shipped`.
-    pub fn from_ctx(ctx: &RunContext, input: Input) -> Result<Source, ExperimentError> {
-        let traces: String = ctx.param("traces", "shipped".to_string())?;
-        let repeats: Option<u32> = ctx
-            .params
-            .contains_key("repeats")
-            .then(|| ctx.param("repeats", 1))
-            .transpose()?;
-        let record: Option<String> = ctx
-            .params
-            .contains_key("record")
-            .then(|| ctx.param("record", String::new()))
-            .transpose()?;
+    /// `exp.record` (both for `tracing` only: other sources refuse a value other than their
+    /// defaults); `input` must be the shipped set's for `shipped`.
+    pub fn new(
+        traces: &str,
+        repeats: u32,
+        record: &str,
+        input: Input,
+    ) -> Result<Source, ExperimentError> {
+        let repeats = (repeats != 1).then_some(repeats);
+        let record = (!record.is_empty()).then(|| record.to_string());
         let tracing_only = |what: &str| {
             bad(
                 what,
                 format!("exp.{what} applies to exp.traces=tracing only (exp.traces={traces})"),
             )
         };
-        let source = match traces.as_str() {
+        let source = match traces {
             "shipped" | "" => {
                 let rec = shipped_recorded()?;
                 let shipped_input = rec["input"].as_str().unwrap_or("?");
