@@ -151,8 +151,6 @@ pub struct Resolved {
     pub profile: Profile,
     /// The profile of an IB/AA/DSM experiment when `--profile` or `--set` changed it.
     pub kind_profile: Option<AnyProfile>,
-    /// The profile it uses.
-    pub used: AnyProfile,
     /// The name of the profile(s) it uses and their JSON, for its metadata (every built-in
     /// of the kind for an experiment that runs them all by default).
     pub recorded: (String, serde_json::Value),
@@ -218,13 +216,11 @@ pub fn resolve(spec: &ExperimentSpec, setup: &Setup) -> Result<Resolved, CliErro
         AnyProfile::Part(p) => Resolved {
             profile: p.clone(),
             kind_profile: None,
-            used,
             recorded,
         },
         other => Resolved {
             profile: Profile::forth_arm(),
             kind_profile: changed.then(|| other.clone()),
-            used,
             recorded,
         },
     })
@@ -627,7 +623,7 @@ mod tests {
         let s = setup_for(spec, &args("", &[])).unwrap();
         let r = resolve(spec, &s).unwrap();
         assert!(r.kind_profile.is_none());
-        assert_eq!(r.used.name(), "cray-xe6");
+        assert_eq!(r.recorded.0, "cray-xe6");
     }
 
     #[test]

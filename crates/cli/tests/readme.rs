@@ -323,7 +323,9 @@ impl Checker {
         }
         // The whole command parses: clap rejects unknown options before it prints help.
         let mut with_help = args[..sep].to_vec();
-        with_help.push("--help".into());
+        if !with_help.iter().any(|a| a == "--help") {
+            with_help.push("--help".into());
+        }
         with_help.extend_from_slice(&args[sep..]);
         let o = self.run(&with_help);
         if !o.status.success() {
