@@ -272,6 +272,45 @@ fn chosen_simulated(
 
 /// `unpinned reproduce`: the simulated part, then the live part, each under its own header on
 /// the terminal and in its own section of the report.
+/// `reproduce` runs experiments of every kind, each with its own parameters: a `--set` or
+/// `--profile` that some of them would refuse is refused before anything runs (a partial
+/// report, with some experiments changed and others failed, helps nobody).
+fn refuse_settings_not_for_all(
+    chosen: &[&'static unpinned_experiments::ExperimentSpec],
+    setup: &run::Setup,
+) -> Result<(), CliError> {
+    if !setup.params.is_empty() {
+        let keys: Vec<String> = setup.params.keys().map(|k| format!("exp.{k}")).collect();
+        return Err(CliError::Usage(format!(
+            "reproduce runs every experiment with its own default parameters; {} would be \
+             read by some and refused by others: run `unpinned sim EXPERIMENT --set \
+             exp.KEY=VALUE` (`unpinned sim EXPERIMENT --help` lists its parameters)",
+            keys.join(", ")
+        )));
+    }
+    let refused: Vec<String> = chosen
+        .iter()
+        .filter_map(|spec| {
+            run::resolve(spec, setup).err().map(|e| {
+                format!(
+                    "  {}: {}",
+                    spec.name,
+                    e.to_string().lines().next().unwrap_or("")
+                )
+            })
+        })
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "--profile / --set do not apply to every experiment reproduce would run; narrow the \
+         run with --only SYSTEM, or run one experiment with `unpinned sim EXPERIMENT`. \
+         Refused by:\n{}",
+        refused.join("\n")
+    )))
+}
+
 fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
     let setup = run::setup(&a.profile)?;
     let run_sim = !a.live_only;
@@ -281,6 +320,7 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
     } else {
         Vec::new()
     };
+    refuse_settings_not_for_all(&chosen, &setup)?;
     let header = |text: &str| {
         if !a.quiet {
             println!("\n== {text} ==");

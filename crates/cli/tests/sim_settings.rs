@@ -101,3 +101,41 @@ fn profile_check_validates_every_kind() {
         assert!(o.status.success(), "{name}: {}", text(&o.stderr));
     }
 }
+
+#[test]
+fn reproduce_refuses_settings_that_some_of_its_experiments_would_refuse() {
+    let out = std::env::temp_dir().join(format!("unpinned-repro-refuse-{}", std::process::id()));
+    let out = out.to_str().unwrap();
+    // A PART override: the IB, AA and DSM experiments (and part-timeout, which sets the
+    // block timeout itself) would refuse it, so nothing runs.
+    refused(
+        &[
+            "reproduce",
+            "--no-live",
+            "--quiet",
+            "--out",
+            out,
+            "--set",
+            "engine.block_timeout_us=250",
+        ],
+        &["Refused by", "part-timeout", "odp-", "aa-", "--only"],
+    );
+    // Experiment parameters differ per experiment.
+    refused(
+        &[
+            "reproduce",
+            "--no-live",
+            "--quiet",
+            "--out",
+            out,
+            "--set",
+            "exp.seeds=1",
+        ],
+        &["exp.seeds", "unpinned sim EXPERIMENT --help"],
+    );
+    assert!(
+        !std::path::Path::new(out).join("index.html").exists(),
+        "nothing runs before the refusal"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
