@@ -23,145 +23,25 @@
 //! [`Runtime::wait`], [`Runtime::flush`]).
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use unpinned_core::api::{
-    Completion, CompletionError, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId,
-};
+use unpinned_core::api::{Completion, NodeId, Op, Perms, RemoteKey, WorkRequest, WrId};
 use unpinned_core::memory::Pdid;
 
-use crate::bootstrap::{Bootstrap, BootstrapError};
-pub use crate::config::Config;
+use crate::bootstrap::Bootstrap;
+pub use crate::config::{Config, LIVE_DEFAULTS};
+pub use crate::error::{LiveError, TransportKind};
 use crate::fault_handler::{self, PageInCounters};
 use crate::layer::{EngineMemory, NoHook, TurnHook};
-use crate::memory::{check_mapped_kind, LiveMemory, MapsError, MemoryError};
+use crate::memory::{check_mapped_kind, LiveMemory, MapsError};
 use crate::runtime::{Clock, Core, Driver, LoopOptions, RuntimeStats, Shared};
-use crate::transport::shm::{ShmError, ShmTransport};
+use crate::transport::shm::ShmTransport;
 use crate::transport::udp::UdpTransport;
 use crate::transport::{Transport, Waker};
-
-/// Errors of the live runtime. Messages say what to do.
-#[derive(Debug, thiserror::Error)]
-pub enum LiveError {
-    /// A launcher environment variable is missing or malformed.
-    #[error("environment variable {var}: {why} (these are set by `unpinned run -n N -- PROGRAM`; run the program through the launcher)")]
-    Env {
-        /// The variable.
-        var: &'static str,
-        /// What is wrong.
-        why: String,
-    },
-    /// Configuration is inconsistent.
-    #[error("configuration: {0}")]
-    Config(String),
-    /// A configuration key is unknown or its value does not fit.
-    #[error(transparent)]
-    Knob(#[from] crate::config::ConfigError),
-    /// Residency checks are unavailable.
-    #[error(transparent)]
-    Memory(#[from] MemoryError),
-    /// The shared-memory transport failed to open.
-    #[error(transparent)]
-    Shm(#[from] ShmError),
-    /// The UDP transport failed to open.
-    #[error("UDP transport: {0} (is the address in UNPINNED_PEERS free and local?)")]
-    Udp(std::io::Error),
-    /// A range cannot be exposed.
-    #[error("cannot expose [{addr:#x}, +{len}): {source}")]
-    Expose {
-        /// Start.
-        addr: u64,
-        /// Length.
-        len: u64,
-        /// Why.
-        source: MapsError,
-    },
-    /// A work request was refused before it started.
-    #[error("invalid work request: {0}")]
-    Invalid(String),
-    /// A work request completed with an error.
-    #[error("work request {wr_id} failed: {error}")]
-    Failed {
-        /// Its id.
-        wr_id: WrId,
-        /// Why.
-        error: CompletionError,
-    },
-    /// Waiting took longer than the configured operation timeout.
-    #[error("timed out after {0:?} waiting for a completion (is the peer alive? raise timeouts.op_ms for very slow page-ins)")]
-    Timeout(Duration),
-    /// The engine thread has stopped (the runtime is shutting down or panicked).
-    #[error("the engine thread has stopped; no more completions will arrive")]
-    EngineGone,
-    /// A bootstrap collective failed.
-    #[error(transparent)]
-    Bootstrap(#[from] BootstrapError),
-    /// No bootstrap directory was configured.
-    #[error("no bootstrap directory: set Config::bootstrap_dir (or run the program through `unpinned run`)")]
-    NoBootstrap,
-}
-
-/// Which transport to open.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TransportKind {
-    /// Shared-memory segment at this path.
-    Shm(PathBuf),
-    /// UDP, one address per rank.
-    Udp(Vec<SocketAddr>),
-}
-
-/// Profile overrides the live runtime applies on top of `forth-arm` before the user's own.
-///
-/// - `engine.block_timeout_us=10000`: on the reference platform a page-in takes ~20 us, so a
-///   1 ms block timeout only fires on real loss. Here a PIA page-in of a few MiB with
-///   `MADV_POPULATE_WRITE` takes milliseconds and a rank can be descheduled for milliseconds
-///   on a loaded host: with 1 ms, most faulting transfers would also be retransmitted by
-///   timeout.
-/// - `engine.packet_bytes=16384`: one packet per 16 KiB block. The reference NI splits blocks
-///   into 256 B link packets; here a packet is a copy through a ring slot or a datagram whose
-///   fixed cost (headers, engine bookkeeping, ring hand-off, residency lookup) is per packet,
-///   not per byte. Was 4096 (measured then: 4 MiB writes 1.2 -> 1.9 GB/s against 256 B);
-///   with the payload read straight into the ring slot and no software CRC on shared memory,
-///   16 KiB packets (16 outstanding blocks then) moved 4 MiB at 4.4-5.4 GB/s against 3.3-3.7
-///   GB/s with 4 KiB packets and 8 outstanding blocks, interleaved `bench live` runs at load
-///   average ~5-7; with 16 KiB packets and 8 outstanding, 3.9-4.3 interleaved and 3.5-5.0 in
-///   the final runs at load ~10 (see `crates/livebench/src/bench.rs`). Blocks stay 16 KiB, so fault handling (PI4, resent
-///   bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine on loopback and LANs with
-///   IP fragmentation (set `engine.packet_bytes` lower for a lossy network).
-/// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
-///   7: a descheduled process on a busy host is not a dead one.
-/// - `engine.max_outstanding_blocks=16`: the window must cover the bandwidth-delay product.
-///   Here an ACK comes back 5-10 us after its block's last packet (two thread hand-offs on a
-///   shared 2-vCPU VM) while a packet leaves every ~1-3 us; 2 blocks (32 KiB) stalled the
-///   sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then). With
-///   16 KiB packets, 16 blocks moved 4 MiB at 4.6-5.2 GB/s against 3.9-4.3 with 8 (three
-///   interleaved `bench live` runs each), but the 3-rank shm test of `tests/multiproc.rs`
-///   then failed in 7 of 44 runs (two at a time, load average ~10) and in none of 52 with 8.
-///   Cause, found since: the engine counted every *block* timer against `max_timeouts`, so
-///   one silent period of a descheduled peer cost a 16-block window 16 of its 30 timeouts,
-///   and ~20 ms of silence failed the transfer (`RetryExceeded`; the failing rank then exited
-///   and its peers saw the rest). Silent *periods* are counted now (crates/part
-///   `requester.rs`): with 16 blocks the test passed 75 of 75 runs three at a time (load
-///   ~9), against 9 failures in 60 runs two at a time before. Measured again (branch
-///   `livemem`, `examples/check_cost` 4 MiB and 1 MiB, 30 rounds, four interleaved runs of 8,
-///   16 and 32 at load ~4): 4 MiB PART writes took 963 / 786 / 793 / 945 us with 8 and
-///   773 / 689 / 651 / 940 us with 16 (faster in each of the four rounds; 32: 684-856 us, no
-///   better than 16); 1 MiB alike within noise. A later set at load ~1.2 (three rounds,
-///   4 MiB) gave no clear order: 483-852 us with 8, 468-715 with 16, 498-716 with 32. 16 is
-///   the default since: never worse in the sets measured, and more slack for a descheduled
-///   target.
-pub const LIVE_DEFAULTS: &[&str] = &[
-    "engine.block_timeout_us=10000",
-    "engine.max_timeouts=30",
-    "engine.packet_bytes=16384",
-    "engine.max_outstanding_blocks=16",
-];
 
 fn random_u64() -> u64 {
     let mut b = [0u8; 8];
@@ -211,19 +91,6 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Join the job described by the launcher's environment ([`crate::edge`]: rank, size,
-    /// transport, bootstrap directory, and the `UNPINNED_SET` overrides).
-    pub fn from_env() -> Result<Runtime, LiveError> {
-        crate::edge::Edge::from_env()?.connect()
-    }
-
-    /// The configuration and transport of this rank from the launcher's environment
-    /// ([`crate::edge::Edge`]; for a runtime with a layer, [`Runtime::connect_with_layer`]).
-    pub fn env_config() -> Result<(Config, TransportKind), LiveError> {
-        let edge = crate::edge::Edge::from_env()?;
-        Ok((edge.config()?, edge.transport))
-    }
-
     /// Open the transport `kind` and start.
     pub fn connect(cfg: Config, kind: TransportKind) -> Result<Runtime, LiveError> {
         let transport = Runtime::open_transport(&cfg, kind)?;

@@ -9,8 +9,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::api::{LiveError, Runtime, TransportKind};
+use crate::api::Runtime;
 use crate::config::{split_assignments, Config};
+use crate::error::{LiveError, TransportKind};
 
 /// Environment variable: this process's rank.
 pub const ENV_RANK: &str = "UNPINNED_RANK";
@@ -146,6 +147,21 @@ impl Edge {
     pub fn connect(self) -> Result<Runtime, LiveError> {
         let cfg = self.config()?;
         Runtime::connect(cfg, self.transport)
+    }
+}
+
+impl Runtime {
+    /// Join the job described by the launcher's environment ([this module]: rank, size,
+    /// transport, bootstrap directory, and the `UNPINNED_SET` overrides).
+    pub fn from_env() -> Result<Runtime, LiveError> {
+        Edge::from_env()?.connect()
+    }
+
+    /// The configuration and transport of this rank from the launcher's environment
+    /// ([`Edge`]; for a runtime with a layer, [`Runtime::connect_with_layer`]).
+    pub fn env_config() -> Result<(Config, TransportKind), LiveError> {
+        let edge = Edge::from_env()?;
+        Ok((edge.config()?, edge.transport))
     }
 }
 

@@ -51,6 +51,7 @@ pub mod atomics;
 pub mod bootstrap;
 pub mod config;
 pub mod edge;
+pub mod error;
 pub mod fault_handler;
 pub mod launch;
 pub mod layer;
@@ -65,8 +66,9 @@ pub mod transport;
 #[cfg(test)]
 pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub use api::{LiveError, Region, Runtime, TransportKind};
+pub use api::{Region, Runtime};
 pub use config::{Config, ConfigError};
+pub use error::{LiveError, TransportKind};
 pub use layer::{EngineMemory, NoHook, TurnHook};
 pub use memory::MemoryMode;
 pub use runtime::RuntimeStats;
