@@ -44,6 +44,7 @@ pub fn run_live(args: &BenchLiveArgs) -> Result<(), String> {
     let progress = |_: u64, _: u64| {};
     let ctx = unpinned_experiments::RunContext {
         profile: s.profile.clone(),
+        kind_profile: None,
         seed: s.seed,
         params: s.params.clone(),
         progress: &progress,

@@ -41,6 +41,7 @@ tidy CSV table, JSON metadata and SVG plots.
 
 Main commands:
   unpinned sim --list                 list the experiments
+  unpinned sim EXPERIMENT --help      its parameters, defaults and profile kind
   unpinned sim EXPERIMENT             run one experiment
   unpinned reproduce                  run them all and write results/index.html
   unpinned profile show               print the profile (with --set overrides)
@@ -107,13 +108,18 @@ struct DsmRunArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
 struct SimArgs {
     /// Experiment name (see --list).
-    #[arg(required_unless_present = "list", conflicts_with = "list")]
+    #[arg(required_unless_present_any = ["list", "help"], conflicts_with = "list")]
     experiment: Option<String>,
     /// List the experiments and exit.
     #[arg(long)]
     list: bool,
+    /// Print help; with an experiment, its parameters (type, default, unit, allowed values),
+    /// its profile kind and where it runs.
+    #[arg(short = 'h', long)]
+    help: bool,
     #[command(flatten)]
     profile: ProfileArgs,
     /// Output directory.
@@ -150,16 +156,17 @@ struct ReproduceArgs {
 
 #[derive(Subcommand, Debug)]
 enum ProfileCommand {
-    /// Print a profile as TOML, after --set overrides.
+    /// Print a profile of any kind as TOML, after --set overrides.
     Show {
-        /// Built-in name or TOML file.
+        /// Built-in name (forth-arm, connectx3..6, cray-xe6, dsm-ib1) or TOML file.
         #[arg(value_name = "NAME|FILE", default_value = "forth-arm")]
         profile: String,
         /// Override a field, e.g. engine.block_timeout_us=100 (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
-    /// Parse and validate a profile file.
+    /// Parse and validate a profile file of any kind (PART, IB, AA, DSM); says which
+    /// experiments use it.
     Check {
         /// TOML file (or a built-in name).
         file: String,
@@ -184,10 +191,22 @@ fn list() {
         .max()
         .unwrap_or(0)
         .max("SYSTEM".len());
-    println!("{:w$}  {:s$}  DESCRIPTION", "EXPERIMENT", "SYSTEM");
+    println!(
+        "{:w$}  {:s$}  PROFILE  RUNS ON   DESCRIPTION",
+        "EXPERIMENT", "SYSTEM"
+    );
     for e in all {
-        println!("{:w$}  {:s$}  {}", e.name, e.system, e.description);
+        println!(
+            "{:w$}  {:s$}  {:7}  {:8}  {}",
+            e.name,
+            e.system,
+            e.profile.name(),
+            e.backends.name(),
+            e.description
+        );
     }
+    println!("\n`unpinned sim EXPERIMENT --help`: its parameters and profile. Profiles by kind:");
+    println!("{}", run::kinds_help());
 }
 
 fn sim(a: &SimArgs) -> Result<(), CliError> {
@@ -195,12 +214,25 @@ fn sim(a: &SimArgs) -> Result<(), CliError> {
         list();
         return Ok(());
     }
+    if a.help {
+        match a.experiment.as_deref() {
+            Some(name) => print!("{}", run::experiment_help(run::find_experiment(name)?)),
+            None => {
+                let mut cli = <Cli as clap::CommandFactory>::command();
+                cli.build();
+                let sim = cli.find_subcommand_mut("sim").expect("sim is a subcommand");
+                sim.print_long_help()
+                    .map_err(|e| CliError::Run(e.to_string()))?;
+            }
+        }
+        return Ok(());
+    }
     let name = a
         .experiment
         .as_deref()
         .ok_or_else(|| CliError::Usage("name an experiment or use --list".into()))?;
     let spec = run::find_experiment(name)?;
-    let setup = run::setup(&a.profile)?;
+    let setup = run::setup_for(spec, &a.profile)?;
     let outcome = run::run_experiment(spec, &setup, &a.out, a.quiet)?;
     outcome.print();
     Ok(())

@@ -30,7 +30,7 @@ use unpinned_report::{Cell, Metadata, Table};
 
 use crate::args::ProfileArgs;
 use crate::error::CliError;
-use crate::run::{find_experiment, setup};
+use crate::run::{find_experiment, resolve, setup_for};
 
 /// Arguments of `unpinned sweep`.
 #[derive(Args, Debug)]
@@ -93,13 +93,8 @@ fn value_text(v: &toml::Value) -> String {
 /// Run one point in this process: the experiment's table as text.
 pub fn run_point(experiment: &str, profile: &ProfileArgs) -> Result<PointTable, CliError> {
     let spec = find_experiment(experiment)?;
-    let s = setup(profile)?;
-    let ctx = unpinned_experiments::RunContext {
-        profile: s.profile,
-        seed: s.seed,
-        params: s.params,
-        progress: &|_, _| {},
-    };
+    let s = setup_for(spec, profile)?;
+    let ctx = resolve(spec, &s)?.context(&s, &|_, _| {});
     let out = (spec.run)(&ctx)
         .map_err(|e| CliError::Run(format!("{experiment} (seed {}): {e}", s.seed)))?;
     Ok(PointTable {

@@ -186,44 +186,10 @@ impl Profile {
         toml::to_string(self).expect("profile serializes")
     }
 
-    /// Override one field by dotted path, e.g. `engine.block_timeout_us=100`. The value is
-    /// parsed as TOML (numbers, booleans, quoted or bare strings). Returns the changed profile,
-    /// validated.
+    /// Override one field by dotted path, e.g. `engine.block_timeout_us=100` (see
+    /// [`override_field`]). Returns the changed profile, validated.
     pub fn with_override(&self, assignment: &str) -> Result<Profile, ProfileError> {
-        let bad = |why: &str| ProfileError::Override(assignment.to_string(), why.to_string());
-        let (key, raw) = assignment
-            .split_once('=')
-            .ok_or_else(|| bad("expected key=value"))?;
-        let (key, raw) = (key.trim(), raw.trim());
-        let mut doc = toml::Value::try_from(self).map_err(|e| bad(&e.to_string()))?;
-        let mut slot = &mut doc;
-        for part in key.split('.') {
-            slot = slot
-                .get_mut(part)
-                .ok_or_else(|| bad(&format!("no field {part:?} (see `unpinned profile show`)")))?;
-        }
-        let parsed: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-            Ok(mut t) => t.remove("v").expect("key v"),
-            Err(_) => toml::Value::String(raw.to_string()),
-        };
-        // Integers given where floats are expected (and vice versa when exact) are accepted.
-        *slot = match (&*slot, parsed) {
-            (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(i as f64),
-            (toml::Value::Integer(_), toml::Value::Float(f)) if f.fract() == 0.0 => {
-                toml::Value::Integer(f as i64)
-            }
-            (old, new) if std::mem::discriminant(old) == std::mem::discriminant(&new) => new,
-            (old, new) => {
-                return Err(bad(&format!(
-                    "expected a {}, got {}",
-                    old.type_str(),
-                    new.type_str()
-                )))
-            }
-        };
-        let p: Profile = doc
-            .try_into()
-            .map_err(|e: toml::de::Error| bad(&e.to_string()))?;
+        let p = override_field(self, assignment)?;
         p.validate()?;
         Ok(p)
     }
@@ -318,6 +284,53 @@ impl Profile {
         }
         Ok(())
     }
+}
+
+/// Override one field of any serializable profile by dotted path, e.g.
+/// `engine.block_timeout_us=100`. The value is parsed as TOML (numbers, booleans, quoted or
+/// bare strings); integers given where floats are expected (and exact floats where integers
+/// are) are accepted. The result is not validated: the caller runs its profile's checks.
+pub fn override_field<T>(value: &T, assignment: &str) -> Result<T, ProfileError>
+where
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    let bad = |why: &str| ProfileError::Override(assignment.to_string(), why.to_string());
+    let (key, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| bad("expected key=value"))?;
+    let (key, raw) = (key.trim(), raw.trim());
+    let mut doc = toml::Value::try_from(value).map_err(|e| bad(&e.to_string()))?;
+    let mut slot = &mut doc;
+    for part in key.split('.') {
+        slot = slot
+            .get_mut(part)
+            .ok_or_else(|| bad(&format!("no field {part:?} (see `unpinned profile show`)")))?;
+    }
+    let parsed: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").expect("key v"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    *slot = match (&*slot, parsed) {
+        (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(i as f64),
+        (toml::Value::Integer(_), toml::Value::Float(f)) if f.fract() == 0.0 => {
+            toml::Value::Integer(f as i64)
+        }
+        (toml::Value::Table(_), _) => {
+            return Err(bad(&format!(
+                "{key:?} is a section, not a field (see `unpinned profile show`)"
+            )))
+        }
+        (old, new) if std::mem::discriminant(old) == std::mem::discriminant(&new) => new,
+        (old, new) => {
+            return Err(bad(&format!(
+                "expected a {}, got {}",
+                old.type_str(),
+                new.type_str()
+            )))
+        }
+    };
+    doc.try_into()
+        .map_err(|e: toml::de::Error| bad(&e.to_string()))
 }
 
 #[cfg(test)]

@@ -151,6 +151,7 @@ fn live_dsm_apps_and_dsm_load_experiments() {
     let run = |name: &str, params: &[(&str, &str)]| {
         let ctx = RunContext {
             profile: exp::live_profile(),
+            kind_profile: None,
             seed: 1,
             params: params
                 .iter()

@@ -11,6 +11,7 @@ use unpinned_experiments::{find, ExperimentOutput, RunContext, Table};
 fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
+        kind_profile: None,
         seed: 1,
         params: params
             .iter()

@@ -11,6 +11,7 @@ use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig};
 fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
+        kind_profile: None,
         seed: 1,
         params: params
             .iter()
@@ -148,6 +149,7 @@ fn dsm_apps_and_dsm_load_have_the_issue_columns_and_only_correct_runs() {
 fn bad_parameters_are_named() {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
+        kind_profile: None,
         seed: 1,
         params: [("contexts".to_string(), "psychic".to_string())]
             .into_iter()
@@ -159,8 +161,10 @@ fn bad_parameters_are_named() {
         .unwrap()
         .to_string();
     assert!(e.contains("contexts"), "{e}");
+    // The CPU factor is a profile field now (`--set cpu.cpu_scale=X`): the old parameter is
+    // refused by name, and an impossible factor by the profile's checks.
     let ctx = RunContext {
-        params: [("cpu_scale".to_string(), "-2".to_string())]
+        params: [("cpu_scale".to_string(), "5".to_string())]
             .into_iter()
             .collect(),
         ..ctx
@@ -169,6 +173,9 @@ fn bad_parameters_are_named() {
         .err()
         .unwrap()
         .to_string();
+    assert!(e.contains("unknown parameter exp.cpu_scale"), "{e}");
+    let dsm = unpinned_experiments::AnyProfile::builtin(unpinned_experiments::ProfileKind::Dsm);
+    let e = dsm.with_override("cpu.cpu_scale=-2").unwrap_err();
     assert!(e.contains("cpu_scale"), "{e}");
 }
 
@@ -240,6 +247,7 @@ fn traces_from_a_directory_are_replayed_and_bad_ones_are_named() {
     std::fs::write(dir.join("sor-2x1.jsonl"), "{\"not\": \"a trace\"}\n").unwrap();
     let ctx = RunContext {
         profile: Profile::forth_arm(),
+        kind_profile: None,
         seed: 1,
         params: [
             ("apps", "sor"),

@@ -9,6 +9,7 @@ use unpinned_experiments::{find, ExperimentOutput, RunContext, Table};
 fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
+        kind_profile: None,
         seed: 1,
         params: params
             .iter()
@@ -204,6 +205,7 @@ fn part_isend_pretouch_costs_grow_with_size() {
 fn bad_parameters_are_rejected() {
     let ctx = RunContext {
         profile: Profile::forth_arm(),
+        kind_profile: None,
         seed: 1,
         params: [("seeds".to_string(), "many".to_string())].into(),
         progress: &|_, _| {},
@@ -282,6 +284,7 @@ fn part_apps_rejects_impossible_parameters() {
     ] {
         let ctx = RunContext {
             profile: Profile::forth_arm(),
+            kind_profile: None,
             seed: 1,
             params: [(k.to_string(), v.to_string())].into(),
             progress: &|_, _| {},

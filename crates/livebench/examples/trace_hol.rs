@@ -26,6 +26,7 @@ fn main() {
     let progress = |_: u64, _: u64| {};
     let ctx = RunContext {
         profile: live_profile(),
+        kind_profile: None,
         seed: 1,
         params: Default::default(),
         progress: &progress,

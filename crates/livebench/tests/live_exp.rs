@@ -15,6 +15,7 @@ fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
     let progress = |_: u64, _: u64| {};
     let ctx = RunContext {
         profile: exp::live_profile(),
+        kind_profile: None,
         seed: 1,
         params,
         progress: &progress,
@@ -285,6 +286,7 @@ fn live_residency_rows_and_the_cache_removes_the_target_scans() {
     let progress = |_: u64, _: u64| {};
     let ctx = RunContext {
         profile: exp::live_profile(),
+        kind_profile: None,
         seed: 1,
         params,
         progress: &progress,

@@ -7,7 +7,7 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::aa::counter::{CounterScheme, CounterWorkload};
 use unpinned_sim::aa::{AaWorld, WorldConfig};
 
-use super::{list, per_s, profile};
+use super::per_s;
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -15,6 +15,11 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-counter",
     system: "aa",
     description: "Access counter: accesses/s for AA-Poll, RMA atomics, active KV store, allreduce, no counting",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -26,11 +31,37 @@ const SCHEMES: [CounterScheme; 5] = [
     CounterScheme::NoCount,
 ];
 
+crate::declare_params! {
+    /// Parameters of `aa-counter`.
+    pub struct Params {
+        nodes: Vec<u32> {
+            default: "1,4,16,64",
+            unit: "nodes",
+            check: crate::params::int(1, 65536),
+            doc: "Node counts",
+        },
+        ops: u32 {
+            default: "128",
+            unit: "operations per process",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Counter updates per process",
+        },
+        objects: u32 {
+            default: "16",
+            unit: "",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Counted objects",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,4,16,64")?;
-    let ops: u32 = ctx.param("ops", 128)?;
-    let objects: u32 = ctx.param("objects", 16)?;
+    let Params {
+        nodes,
+        ops,
+        objects,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     let points: Vec<(u32, CounterScheme)> = nodes
         .iter()
         .flat_map(|&n| SCHEMES.iter().map(move |&s| (n, s)))

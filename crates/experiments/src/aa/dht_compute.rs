@@ -14,7 +14,7 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::aa::dht::{run_dht, DhtParams};
 use unpinned_sim::aa::{Scheme, WorldConfig};
 
-use super::{list, per_s, profile};
+use super::per_s;
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -22,6 +22,11 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-dht-compute",
     system: "aa",
     description: "DHT inserts/s vs computation ratio (0 to 95%), AA vs RMA vs AM schemes",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -38,18 +43,44 @@ fn schemes() -> Vec<Scheme> {
     ]
 }
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let nodes: u32 = ctx.param("nodes", 4)?;
-    let collision: u32 = ctx.param("collision_pct", 25)?;
-    let ratios: Vec<u32> = list(ctx, "ratio_pct", "0,25,50,75,90,95")?;
-    let ops: u32 = ctx.param("ops", 96)?;
-    if nodes == 0 || ops == 0 || collision > 100 || ratios.iter().any(|&r| r >= 100) {
-        return Err(ExperimentError::BadParam(
-            "nodes/ops/collision_pct/ratio_pct".into(),
-            "nodes, ops >= 1; collision_pct <= 100; every ratio_pct < 100".into(),
-        ));
+crate::declare_params! {
+    /// Parameters of `aa-dht-compute`.
+    pub struct Params {
+        nodes: u32 {
+            default: "4",
+            unit: "nodes",
+            check: crate::params::int(1, 65536),
+            doc: "Node count",
+        },
+        collision_pct: u32 {
+            default: "25",
+            unit: "%",
+            check: crate::params::int(0, 100),
+            doc: "Share of inserts that collide",
+        },
+        ratio_pct: Vec<u32> {
+            default: "0,25,50,75,90,95",
+            unit: "%",
+            check: crate::params::int(0, 99),
+            doc: "Computation share of the time per insert",
+        },
+        ops: u32 {
+            default: "96",
+            unit: "inserts per process",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Inserts per process",
+        },
     }
+}
+
+fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {
+        nodes,
+        collision_pct: collision,
+        ratio_pct: ratios,
+        ops,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     let params = |compute_ns| {
         let mut p = DhtParams::new(ops, collision as f64 / 100.0, ctx.seed);
         p.compute_ns = compute_ns;

@@ -11,7 +11,7 @@ use unpinned_sim::aa::dht::{run_dht, DhtParams};
 use unpinned_sim::aa::platform::IotlbConfig;
 use unpinned_sim::aa::{Scheme, WorldConfig};
 
-use super::{list, per_s, profile};
+use super::per_s;
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -19,15 +19,52 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-dht-iotlb",
     system: "aa",
     description: "AA-Poll DHT inserts/s vs IOTLB entries, associativity and replacement policy",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters of `aa-dht-iotlb`.
+    pub struct Params {
+        entries: Vec<u32> {
+            default: "8,32,128,512,2048,8192",
+            unit: "entries",
+            check: crate::params::int(1, 1 << 30),
+            doc: "IOTLB sizes",
+        },
+        nodes: u32 {
+            default: "4",
+            unit: "nodes",
+            check: crate::params::int(1, 65536),
+            doc: "Node count",
+        },
+        ops: u32 {
+            default: "128",
+            unit: "inserts per process",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Inserts per process",
+        },
+        collision_pct: f64 {
+            default: "25.0",
+            unit: "%",
+            check: crate::params::num(0.0, 100.0),
+            doc: "Share of inserts that collide",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let entries: Vec<u32> = list(ctx, "entries", "8,32,128,512,2048,8192")?;
-    let nodes: u32 = ctx.param("nodes", 4)?;
-    let ops: u32 = ctx.param("ops", 128)?;
-    let collision: f64 = ctx.param("collision_pct", 25.0)?;
+    let Params {
+        entries,
+        nodes,
+        ops,
+        collision_pct: collision,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     let mut points = Vec::new();
     for &e in &entries {
         for ways in [1u32, 2, 4, e] {

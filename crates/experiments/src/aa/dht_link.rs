@@ -9,7 +9,7 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::aa::dht::{DhtParams, DhtWorkload};
 use unpinned_sim::aa::{AaWorld, Scheme, WorldConfig};
 
-use super::{list, per_s, profile};
+use super::per_s;
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -17,13 +17,38 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-dht-link",
     system: "aa",
     description: "One inserter over a 1 Gb/s link: AA vs RMA inserts/s vs collision rate",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters of `aa-dht-link`.
+    pub struct Params {
+        collision_pct: Vec<u32> {
+            default: "0,5,10,25,50",
+            unit: "%",
+            check: crate::params::int(0, 100),
+            doc: "Shares of inserts that collide",
+        },
+        ops: u32 {
+            default: "4000",
+            unit: "inserts",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Inserts over the link",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let collisions: Vec<u32> = list(ctx, "collision_pct", "0,5,10,25,50")?;
-    let ops: u32 = ctx.param("ops", 4000)?;
+    let Params {
+        collision_pct: collisions,
+        ops,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     let points: Vec<(u32, Scheme)> = collisions
         .iter()
         .flat_map(|&c| [(c, Scheme::AaPoll), (c, Scheme::Rma)])

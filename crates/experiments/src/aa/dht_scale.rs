@@ -8,7 +8,7 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::aa::dht::{run_dht, DhtParams};
 use unpinned_sim::aa::{Scheme, WorldConfig};
 
-use super::{list, per_s, profile};
+use super::per_s;
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -16,6 +16,11 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-dht-scale",
     system: "aa",
     description: "DHT inserts/s vs processes (32/node, up to 64 nodes), 5% and 25% collisions, AA vs RMA vs AM schemes",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -34,15 +39,53 @@ pub(crate) fn schemes(onload: &[u32]) -> Vec<Scheme> {
     v
 }
 
+crate::declare_params! {
+    /// Parameters of `aa-dht-scale`.
+    pub struct Params {
+        nodes: Vec<u32> {
+            default: "1,4,16,64",
+            unit: "nodes",
+            check: crate::params::int(1, 65536),
+            doc: "Node counts",
+        },
+        collision_pct: Vec<u32> {
+            default: "5,25",
+            unit: "%",
+            check: crate::params::int(0, 100),
+            doc: "Shares of inserts that collide",
+        },
+        onload_cores: Vec<u32> {
+            default: "1,2,4,8,16,31",
+            unit: "cores",
+            check: crate::params::int(1, 4096),
+            doc: "Cores per node serving the onload (AM) schemes",
+        },
+        ops: u32 {
+            default: "96",
+            unit: "inserts per process",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Inserts per process",
+        },
+        compute_ns: u64 {
+            default: "0",
+            unit: "ns",
+            check: crate::params::int(0, u64::MAX),
+            doc: "Computation between two inserts",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,4,16,64")?;
-    let collisions: Vec<u32> = list(ctx, "collision_pct", "5,25")?;
-    let onload: Vec<u32> = list(ctx, "onload_cores", "1,2,4,8,16,31")?;
+    let Params {
+        nodes,
+        collision_pct: collisions,
+        onload_cores: onload,
+        ops,
+        compute_ns,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     // Inserts per process: enough for the steady state to dominate start-up and the final
     // flush at every scale, small enough for the whole sweep to run in seconds.
-    let ops: u32 = ctx.param("ops", 96)?;
-    let compute_ns: u64 = ctx.param("compute_ns", 0)?;
     let mut points = Vec::new();
     for &n in &nodes {
         for &c in &collisions {

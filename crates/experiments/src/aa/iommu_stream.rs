@@ -9,7 +9,6 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::aa::stream::run_stream;
 use unpinned_sim::aa::{Scheme, WorldConfig};
 
-use super::{list, profile};
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -17,19 +16,38 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-iommu-stream",
     system: "aa",
     description: "Netperf-like put streams with and without the IOMMU in the DMA path (1 Gb/s Ethernet and torus)",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let sizes: Vec<u32> = list(ctx, "sizes", "64,256,1024,4096,16384,65536")?;
-    let stream_bytes: u64 = ctx.param("stream_bytes", 4 << 20)?;
-    if sizes.contains(&0) || stream_bytes == 0 {
-        return Err(ExperimentError::BadParam(
-            "sizes/stream_bytes".into(),
-            "sizes and stream_bytes must be > 0".into(),
-        ));
+crate::declare_params! {
+    /// Parameters of `aa-iommu-stream`.
+    pub struct Params {
+        sizes: Vec<u32> {
+            default: "64,256,1024,4096,16384,65536",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 30),
+            doc: "Access sizes",
+        },
+        stream_bytes: u64 {
+            default: "4194304",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 40),
+            doc: "Bytes streamed per size",
+        },
     }
+}
+
+fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {
+        sizes,
+        stream_bytes,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     let mut points = Vec::new();
     for net in ["ethernet", "torus"] {
         for &s in &sizes {

@@ -7,7 +7,7 @@ use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::aa::loggets::{LogGetsScheme, LogGetsWorkload};
 use unpinned_sim::aa::{AaWorld, Scheme, WorldConfig};
 
-use super::{list, per_s, profile};
+use super::per_s;
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -15,6 +15,11 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-log-gets",
     system: "aa",
     description: "Logged gets for fault tolerance: gets/s for AA, RMA put-back, AM, no FT",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -27,11 +32,37 @@ pub(crate) const SCHEMES: [LogGetsScheme; 6] = [
     LogGetsScheme::NoFt,
 ];
 
+crate::declare_params! {
+    /// Parameters of `aa-log-gets`.
+    pub struct Params {
+        nodes: Vec<u32> {
+            default: "1,4,16,64",
+            unit: "nodes",
+            check: crate::params::int(1, 65536),
+            doc: "Node counts",
+        },
+        ops: u32 {
+            default: "64",
+            unit: "gets per process",
+            check: crate::params::int(1, 100_000_000),
+            doc: "Gets per process",
+        },
+        get_bytes: u32 {
+            default: "256",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 30),
+            doc: "Bytes per get",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,4,16,64")?;
-    let ops: u32 = ctx.param("ops", 64)?;
-    let bytes: u32 = ctx.param("get_bytes", 256)?;
+    let Params {
+        nodes,
+        ops,
+        get_bytes: bytes,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     let points: Vec<(u32, LogGetsScheme)> = nodes
         .iter()
         .flat_map(|&n| SCHEMES.iter().map(move |&s| (n, s)))

@@ -1,6 +1,6 @@
 //! The Active Access experiments of spec active-access.md ("Experiments"), on the AA model of
 //! `unpinned_sim::aa` with the `cray-xe6` profile (`profiles/cray-xe6.toml`, built in;
-//! `--set exp.aa_profile=PATH` loads another file).
+//! `--profile FILE` loads another AA profile, `--set notify.int_threshold=8` overrides a field).
 //!
 //! Each point is one seeded simulation; every run checks its workload's correctness (DHT
 //! content against the sequential reference, exact counts, replayable gets) before its rate is
@@ -15,9 +15,7 @@ mod iommu_stream;
 mod log_gets;
 mod sort;
 
-use unpinned_aa::profile::AaProfile;
-
-use crate::{ExperimentError, ExperimentSpec, RunContext};
+use crate::ExperimentSpec;
 
 /// The AA experiments, in report order.
 pub fn specs() -> Vec<&'static ExperimentSpec> {
@@ -31,34 +29,6 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &sort::SPEC,
         &iommu_stream::SPEC,
     ]
-}
-
-/// The AA profile: built-in `cray-xe6`, or the file named by `exp.aa_profile`.
-pub(crate) fn profile(ctx: &RunContext) -> Result<AaProfile, ExperimentError> {
-    let path: String = ctx.param("aa_profile", String::new())?;
-    if path.is_empty() {
-        return Ok(AaProfile::cray_xe6());
-    }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| ExperimentError::BadParam("aa_profile".into(), format!("{path}: {e}")))?;
-    AaProfile::from_toml(&text)
-        .map_err(|e| ExperimentError::BadParam("aa_profile".into(), e.to_string()))
-}
-
-/// A comma-separated list parameter.
-pub(crate) fn list<T: std::str::FromStr>(
-    ctx: &RunContext,
-    name: &str,
-    default: &str,
-) -> Result<Vec<T>, ExperimentError> {
-    let text: String = ctx.param(name, default.to_string())?;
-    text.split(',')
-        .map(|v| {
-            v.trim()
-                .parse()
-                .map_err(|_| ExperimentError::BadParam(name.to_string(), text.clone()))
-        })
-        .collect()
 }
 
 /// Rate per second of `ops` over `ns`.

@@ -9,7 +9,6 @@ use unpinned_sim::aa::loggets::LogGetsScheme;
 use unpinned_sim::aa::sort::SortWorkload;
 use unpinned_sim::aa::{AaWorld, Scheme, WorldConfig};
 
-use super::{list, profile};
 use crate::part::harness::par_map;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
@@ -18,6 +17,11 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "aa",
     description:
         "Fault-tolerant sort of 1 GB: exchange time and bytes moved, AA vs AM vs RMA vs no FT",
+    profile: crate::ProfileKind::Aa,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -28,14 +32,52 @@ const SCHEMES: [LogGetsScheme; 4] = [
     LogGetsScheme::NoFt,
 ];
 
+crate::declare_params! {
+    /// Parameters of `aa-sort`.
+    pub struct Params {
+        nodes: Vec<u32> {
+            default: "1,2,4,8,16",
+            unit: "nodes",
+            check: crate::params::int(1, 65536),
+            doc: "Node counts",
+        },
+        total_bytes: u64 {
+            default: "1073741824",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 50),
+            doc: "Bytes sorted",
+        },
+        chunk_bytes: u32 {
+            default: "65536",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 30),
+            doc: "Bytes per get",
+        },
+        nic_pj_per_byte: f64 {
+            default: "20.0",
+            unit: "pJ/byte",
+            check: crate::params::num(0.0, 1e9),
+            doc: "NIC energy (inject + eject)",
+        },
+        router_pj_per_byte: f64 {
+            default: "10.0",
+            unit: "pJ/byte",
+            check: crate::params::num(0.0, 1e9),
+            doc: "Energy per router hop",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let prof = profile(ctx)?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4,8,16")?;
-    let total: u64 = ctx.param("total_bytes", 1u64 << 30)?;
-    let chunk: u32 = ctx.param("chunk_bytes", 65536)?;
+    let Params {
+        nodes,
+        total_bytes: total,
+        chunk_bytes: chunk,
+        nic_pj_per_byte: nic_pj,
+        router_pj_per_byte: router_pj,
+    } = ctx.params()?;
+    let prof = ctx.aa_profile()?;
     // Per-byte energies (parameters, spec): NIC (inject + eject) and per router hop.
-    let nic_pj: f64 = ctx.param("nic_pj_per_byte", 20.0)?;
-    let router_pj: f64 = ctx.param("router_pj_per_byte", 10.0)?;
     let points: Vec<(u32, LogGetsScheme)> = nodes
         .iter()
         .flat_map(|&n| SCHEMES.iter().map(move |&s| (n, s)))

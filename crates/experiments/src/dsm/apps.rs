@@ -11,17 +11,22 @@
 use std::collections::HashMap;
 
 use serde_json::json;
-use unpinned_dsm_apps::{create, names, run_traced, Input, Trace};
+use unpinned_dsm_apps::{create, run_traced, Input, Trace};
 use unpinned_report::{PlotSpec, Table};
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
-use crate::aa::{list, per_s};
+use crate::aa::per_s;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
 pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
     name: "dsm-apps",
     system: "dsm",
     description: "DSM apps (SOR, LU, IS, TSP, Water, N-Body, N-Body-Write, Barnes-Hut): time and speedup per handler context, 1..12 nodes x 1|2 threads (trace replay)",
+    profile: crate::ProfileKind::Dsm,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run: run_apps,
 };
 
@@ -29,6 +34,11 @@ pub static SPEC_LOAD: ExperimentSpec = ExperimentSpec {
     name: "dsm-load",
     system: "dsm",
     description: "dsm-apps with one extra CPU-bound process per node (trace replay, CPU share)",
+    profile: crate::ProfileKind::Dsm,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run: run_load,
 };
 
@@ -43,25 +53,64 @@ fn run_load(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
 /// Traced runs of the 1 node x 1 thread baseline (the least computing one is replayed).
 const BASE_REPEATS: u32 = 3;
 
-/// The DSM profile: built-in, or `exp.dsm_profile`; `exp.cpu_scale` overrides the factor.
+/// The DSM profile (built-in `dsm-ib1`, or `--profile` / `--set`) and where its CPU factor
+/// comes from (for the metadata).
 fn profile(ctx: &RunContext) -> Result<(DsmProfile, &'static str), ExperimentError> {
-    let path: String = ctx.param("dsm_profile", String::new())?;
-    let mut p = if path.is_empty() {
-        DsmProfile::dsm_ib1()
-    } else {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| ExperimentError::BadParam("dsm_profile".into(), format!("{path}: {e}")))?;
-        DsmProfile::from_toml(&text)
-            .map_err(|e| ExperimentError::BadParam("dsm_profile".into(), e.to_string()))?
+    let source = match ctx.kind_profile {
+        None => "profile file (clock ratio of the tracing machine to 733 MHz, a lower bound)",
+        Some(_) => "--profile / --set cpu.cpu_scale (see the metadata's profile)",
     };
-    let mut source = "profile file (clock ratio of the tracing machine to 733 MHz, a lower bound)";
-    if ctx.params.contains_key("cpu_scale") {
-        p.cpu.cpu_scale = ctx.param("cpu_scale", p.cpu.cpu_scale)?;
-        source = "--set exp.cpu_scale";
+    Ok((ctx.dsm_profile()?, source))
+}
+
+use crate::params::{int, one_of};
+
+crate::declare_params! {
+    /// Parameters of `dsm-apps` and `dsm-load`.
+    pub struct Params {
+        apps: Vec<String> {
+            default: "sor,lu,is,tsp,water,nbody,nbody-write,barnes",
+            unit: "",
+            check: one_of(&["sor", "lu", "is", "tsp", "water", "nbody", "nbody-write", "barnes"]),
+            doc: "Applications",
+        },
+        nodes: Vec<u32> {
+            default: "1,2,4,8,12",
+            unit: "nodes",
+            check: int(1, 64),
+            doc: "Node counts",
+        },
+        threads: Vec<u32> {
+            default: "1,2",
+            unit: "threads per node",
+            check: int(1, 8),
+            doc: "Application threads per node",
+        },
+        contexts: Vec<String> {
+            default: "polling,interrupt,deferred,signal",
+            unit: "",
+            check: one_of(&["polling", "interrupt", "deferred", "signal"]),
+            doc: "Handler contexts replayed",
+        },
+        input: String {
+            default: "medium",
+            unit: "",
+            check: one_of(&["small", "medium", "spec"]),
+            doc: "Input size of the traced runs (spec: the spec's inputs, slow)",
+        },
+        repeats: u32 {
+            default: "1",
+            unit: "runs",
+            check: int(1, 1000),
+            doc: "Traced runs per point (at least 3 for the 1x1 baseline); the least computing one is replayed",
+        },
+        traces: String {
+            default: "",
+            unit: "directory",
+            check: crate::params::Check::Any,
+            doc: "Replay the traces live runs recorded there (empty: trace the apps in this process)",
+        },
     }
-    p.validate()
-        .map_err(|e| ExperimentError::BadParam("cpu_scale".into(), e.to_string()))?;
-    Ok((p, source))
 }
 
 /// One traced run: its trace's replays per context, and whether the app's answer was right.
@@ -188,13 +237,20 @@ fn traced(
 
 fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError> {
     let (prof, scale_source) = profile(ctx)?;
-    let apps: Vec<String> = list(ctx, "apps", &names().join(","))?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4,8,12")?;
-    let threads: Vec<u32> = list(ctx, "threads", "1,2")?;
-    let contexts: Vec<Context> = list(ctx, "contexts", "polling,interrupt,deferred,signal")?;
-    let input: Input = ctx.param("input", Input::Medium)?;
-    let repeats: u32 = ctx.param("repeats", 1)?;
-    let traces: String = ctx.param("traces", String::new())?;
+    let Params {
+        apps,
+        nodes,
+        threads,
+        contexts,
+        input,
+        repeats,
+        traces,
+    } = ctx.params()?;
+    let contexts: Vec<Context> = contexts
+        .iter()
+        .map(|c| c.parse().expect("declared contexts parse"))
+        .collect();
+    let input: Input = input.parse().expect("declared inputs parse");
     let trace_dir = (!traces.is_empty()).then(|| std::path::PathBuf::from(&traces));
     if let Some(d) = &trace_dir {
         if !d.is_dir() {
@@ -205,12 +261,6 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
         }
     }
     let mut missing = Vec::new();
-    if nodes.iter().any(|&n| n == 0 || n > 64) || threads.iter().any(|&t| t == 0 || t > 8) {
-        return Err(ExperimentError::BadParam(
-            "nodes/threads".into(),
-            format!("{nodes:?} x {threads:?} (nodes 1..=64, threads 1..=8)"),
-        ));
-    }
     // The traced runs run one at a time: each already uses a thread per worker.
     let mut points = Vec::new();
     let mut failures = Vec::new();
@@ -403,4 +453,27 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
             "incorrect_runs": failures,
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Declared;
+
+    #[test]
+    fn declared_apps_and_contexts_are_the_real_ones() {
+        let apps = super::Params::PARAMS
+            .iter()
+            .find(|p| p.name == "apps")
+            .unwrap();
+        assert_eq!(apps.default, unpinned_dsm_apps::names().join(","));
+        let ctxs = super::Params::PARAMS
+            .iter()
+            .find(|p| p.name == "contexts")
+            .unwrap();
+        let all: Vec<&str> = unpinned_sim::dsm::Context::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect();
+        assert_eq!(ctxs.default, all.join(","));
+    }
 }

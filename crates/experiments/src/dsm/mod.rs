@@ -1,7 +1,7 @@
 //! The DSM experiments of spec dsm.md ("Experiments"): `dsm-apps` and `dsm-load`, on the
 //! simulator's trace replay (`unpinned_sim::dsm`) with the reference cluster's calibration
-//! (`profiles/dsm-ib1.toml`, built in; `--set exp.dsm_profile=PATH` loads another file,
-//! `--set exp.cpu_scale=X` overrides its CPU factor).
+//! (`profiles/dsm-ib1.toml`, built in; `--profile FILE` loads another DSM profile,
+//! `--set cpu.cpu_scale=X` overrides its CPU factor).
 //!
 //! Traces come from running the applications (`unpinned_dsm_apps`) on its tracing space: real
 //! runs of the apps in this process, checked against their sequential references, with the

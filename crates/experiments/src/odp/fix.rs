@@ -10,22 +10,47 @@ pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     name: "odp-fix",
     system: "odp",
     description: "The READ benchmark with the software-timer fix (dummy request on a stalled QP)",
+    profile: crate::ProfileKind::Ib,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters of `odp-fix`.
+    pub struct Params {
+        trials: u64 {
+            default: "10",
+            unit: "",
+            check: crate::params::int(1, 1_000_000),
+            doc: "Seeded repetitions of every grid point",
+        },
+        fix_periods_us: Vec<u64> {
+            default: "100,1000,10000",
+            unit: "us",
+            check: crate::params::int(1, 1_000_000_000),
+            doc: "Periods of the software timer",
+        },
+        threshold_factor: f64 {
+            default: "1.0",
+            unit: "",
+            check: crate::params::positive(1e6),
+            doc: "Stall threshold = period x this factor",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let profile = super::vendor(ctx)?;
-    let periods_text: String = ctx.param("fix_periods_us", "100,1000,10000".to_string())?;
-    let periods: Vec<Option<u64>> = periods_text
-        .split(',')
-        .map(|s| {
-            s.trim().parse::<u64>().map(Some).map_err(|_| {
-                ExperimentError::BadParam("fix_periods_us".into(), periods_text.clone())
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let factor: f64 = ctx.param("threshold_factor", 1.0)?;
-    let (table, events) = super::pitfall::grid(ctx, &profile, &periods, factor, true)?;
+    let Params {
+        trials,
+        fix_periods_us,
+        threshold_factor: factor,
+    } = ctx.params()?;
+    let profile = ctx.vendor_profile()?;
+    let periods: Vec<Option<u64>> = fix_periods_us.into_iter().map(Some).collect();
+    let (table, events) = super::pitfall::grid(ctx, &profile, &periods, factor, true, trials)?;
     let mut plots = Vec::new();
     for (i, p) in periods.iter().flatten().enumerate() {
         let all = super::pitfall::plots(

@@ -2,10 +2,10 @@
 //! InfiniBand RC transport with on-demand paging on the RC simulator
 //! (`unpinned_sim::rc`), with ConnectX vendor profiles (`profiles/connectx*.toml`).
 //!
-//! Every point is one fresh, seeded simulation. Parameters (`--set exp.NAME=VALUE`):
-//! `trials` (repetitions per point), `vendor` (vendor profile, default `connectx4`),
-//! `loss_model` (`on` / `off`: the observed ODP loss behaviour or the pure protocol; default:
-//! the profile's, i.e. on).
+//! Every point is one fresh, seeded simulation. The vendor profile is `--profile connectx4`
+//! (the default) or another `connectx*` / file, with `--set` overrides
+//! (`--set odp.loss_model.enabled=false`: the pure protocol instead of the observed ODP loss
+//! behaviour). Parameters (`--set exp.NAME=VALUE`) are declared per experiment.
 
 mod fix;
 mod pitfall;
@@ -15,10 +15,9 @@ mod vs_part;
 
 use unpinned_core::rng::derive_seed;
 use unpinned_core::time::Duration;
-use unpinned_ib::VendorProfile;
 use unpinned_sim::rc::bench::OdpSide;
 
-use crate::{ExperimentError, ExperimentSpec, RunContext};
+use crate::{ExperimentSpec, RunContext};
 
 /// The ODP experiments, in report order.
 pub fn specs() -> Vec<&'static ExperimentSpec> {
@@ -42,28 +41,6 @@ pub(crate) const INTERVALS_US: [u64; 22] = [
     0, 50, 100, 200, 300, 400, 500, 600, 700, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500,
     5000, 6000, 8000, 10000,
 ];
-
-/// The vendor profile chosen by `exp.vendor` (default connectx4), with `exp.loss_model`.
-pub(crate) fn vendor(ctx: &RunContext) -> Result<VendorProfile, ExperimentError> {
-    let name: String = ctx.param("vendor", "connectx4".to_string())?;
-    let mut p = VendorProfile::load(&name)
-        .map_err(|e| ExperimentError::BadParam("vendor".into(), e.to_string()))?;
-    let lm: String = ctx.param(
-        "loss_model",
-        if p.odp.loss_model.enabled {
-            "on"
-        } else {
-            "off"
-        }
-        .to_string(),
-    )?;
-    p.odp.loss_model.enabled = match lm.as_str() {
-        "on" | "true" | "1" => true,
-        "off" | "false" | "0" => false,
-        _ => return Err(ExperimentError::BadParam("loss_model".into(), lm)),
-    };
-    Ok(p)
-}
 
 /// A per-point seed.
 pub(crate) fn seed(ctx: &RunContext, label: &str) -> u64 {

@@ -14,6 +14,11 @@ pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     name: "odp-pitfall",
     system: "odp",
     description: "READ benchmark with ODP: execution time and timeout probability vs post interval",
+    profile: crate::ProfileKind::Ib,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -28,8 +33,8 @@ pub(crate) fn grid(
     fix_periods_us: &[Option<u64>],
     threshold_factor: f64,
     with_fix_column: bool,
+    trials: u64,
 ) -> Result<(Table, u64), ExperimentError> {
-    let trials: u64 = ctx.param("trials", 10)?;
     let mut cols = vec![
         "odp",
         "num_ops",
@@ -155,9 +160,22 @@ pub(crate) fn plots(prefix: &str, filter: Option<(&str, &str)>) -> Vec<PlotSpec>
     v
 }
 
+crate::declare_params! {
+    /// Parameters of `odp-pitfall`.
+    pub struct Params {
+        trials: u64 {
+            default: "10",
+            unit: "",
+            check: crate::params::int(1, 1_000_000),
+            doc: "Seeded repetitions of every grid point",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let profile = super::vendor(ctx)?;
-    let (table, events) = grid(ctx, &profile, &[None], 1.0, false)?;
+    let Params { trials } = ctx.params()?;
+    let profile = ctx.vendor_profile()?;
+    let (table, events) = grid(ctx, &profile, &[None], 1.0, false, trials)?;
     Ok(ExperimentOutput {
         table,
         plots: plots("", None),
@@ -165,7 +183,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         meta: json!({
             "vendor": profile.name,
             "loss_model": profile.odp.loss_model.enabled,
-            "trials": ctx.param("trials", 10u64)?,
+            "trials": trials,
             "intervals_us": INTERVALS_US,
             "read_bytes": 100,
             "timed_out": "1 if the client's hardware ACK timer expired at least once",

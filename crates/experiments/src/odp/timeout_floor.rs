@@ -13,12 +13,33 @@ pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     name: "odp-timeout-floor",
     system: "odp",
     description: "ACK timeout T_o vs C_ACK on ConnectX-3/4/5/6 (vendor floors), by forced loss",
+    profile: crate::ProfileKind::Ib,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: true,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters of `odp-timeout-floor`.
+    pub struct Params {
+        trials: u64 {
+            default: "1",
+            unit: "",
+            check: crate::params::int(1, 1_000_000),
+            doc: "Seeded repetitions of every (profile, C_ACK)",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let trials: u64 = ctx.param("trials", 1)?;
-    let profiles = VendorProfile::all_builtin();
+    let Params { trials } = ctx.params()?;
+    // Every vendor floor by default; only the given profile with --profile or --set.
+    let profiles = match ctx.kind_profile {
+        None => VendorProfile::all_builtin(),
+        Some(_) => vec![ctx.vendor_profile()?],
+    };
     let mut t = Table::new(&["profile", "c_ack", "t_tr_ms", "t_o_ms"]);
     let total = profiles.len() as u64 * 21 * trials;
     let (mut done, mut events) = (0, 0);

@@ -12,6 +12,11 @@ pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     name: "odp-trace",
     system: "odp",
     description: "Packet-level traces of 1, 2 and 3 READs with remote, local and remote+local ODP",
+    profile: crate::ProfileKind::Ib,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -29,8 +34,14 @@ const SCENARIOS: [(&str, OdpSide, u32, u64, bool); 10] = [
     ("both-3", OdpSide::Both, 3, 3000, true),
 ];
 
+crate::declare_params! {
+    /// Parameters: none (the scenarios are the spec's).
+    pub struct Params {}
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let profile = super::vendor(ctx)?;
+    let Params {} = ctx.params()?;
+    let profile = ctx.vendor_profile()?;
     let mut t = Table::new(&["scenario", "time_us", "direction", "packet", "psn", "op"]);
     let mut plots = Vec::new();
     let mut events = 0;

@@ -2,8 +2,9 @@
 //! protocol, and with the fix) and on PART (fault NACK + ERR + selective retransmission), for
 //! remote, local and remote+local faults. Each point is the mean over `trials` (default 5).
 //!
-//! RC runs on the vendor profile (`exp.vendor`); PART on the run's platform profile (`--profile`,
-//! default forth-arm) with the simulator's default page-in policy. The two platforms differ in
+//! RC runs on the vendor profile (`--profile`, default connectx4, with `--set` overrides); PART
+//! on the built-in forth-arm profile (recorded as `part_profile`) with the simulator's default
+//! page-in policy. The two platforms differ in
 //! link speed and fault-path costs, so the comparison is of the recovery mechanisms, which
 //! dominate: a stall of hundreds of milliseconds against tens of microseconds.
 
@@ -22,6 +23,11 @@ pub(crate) static SPEC: ExperimentSpec = ExperimentSpec {
     system: "odp",
     description:
         "Two READs with faults: RC/ODP (with and without the loss model, with the fix) vs PART",
+    profile: crate::ProfileKind::Ib,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -98,10 +104,30 @@ fn part_reads(
     Ok((end.as_us_f64(), sim.events()))
 }
 
+crate::declare_params! {
+    /// Parameters of `odp-vs-part`.
+    pub struct Params {
+        trials: u64 {
+            default: "5",
+            unit: "",
+            check: crate::params::int(1, 1_000_000),
+            doc: "Seeded repetitions of every point (the table shows their mean)",
+        },
+        fix_period_us: u64 {
+            default: "1000",
+            unit: "us",
+            check: crate::params::int(1, 1_000_000_000),
+            doc: "Software-timer period of the rc-odp-fix transport",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let trials: u64 = ctx.param("trials", 5)?;
-    let profile = super::vendor(ctx)?;
-    let fix_us: u64 = ctx.param("fix_period_us", 1000)?;
+    let Params {
+        trials,
+        fix_period_us: fix_us,
+    } = ctx.params()?;
+    let profile = ctx.vendor_profile()?;
     let transports = ["rc-odp", "rc-odp-pure", "rc-odp-fix", "part"];
     let mut t = Table::new(&["transport", "odp", "interval_us", "exec_time_us"]);
     let total = (transports.len() * ODP_SIDES.len() * INTERVALS_US.len()) as u64;

@@ -34,53 +34,149 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-apps",
     system: "part",
     description: "LAMMPS-, HPL-, HPCG-like traffic, 1-16 nodes (exp.scale=full: up to 4096, torus and fat tree), PART vs pre-touch",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[crate::FixedField { field: "engine.packet_bytes", instead: "exp.packet_bytes and exp.scale_packet_bytes" }],
+    every_builtin_by_default: false,
     run,
 };
 
 /// Down ports per switch of the fat tree (a common 32-port switch, 16 down and 16 up).
 pub const FAT_TREE_DOWN: u32 = 16;
 
-fn list<T: std::str::FromStr>(
-    ctx: &RunContext,
-    name: &str,
-    default: &str,
-) -> Result<Vec<T>, ExperimentError> {
-    let text: String = ctx.param(name, default.to_string())?;
-    text.split(',')
-        .map(|v| {
-            v.trim()
-                .parse()
-                .map_err(|_| ExperimentError::BadParam(name.to_string(), text.clone()))
-        })
-        .collect()
+/// Node rates from the parameters (defaults: `NodeRates::default()`, documented there; a test
+/// checks that the declared defaults are the same).
+pub fn rates(p: &Params) -> NodeRates {
+    NodeRates {
+        threads: p.threads,
+        core_peak_gflops: p.core_peak_gflops,
+        dgemm_efficiency: p.dgemm_efficiency,
+        md_efficiency: p.md_efficiency,
+        mem_gbps: p.mem_gbps,
+    }
 }
 
-/// Node rates from the parameters (defaults: `NodeRates::default()`, documented there).
-pub fn rates(ctx: &RunContext) -> Result<NodeRates, ExperimentError> {
-    let d = NodeRates::default();
-    let r = NodeRates {
-        threads: ctx.param("threads", d.threads)?,
-        core_peak_gflops: ctx.param("core_peak_gflops", d.core_peak_gflops)?,
-        dgemm_efficiency: ctx.param("dgemm_efficiency", d.dgemm_efficiency)?,
-        md_efficiency: ctx.param("md_efficiency", d.md_efficiency)?,
-        mem_gbps: ctx.param("mem_gbps", d.mem_gbps)?,
-    };
-    let ok = r.threads > 0
-        && [
-            r.core_peak_gflops,
-            r.dgemm_efficiency,
-            r.md_efficiency,
-            r.mem_gbps,
-        ]
-        .iter()
-        .all(|v| v.is_finite() && *v > 0.0);
-    if !ok {
-        return Err(ExperimentError::BadParam(
-            "threads/core_peak_gflops/*_efficiency/mem_gbps".into(),
-            "must be positive".into(),
-        ));
+use crate::params::{int, one_of, positive};
+
+crate::declare_params! {
+    /// Parameters of `part-apps`.
+    pub struct Params {
+        apps: Vec<String> {
+            default: "lammps,hpl,hpcg",
+            unit: "",
+            check: one_of(&["lammps", "hpl", "hpcg"]),
+            doc: "Applications",
+        },
+        nodes: Vec<u32> {
+            default: "1,2,4,8,16",
+            unit: "nodes",
+            check: int(1, 65536),
+            doc: "Node counts of the small runs (torus)",
+        },
+        seeds: u64 {
+            default: "5",
+            unit: "",
+            check: int(1, 10_000),
+            doc: "Seeds per small run (seed = --seed + 0..seeds)",
+        },
+        scale: String {
+            default: "small",
+            unit: "",
+            check: one_of(&["small", "full"]),
+            doc: "full adds the scale runs (exp.scale_nodes, one seed, long)",
+        },
+        packet_bytes: u32 {
+            default: "4096",
+            unit: "bytes",
+            check: int(1, MAX_PACKET_BYTES as u64),
+            doc: "Packet payload of the small runs (sets engine.packet_bytes)",
+        },
+        scale_packet_bytes: u32 {
+            default: "16384",
+            unit: "bytes",
+            check: int(1, MAX_PACKET_BYTES as u64),
+            doc: "Packet payload of the scale runs",
+        },
+        scale_nodes: Vec<u32> {
+            default: "64,256,1024,4096",
+            unit: "nodes",
+            check: int(1, 65536),
+            doc: "Node counts of the scale runs (exp.scale=full)",
+        },
+        scale_window_s: f64 {
+            default: "1.0",
+            unit: "s",
+            check: positive(1e6),
+            doc: "Simulated time of each scale run",
+        },
+        scale_topologies: Vec<String> {
+            default: "torus,fattree",
+            unit: "",
+            check: one_of(&["torus", "fattree"]),
+            doc: "Topologies of the scale runs",
+        },
+        lammps_steps: u64 {
+            default: "100",
+            unit: "steps",
+            check: int(1, u64::MAX),
+            doc: "LAMMPS-like time steps of the small runs",
+        },
+        hpl_panels: u64 {
+            default: "24",
+            unit: "panels",
+            check: int(1, u64::MAX),
+            doc: "HPL-like panels of the small runs",
+        },
+        hpcg_iterations: u64 {
+            default: "3",
+            unit: "iterations",
+            check: int(1, u64::MAX),
+            doc: "HPCG-like iterations of the small runs",
+        },
+        threads: u32 {
+            default: "4",
+            unit: "threads",
+            check: int(1, 4096),
+            doc: "Cores per node working on the compute phases",
+        },
+        core_peak_gflops: f64 {
+            default: "2.4",
+            unit: "GFLOP/s",
+            check: positive(1e6),
+            doc: "Peak double-precision rate of one core",
+        },
+        dgemm_efficiency: f64 {
+            default: "0.8",
+            unit: "",
+            check: positive(1.0),
+            doc: "Fraction of peak a dense matrix multiply sustains",
+        },
+        md_efficiency: f64 {
+            default: "0.1",
+            unit: "",
+            check: positive(1.0),
+            doc: "Fraction of peak a pair-force kernel sustains",
+        },
+        mem_gbps: f64 {
+            default: "3.2",
+            unit: "GB/s",
+            check: positive(1e6),
+            doc: "Sustained memory bandwidth of a node",
+        },
+        evict_every: u64 {
+            default: "0",
+            unit: "iterations",
+            check: int(0, u64::MAX),
+            doc: "Memory pressure: reclaim every buffer page every this many iterations (0: never)",
+        },
+        sim_threads: usize {
+            default: "1",
+            unit: "threads",
+            check: int(0, 1024),
+            doc: "Threads of each point's simulation (0: the available cores); the result does not depend on it",
+        },
     }
-    Ok(r)
 }
 
 /// Iterations of `m` whose compute (rank 0) adds up to at least `seconds`.
@@ -189,60 +285,27 @@ pub fn run_point(
 }
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let apps: Vec<String> = list(ctx, "apps", "lammps,hpl,hpcg")?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4,8,16")?;
-    let seeds: u64 = ctx.param("seeds", 5)?;
-    let scale: String = ctx.param("scale", "small".to_string())?;
-    let packet_bytes: u32 = ctx.param("packet_bytes", 4096)?;
-    let scale_packet_bytes: u32 = ctx.param("scale_packet_bytes", 16384)?;
-    let scale_nodes: Vec<u32> = list(ctx, "scale_nodes", "64,256,1024,4096")?;
-    let scale_window_s: f64 = ctx.param("scale_window_s", 1.0)?;
-    // The topologies of the scale runs (a 4096-node run takes a CPU-quarter-hour: pick).
-    let scale_topologies: Vec<String> = list(ctx, "scale_topologies", "torus,fattree")?;
-    if scale_topologies.is_empty()
-        || scale_topologies
-            .iter()
-            .any(|t| t != "torus" && t != "fattree")
-    {
-        return Err(ExperimentError::BadParam(
-            "scale_topologies".into(),
-            scale_topologies.join(","),
-        ));
-    }
+    let p: Params = ctx.params()?;
+    let rates = rates(&p);
+    let Params {
+        apps,
+        nodes,
+        seeds,
+        scale,
+        packet_bytes,
+        scale_packet_bytes,
+        scale_nodes,
+        scale_window_s,
+        scale_topologies,
+        evict_every,
+        sim_threads,
+        ..
+    } = p;
     let window = [
-        ("lammps", ctx.param("lammps_steps", 100u64)?),
-        ("hpl", ctx.param("hpl_panels", 24u64)?),
-        ("hpcg", ctx.param("hpcg_iterations", 3u64)?),
+        ("lammps", p.lammps_steps),
+        ("hpl", p.hpl_panels),
+        ("hpcg", p.hpcg_iterations),
     ];
-    let rates = rates(ctx)?;
-    // Memory pressure (off by default, as the spec's runs): reclaim every buffer page every
-    // this many iterations, in both modes.
-    let evict_every: u64 = ctx.param("evict_every", 0)?;
-    // Threads of each point's simulation (0: the available cores). The points already run in
-    // parallel, so 1 by default; a sweep of a few 4096-node points gains from 2. The result
-    // does not depend on it.
-    let sim_threads: usize = ctx.param("sim_threads", 1)?;
-    for &pb in &[packet_bytes, scale_packet_bytes] {
-        if pb == 0 || pb > MAX_PACKET_BYTES {
-            return Err(ExperimentError::BadParam(
-                "packet_bytes".into(),
-                format!("{pb}: must be in 1..=32768"),
-            ));
-        }
-    }
-    if nodes
-        .iter()
-        .chain(&scale_nodes)
-        .any(|&n| n == 0 || n > 65536)
-    {
-        return Err(ExperimentError::BadParam(
-            "nodes".into(),
-            "every count must be in 1..=65536".into(),
-        ));
-    }
-    if !matches!(scale.as_str(), "small" | "full") {
-        return Err(ExperimentError::BadParam("scale".into(), scale));
-    }
     let mut points = Vec::new();
     for app in &apps {
         let iterations = window

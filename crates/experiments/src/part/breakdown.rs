@@ -15,10 +15,24 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-breakdown",
     system: "part",
     description: "Per-component time of one all-fault transfer (PIA, ERR) vs the measured latency",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[crate::FixedField {
+        field: "engine.block_timeout_us",
+        instead: "nothing: the breakdown is of NTO, ERR only",
+    }],
+    every_builtin_by_default: false,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters: none (the size sweep is the spec's).
+    pub struct Params {}
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {} = ctx.params()?;
     let results = par_map(&FAULT_SIZES, ctx.progress, |&size| {
         let mut w = WriteSetup::new(size, ctx.seed);
         w.dst = Residence::Absent;

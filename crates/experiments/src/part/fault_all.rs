@@ -14,10 +14,21 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "part",
     description:
         "All destination pages missing: Transfer-Only, Touch-NoPres, Pin-NoPres vs PART PIO/PI4/PIA",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters: none (the size sweep is the spec's).
+    pub struct Params {}
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {} = ctx.params()?;
     // Point = (size, policy or None for the present-memory transfer).
     let mut points = Vec::new();
     for &size in &FAULT_SIZES {

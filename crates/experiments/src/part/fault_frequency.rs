@@ -14,14 +14,31 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-fault-frequency",
     system: "part",
     description: "Destination pages missing with probability f (0..100%): PIO vs PIA, mean of seeds, slowdown",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
 const FAULT_PCT: [u32; 9] = [0, 1, 5, 10, 20, 40, 60, 80, 100];
 const POLICIES: [PageInPolicy; 2] = [PageInPolicy::Pio, PageInPolicy::Pia];
 
+crate::declare_params! {
+    /// Parameters of `part-fault-frequency`.
+    pub struct Params {
+        seeds: u64 {
+            default: "5",
+            unit: "",
+            check: crate::params::int(1, 10_000),
+            doc: "Seeds per (policy, size, fault rate); the table shows their mean",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let seeds: u64 = ctx.param("seeds", 5)?;
+    let Params { seeds } = ctx.params()?;
     let mut points = Vec::new();
     for (pi, _) in POLICIES.iter().enumerate() {
         for &size in &FAULT_SIZES {

@@ -13,6 +13,14 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "part",
     description:
         "Small writes with a destination fault: retransmission by ERR vs TO=100us vs TO=1ms",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[crate::FixedField {
+        field: "engine.block_timeout_us",
+        instead: "its three modes (err: NTO, to100us, to1ms)",
+    }],
+    every_builtin_by_default: false,
     run,
 };
 
@@ -24,7 +32,13 @@ const MODES: [(&str, bool, f64); 3] = [
     ("to1ms", false, 1000.0),
 ];
 
+crate::declare_params! {
+    /// Parameters: none (the sizes and modes are the spec's).
+    pub struct Params {}
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {} = ctx.params()?;
     let points: Vec<(u64, usize)> = SIZES
         .iter()
         .flat_map(|&s| (0..MODES.len()).map(move |m| (s, m)))

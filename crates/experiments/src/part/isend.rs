@@ -15,11 +15,28 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "part",
     description:
         "Non-blocking send call time with and without pre-touching, sizes 100 B .. 512 MiB",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Sim,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
 
+crate::declare_params! {
+    /// Parameters of `part-isend`.
+    pub struct Params {
+        samples: u64 {
+            default: "200",
+            unit: "",
+            check: crate::params::int(1, 10_000_000),
+            doc: "Random buffer sizes (100 B .. 512 MiB) drawn",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let samples: u64 = ctx.param("samples", 200)?;
+    let Params { samples } = ctx.params()?;
     let mut rng = rng_for(ctx.seed, "part-isend");
     let cpu = &ctx.profile.cpu;
     let mut table = Table::new(&["size_bytes", "pretouch", "call_us"]);

@@ -14,8 +14,18 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "part",
     description:
         "Latency vs size without network faults: Transfer-Only, Touch-Pres/NoPres, Pin-Pres/NoPres",
+    profile: crate::ProfileKind::Part,
+    backends: crate::Backends::Both,
+    params: Some(<Params as crate::Declared>::PARAMS),
+    fixed: &[],
+    every_builtin_by_default: false,
     run,
 };
+
+crate::declare_params! {
+    /// Parameters: none (the size sweep is the spec's).
+    pub struct Params {}
+}
 
 const SCHEMES: [&str; 5] = [
     "transfer-only",
@@ -26,6 +36,7 @@ const SCHEMES: [&str; 5] = [
 ];
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {} = ctx.params()?;
     let sizes: Vec<u64> = (0..=8).map(|i| 64u64 << (2 * i)).collect(); // 64 B .. 4 MiB
     let results = par_map(&sizes, ctx.progress, |&size| {
         one_write(&ctx.profile, &WriteSetup::new(size, ctx.seed))

@@ -27,6 +27,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: one inserter into a remote DHT volume, AA (poll, sleep, batch) vs RMA inserts/s vs collision rate",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 const SLOT_BITS: u32 = 16;

@@ -31,6 +31,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     description:
         "Live: handler notification delay and CPU cost, polling vs sleeping (futex) handler",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {

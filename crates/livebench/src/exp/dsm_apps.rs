@@ -61,6 +61,7 @@ pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live DSM apps: time, speedup and rates per handler context on 1, 2, 4 ranks x 1, 2 threads (real processes, real faults)",
     run: run_apps,
+    ..ExperimentSpec::LIVE
 };
 
 /// `dsm-load`, live.
@@ -69,6 +70,7 @@ pub static SPEC_LOAD: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live dsm-apps with one extra CPU-bound process per rank during each run",
     run: run_load,
+    ..ExperimentSpec::LIVE
 };
 
 fn run_apps(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {

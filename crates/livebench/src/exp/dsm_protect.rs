@@ -22,6 +22,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live DSM: protection change of 1 and 8 pages: mprotect per page vs batched mprotect vs userfaultfd write-protect",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 fn changes(addr: u64, pages: usize, access: Access) -> Vec<Change> {

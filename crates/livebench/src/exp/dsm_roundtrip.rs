@@ -28,6 +28,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     description:
         "Live DSM: control-message ping-pong round trip with the receiver's handler in each context",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// Answers pings, counts pongs.

@@ -16,6 +16,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: all destination pages missing: Transfer-Only, Touch-NoPres, Pin-NoPres vs PART PIO/PI4/PIA",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// Median latency and the counters of one PART transfer into fresh memory.

@@ -16,6 +16,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: destination pages missing with probability f (0..100%): PIO vs PIA, mean of seeds, slowdown",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 const FAULT_PCT: [u32; 9] = [0, 1, 5, 10, 20, 40, 60, 80, 100];

@@ -17,6 +17,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     description:
         "Live: small writes with a destination fault: retransmission by ERR vs TO=100us vs TO=1ms",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// (name, send ERR, block timeout us; 0 = none).

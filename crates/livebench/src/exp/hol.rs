@@ -23,6 +23,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: concurrent transfers, one hitting major faults: latency of the others, PART vs the blocking engine",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// Engines compared.

@@ -18,6 +18,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: latency vs size without faults: Transfer-Only, Touch-Pres/NoPres, Pin-Pres/NoPres, PART",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// Schemes run on the Transfer-Only engine (memory made present by the scheme itself).

@@ -22,6 +22,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     description:
         "Live: put/get latency and bandwidth vs a peer one-sided library (Open MPI MPI_Put/MPI_Get)",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// Repetitions per size, as in mpi_rma.c (scaled by `small` for small sizes).

@@ -31,6 +31,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: residency check cost on present memory, PART with and without the translation cache vs Transfer-Only, 64 KiB .. 4 MiB",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// The engines compared, in table order.

@@ -28,6 +28,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description: "Live: transfer, munmap, mmap at the same address, transfer again: PART vs a pin-down registration cache",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// The steps, in order.

@@ -17,6 +17,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     description:
         "Live: all pages missing, PIA: block timeout 100us/500us/1ms vs NTO, speedup over NTO",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 const TIMEOUTS: [(&str, f64); 4] = [

@@ -17,6 +17,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     description:
         "Live vs the simulator with this machine's calibrated profile: part-latency, part-fault-all",
     run,
+    ..ExperimentSpec::LIVE
 };
 
 /// Experiments compared.
@@ -76,6 +77,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let quiet = |_: u64, _: u64| {};
         let sim_ctx = RunContext {
             profile: profile.clone(),
+            kind_profile: None,
             seed: ctx.seed,
             params: Default::default(),
             progress: &quiet,
