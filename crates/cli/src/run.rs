@@ -549,7 +549,7 @@ mod tests {
     fn unknown_keys_and_impossible_values_are_refused_before_running() {
         let m = usage("part-fault-small", "", &["exp.seedz=3"]);
         assert!(m.contains("unknown parameter exp.seedz"), "{m}");
-        assert!(m.contains("takes no parameters"), "{m}");
+        assert!(m.contains("known: exp.sizes, exp.reps"), "{m}");
         let m = usage("part-fault-frequency", "", &["exp.seedz=3"]);
         assert!(
             m.contains("did you mean exp.seeds?") && m.contains("known: exp.seeds"),

@@ -179,6 +179,7 @@ mod odp;
 pub mod params;
 pub mod part;
 pub mod profiles;
+pub mod testbed;
 
 /// Every experiment, in report order.
 pub fn all() -> Vec<&'static ExperimentSpec> {

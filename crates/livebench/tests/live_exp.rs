@@ -54,7 +54,8 @@ fn part_latency_columns_and_schemes() {
             "transfer_us"
         ]
     );
-    assert_eq!(o.table.rows.len(), 12);
+    // The simulator's grid: 2 sizes x 5 schemes.
+    assert_eq!(o.table.rows.len(), 10);
     for r in 0..o.table.rows.len() {
         assert!(num(&o.table, r, "latency_us") > 0.0);
     }
@@ -134,6 +135,74 @@ fn part_fault_small_timeout_frequency_columns() {
         ]
     );
     assert_eq!(o.table.rows.len(), 18);
+}
+
+/// Pages of `m` present in this process's page table (pagemap), one flag per page.
+fn present_pages(m: &unpinned_os::mapping::Mapping) -> Vec<bool> {
+    use std::os::unix::fs::FileExt;
+    let pagemap = std::fs::File::open("/proc/self/pagemap").expect("open pagemap");
+    (0..m.len() as u64 / 4096)
+        .map(|i| {
+            let mut e = [0u8; 8];
+            pagemap
+                .read_exact_at(&mut e, (m.addr() / 4096 + i) * 8)
+                .expect("read pagemap");
+            u64::from_ne_bytes(e) & (1 << 63) != 0
+        })
+        .collect()
+}
+
+/// For a seed and a fault rate, the simulator and the live runtime leave the same destination
+/// pages missing: both take them from `missing_pages`.
+#[test]
+fn both_backends_miss_the_same_pages_for_a_seed() {
+    use unpinned_experiments::part::sim_testbed::SimTestbed;
+    use unpinned_experiments::testbed::{missing_pages, Missing, Scheme, Write};
+    let sim = SimTestbed::new(&exp::live_profile());
+    for seed in [1, 2, 3] {
+        let w = Write {
+            missing: Missing::Fraction(0.5),
+            ..Write::new(Scheme::Part, 256 << 10, seed)
+        };
+        let want = missing_pages(seed, w.size, w.missing);
+        assert!(want.iter().any(|&m| m) && want.iter().any(|&m| !m));
+        assert_eq!(sim.missing_before(&w), want, "simulator, seed {seed}");
+        let dst = exp::testbed::destination(w.size, &want).unwrap();
+        let live: Vec<bool> = present_pages(&dst).iter().map(|&p| !p).collect();
+        assert_eq!(live, want, "live runtime, seed {seed}");
+    }
+}
+
+/// One experiment through the testbed on both backends: the same grid gives tables of one
+/// schema and the same rows.
+#[test]
+fn part_fault_small_has_one_schema_on_both_backends() {
+    let live = run("part-fault-small", &[("sizes", "64,4096"), ("reps", "1")]);
+    let params: BTreeMap<String, String> = [("sizes", "64,4096"), ("reps", "1")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let progress = |_: u64, _: u64| {};
+    let ctx = RunContext {
+        profile: exp::live_profile(),
+        kind_profile: None,
+        seed: 1,
+        params,
+        progress: &progress,
+    };
+    let sim = (unpinned_experiments::find("part-fault-small").unwrap().run)(&ctx).unwrap();
+    assert_eq!(cols(&live.table), cols(&sim.table));
+    assert_eq!(live.table.rows.len(), 6);
+    for r in 0..6 {
+        for c in ["size_bytes", "retransmit"] {
+            assert_eq!(text(&live.table, r, c), text(&sim.table, r, c));
+        }
+        assert!(num(&live.table, r, "latency_us") > 0.0);
+    }
+    // ERR mode retransmits on ERRs, the timeout modes without them: every row retransmitted.
+    for r in 0..6 {
+        assert!(num(&live.table, r, "retransmissions") >= 1.0, "row {r}");
+    }
 }
 
 #[test]

@@ -1,52 +1,79 @@
 //! `part-fault-all`: every destination page missing; Transfer-Only, Touch-NoPres, Pin-NoPres,
-//! and PART with PIO, PI4, PIA.
+//! and PART with PIO, PI4, PIA. Written once over a [`Testbed`]: `unpinned sim` and
+//! `unpinned live` run the same grid and fill the same columns.
 
 use serde_json::json;
-use unpinned_core::os::{cpu, PageInPolicy};
+use unpinned_core::os::PageInPolicy;
 use unpinned_report::{PlotSpec, Table};
-use unpinned_sim::Residence;
 
-use super::harness::{one_write, pages, par_map, WriteSetup, FAULT_SIZES};
+use super::sim_testbed::SimTestbed;
+use crate::testbed::{Missing, Scheme, Testbed, Write};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
+/// One line for `--list`.
+pub const DESCRIPTION: &str =
+    "All destination pages missing: Transfer-Only, Touch-NoPres, Pin-NoPres vs PART PIO/PI4/PIA";
+
+/// `part-fault-all` on the simulator.
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-fault-all",
     system: "part",
-    description:
-        "All destination pages missing: Transfer-Only, Touch-NoPres, Pin-NoPres vs PART PIO/PI4/PIA",
+    description: DESCRIPTION,
     profile: crate::ProfileKind::Part,
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
     every_builtin_by_default: false,
-    run,
+    run: |ctx| run(ctx, &mut SimTestbed::new(&ctx.profile)),
 };
 
 crate::declare_params! {
-    /// Parameters: none (the size sweep is the spec's).
-    pub struct Params {}
+    /// Parameters of `part-fault-all`.
+    pub struct Params {
+        sizes: Vec<u64> {
+            default: "4096,16384,65536,262144,1048576,4194304",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 30),
+            doc: "Write sizes (the spec's sweep: 4 KiB .. 4 MiB)",
+        },
+        reps: usize {
+            default: "7",
+            unit: "",
+            check: crate::params::int(1, 10_000),
+            doc: "Repetitions per point, median (live; the simulator is deterministic and runs one)",
+        },
+    }
 }
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let Params {} = ctx.params()?;
-    // Point = (size, policy or None for the present-memory transfer).
+const POLICIES: [PageInPolicy; 3] = [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia];
+
+/// The point of one row: the present-memory schemes, then PART with each policy, per size.
+fn grid(sizes: &[u64], seed: u64, reps: usize) -> Vec<Write> {
     let mut points = Vec::new();
-    for &size in &FAULT_SIZES {
-        points.push((size, None));
-        for p in [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia] {
-            points.push((size, Some(p)));
+    for &size in sizes {
+        for scheme in [Scheme::TransferOnly, Scheme::TouchNoPres, Scheme::PinNoPres] {
+            points.push(Write {
+                reps,
+                ..Write::new(scheme, size, seed)
+            });
+        }
+        for policy in POLICIES {
+            points.push(Write {
+                missing: Missing::All,
+                policy,
+                reps,
+                ..Write::new(Scheme::Part, size, seed)
+            });
         }
     }
-    let results = par_map(&points, ctx.progress, |&(size, policy)| {
-        let mut w = WriteSetup::new(size, ctx.seed);
-        if let Some(p) = policy {
-            w.policy = p;
-            w.dst = Residence::Absent;
-        }
-        one_write(&ctx.profile, &w)
-    });
-    let results = super::collect(results)?;
-    let cpu = &ctx.profile.cpu;
+    points
+}
+
+/// Run `part-fault-all` on `tb`.
+pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError> {
+    let Params { sizes, reps } = ctx.params()?;
+    let points = grid(&sizes, ctx.seed, reps);
+    let results = tb.measure(&points, ctx.progress)?;
     let mut table = Table::new(&[
         "scheme",
         "size_bytes",
@@ -55,35 +82,26 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "errs",
         "retransmitted_bytes",
     ]);
-    let mut events = 0;
-    for (&(size, policy), r) in points.iter().zip(&results) {
-        events += r.events;
-        let row = |scheme: &str, lat: f64| {
-            vec![
-                scheme.into(),
-                size.into(),
-                lat.into(),
-                r.dst.handler.interrupts.into(),
-                r.dst.engine.errs_sent.into(),
-                r.src.engine.data_bytes_resent.into(),
-            ]
+    for (w, r) in points.iter().zip(&results) {
+        let scheme = match w.scheme {
+            Scheme::Part => w.policy.name(),
+            s => s.name(),
         };
-        match policy {
-            None => {
-                let n = pages(size);
-                table.push(row("transfer-only", r.latency_us()));
-                table.push(row(
-                    "touch-nopres",
-                    (cpu::touch(cpu, n, false) + r.latency).as_us_f64(),
-                ));
-                table.push(row(
-                    "pin-nopres",
-                    (cpu::mlock(cpu, n, false) + cpu::munlock(cpu, n) + r.latency).as_us_f64(),
-                ));
-            }
-            Some(p) => table.push(row(p.name(), r.latency_us())),
-        }
+        table.push(vec![
+            scheme.into(),
+            w.size.into(),
+            r.latency_us.into(),
+            r.fault_interrupts.into(),
+            r.errs.into(),
+            r.resent_bytes.into(),
+        ]);
     }
+    let mut meta = json!({
+        "sizes_bytes": sizes,
+        "block_timeout_us": ctx.profile.engine.block_timeout_us,
+        "note": "PART rows retransmit on ERR or the profile's block timeout, whichever comes first. Touch/Pin rows: CPU cost at the destination, then a transfer into present pages. Counters (interrupts, ERRs, resent bytes) belong to the PART rows; for the other schemes they are those of the fault-free transfer.",
+    });
+    super::extend(&mut meta, tb.meta(&points));
     Ok(ExperimentOutput {
         table,
         plots: vec![PlotSpec::line(
@@ -93,11 +111,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             Some("scheme"),
         )
         .log(true, true)],
-        sim_events: events,
-        meta: json!({
-            "sizes_bytes": FAULT_SIZES,
-            "block_timeout_us": ctx.profile.engine.block_timeout_us,
-            "note": "PART rows retransmit on ERR or the profile's block timeout, whichever comes first. Touch/Pin rows: CPU cost at the destination, then a transfer into present pages. Counters (interrupts, ERRs, resent bytes) belong to the PART rows; for the other schemes they are those of the fault-free transfer.",
-        }),
+        sim_events: results.iter().map(|r| r.events).sum(),
+        meta,
     })
 }

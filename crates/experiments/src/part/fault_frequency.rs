@@ -5,21 +5,26 @@ use serde_json::json;
 use unpinned_core::os::PageInPolicy;
 use unpinned_core::rng::derive_seed;
 use unpinned_report::{PlotSpec, Table};
-use unpinned_sim::Residence;
 
-use super::harness::{one_write, par_map, WriteSetup, FAULT_SIZES};
+use super::sim_testbed::SimTestbed;
+use crate::testbed::{Missing, Scheme, Testbed, Write};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
+/// One line for `--list`.
+pub const DESCRIPTION: &str =
+    "Destination pages missing with probability f (0..100%): PIO vs PIA, mean of seeds, slowdown";
+
+/// `part-fault-frequency` on the simulator.
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-fault-frequency",
     system: "part",
-    description: "Destination pages missing with probability f (0..100%): PIO vs PIA, mean of seeds, slowdown",
+    description: DESCRIPTION,
     profile: crate::ProfileKind::Part,
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
     every_builtin_by_default: false,
-    run,
+    run: |ctx| run(ctx, &mut SimTestbed::new(&ctx.profile)),
 };
 
 const FAULT_PCT: [u32; 9] = [0, 1, 5, 10, 20, 40, 60, 80, 100];
@@ -34,14 +39,22 @@ crate::declare_params! {
             check: crate::params::int(1, 10_000),
             doc: "Seeds per (policy, size, fault rate); the table shows their mean",
         },
+        sizes: Vec<u64> {
+            default: "4096,16384,65536,262144,1048576,4194304",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 30),
+            doc: "Write sizes (the spec's sweep: 4 KiB .. 4 MiB)",
+        },
     }
 }
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let Params { seeds } = ctx.params()?;
+/// Run `part-fault-frequency` on `tb`: one write per (policy, size, rate, seed), the seed's
+/// missing pages drawn by [`crate::testbed::missing_pages`].
+pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError> {
+    let Params { seeds, sizes } = ctx.params()?;
     let mut points = Vec::new();
     for (pi, _) in POLICIES.iter().enumerate() {
-        for &size in &FAULT_SIZES {
+        for &size in &sizes {
             for &f in &FAULT_PCT {
                 for s in 0..seeds {
                     points.push((pi, size, f, s));
@@ -49,16 +62,19 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             }
         }
     }
-    let results = par_map(&points, ctx.progress, |&(pi, size, f, s)| {
-        let mut w = WriteSetup::new(
-            size,
-            derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")),
-        );
-        w.policy = POLICIES[pi];
-        w.dst = Residence::MissingWithProbability(f as f64 / 100.0);
-        one_write(&ctx.profile, &w)
-    });
-    let results = super::collect(results)?;
+    let writes: Vec<Write> = points
+        .iter()
+        .map(|&(pi, size, f, s)| Write {
+            missing: Missing::Fraction(f as f64 / 100.0),
+            policy: POLICIES[pi],
+            ..Write::new(
+                Scheme::Part,
+                size,
+                derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")),
+            )
+        })
+        .collect();
+    let results = tb.measure(&writes, ctx.progress)?;
     let mut table = Table::new(&[
         "policy",
         "size_bytes",
@@ -73,12 +89,12 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             .iter()
             .zip(&results)
             .filter(|(p, _)| (p.0, p.1, p.2) == (pi, size, f))
-            .map(|(_, r)| r.latency_us())
+            .map(|(_, r)| r.latency_us)
             .collect();
         v.iter().sum::<f64>() / v.len() as f64
     };
     for (pi, policy) in POLICIES.iter().enumerate() {
-        for &size in &FAULT_SIZES {
+        for &size in &sizes {
             let base = mean(pi, size, 0);
             for &f in &FAULT_PCT {
                 let m = mean(pi, size, f);
@@ -123,10 +139,12 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         .only("policy", "pia")
         .suffix("pia-latency"),
     );
+    let mut meta = json!({ "fault_pct": FAULT_PCT, "sizes_bytes": sizes, "seeds": seeds, "retransmission": "ERR or the profile's block timeout" });
+    super::extend(&mut meta, tb.meta(&writes));
     Ok(ExperimentOutput {
         table,
         plots,
         sim_events: events,
-        meta: json!({ "fault_pct": FAULT_PCT, "sizes_bytes": FAULT_SIZES, "seeds": seeds, "retransmission": "ERR or the profile's block timeout" }),
+        meta,
     })
 }

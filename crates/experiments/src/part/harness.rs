@@ -82,29 +82,17 @@ impl WriteResult {
 
 /// Run one write from node 0 to node 1 on `profile`; invariants are checked throughout.
 pub fn one_write(profile: &Profile, w: &WriteSetup) -> Result<WriteResult, ExperimentError> {
-    let mut profile = profile.clone();
-    if let Some(t) = w.timeout_us {
-        profile.engine.block_timeout_us = t;
-    }
-    let mut cfg = SimConfig::two_nodes(profile, w.seed);
-    cfg.policy = w.policy;
-    cfg.send_err = w.send_err;
-    let mut sim = Sim::new(cfg);
-    sim.map(0, 1, SRC, w.size, w.src);
-    sim.fill_random(0, 1, SRC, w.size);
-    sim.map(1, 1, DST, w.size, w.dst);
-    let key = sim.expose(1, 1, DST, w.size, Perms::W);
-    let wr = WorkRequest {
-        wr_id: 1,
-        op: Op::Write,
-        peer: 1,
-        local_pdid: 1,
-        local_addr: SRC,
-        remote_pdid: 1,
-        remote_addr: DST,
-        rkey: key,
-        len: w.size,
-    };
+    one_write_missing(profile, w, &[])
+}
+
+/// [`one_write`], with the destination pages flagged in `missing` (one flag per page,
+/// `true` = missing; see [`crate::testbed::missing_pages`]) evicted before the write.
+pub fn one_write_missing(
+    profile: &Profile,
+    w: &WriteSetup,
+    missing: &[bool],
+) -> Result<WriteResult, ExperimentError> {
+    let (mut sim, wr) = setup_write(profile, w, missing);
     sim.post(sim.now(), 0, wr);
     sim.run_until_idle(Duration::from_ms(60_000))
         .map_err(|e| ExperimentError::Sim(e.to_string()))?;
@@ -122,6 +110,38 @@ pub fn one_write(profile: &Profile, w: &WriteSetup) -> Result<WriteResult, Exper
         dst: sim.stats(1),
         events: sim.events(),
     })
+}
+
+/// The simulation of [`one_write_missing`] before the write is posted, and the write.
+pub fn setup_write(profile: &Profile, w: &WriteSetup, missing: &[bool]) -> (Sim, WorkRequest) {
+    let mut profile = profile.clone();
+    if let Some(t) = w.timeout_us {
+        profile.engine.block_timeout_us = t;
+    }
+    let mut cfg = SimConfig::two_nodes(profile, w.seed);
+    cfg.policy = w.policy;
+    cfg.send_err = w.send_err;
+    let mut sim = Sim::new(cfg);
+    sim.map(0, 1, SRC, w.size, w.src);
+    sim.fill_random(0, 1, SRC, w.size);
+    sim.map(1, 1, DST, w.size, w.dst);
+    let page = unpinned_core::memory::PAGE_BYTES;
+    for (p, _) in missing.iter().enumerate().filter(|(_, &m)| m) {
+        sim.evict(1, 1, DST + p as u64 * page, page);
+    }
+    let key = sim.expose(1, 1, DST, w.size, Perms::W);
+    let wr = WorkRequest {
+        wr_id: 1,
+        op: Op::Write,
+        peer: 1,
+        local_pdid: 1,
+        local_addr: SRC,
+        remote_pdid: 1,
+        remote_addr: DST,
+        rkey: key,
+        len: w.size,
+    };
+    (sim, wr)
 }
 
 /// Pages spanned by a buffer of `size` bytes starting page-aligned.

@@ -1,48 +1,69 @@
 //! `part-latency`: no network faults; latency vs size for Transfer-Only, Touch-Pres,
-//! Touch-NoPres, Pin-Pres and Pin-NoPres.
+//! Touch-NoPres, Pin-Pres and Pin-NoPres. Written once over a [`Testbed`].
 
 use serde_json::json;
-use unpinned_core::os::cpu;
-use unpinned_core::time::Duration;
 use unpinned_report::{PlotSpec, Table};
 
-use super::harness::{one_write, pages, par_map, WriteSetup};
+use super::sim_testbed::SimTestbed;
+use crate::testbed::{Scheme, Testbed, Write};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
+/// One line for `--list`.
+pub const DESCRIPTION: &str =
+    "Latency vs size without network faults: Transfer-Only, Touch-Pres/NoPres, Pin-Pres/NoPres";
+
+/// `part-latency` on the simulator.
 pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "part-latency",
     system: "part",
-    description:
-        "Latency vs size without network faults: Transfer-Only, Touch-Pres/NoPres, Pin-Pres/NoPres",
+    description: DESCRIPTION,
     profile: crate::ProfileKind::Part,
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
     fixed: &[],
     every_builtin_by_default: false,
-    run,
+    run: |ctx| run(ctx, &mut SimTestbed::new(&ctx.profile)),
 };
 
 crate::declare_params! {
-    /// Parameters: none (the size sweep is the spec's).
-    pub struct Params {}
+    /// Parameters of `part-latency`.
+    pub struct Params {
+        sizes: Vec<u64> {
+            default: "64,256,1024,4096,16384,65536,262144,1048576,4194304",
+            unit: "bytes",
+            check: crate::params::int(1, 1 << 30),
+            doc: "Write sizes (the spec's sweep: 64 B .. 4 MiB)",
+        },
+        reps: usize {
+            default: "11",
+            unit: "",
+            check: crate::params::int(1, 10_000),
+            doc: "Repetitions per point, median (live; the simulator is deterministic and runs one)",
+        },
+    }
 }
 
-const SCHEMES: [&str; 5] = [
-    "transfer-only",
-    "touch-pres",
-    "touch-nopres",
-    "pin-pres",
-    "pin-nopres",
+const SCHEMES: [Scheme; 5] = [
+    Scheme::TransferOnly,
+    Scheme::TouchPres,
+    Scheme::TouchNoPres,
+    Scheme::PinPres,
+    Scheme::PinNoPres,
 ];
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let Params {} = ctx.params()?;
-    let sizes: Vec<u64> = (0..=8).map(|i| 64u64 << (2 * i)).collect(); // 64 B .. 4 MiB
-    let results = par_map(&sizes, ctx.progress, |&size| {
-        one_write(&ctx.profile, &WriteSetup::new(size, ctx.seed))
-    });
-    let results = super::collect(results)?;
-    let cpu = &ctx.profile.cpu;
+/// Run `part-latency` on `tb`.
+pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError> {
+    let Params { sizes, reps } = ctx.params()?;
+    let writes: Vec<Write> = sizes
+        .iter()
+        .flat_map(|&size| {
+            SCHEMES.map(|scheme| Write {
+                reps,
+                ..Write::new(scheme, size, ctx.seed)
+            })
+        })
+        .collect();
+    let results = tb.measure(&writes, ctx.progress)?;
     let mut table = Table::new(&[
         "scheme",
         "size_bytes",
@@ -50,28 +71,20 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "cpu_us",
         "transfer_us",
     ]);
-    let mut events = 0;
-    for (size, r) in sizes.iter().zip(&results) {
-        events += r.events;
-        let n = pages(*size);
-        for scheme in SCHEMES {
-            let cpu_cost = match scheme {
-                "transfer-only" => Duration::ZERO,
-                "touch-pres" => cpu::touch(cpu, n, true),
-                "touch-nopres" => cpu::touch(cpu, n, false),
-                "pin-pres" => cpu::mlock(cpu, n, true) + cpu::munlock(cpu, n),
-                _ => cpu::mlock(cpu, n, false) + cpu::munlock(cpu, n),
-            };
-            let total = cpu_cost + r.latency;
-            table.push(vec![
-                scheme.into(),
-                (*size).into(),
-                total.as_us_f64().into(),
-                cpu_cost.as_us_f64().into(),
-                r.latency_us().into(),
-            ]);
-        }
+    for (w, r) in writes.iter().zip(&results) {
+        table.push(vec![
+            w.scheme.name().into(),
+            w.size.into(),
+            r.latency_us.into(),
+            r.cpu_us.into(),
+            r.transfer_us.into(),
+        ]);
     }
+    let mut meta = json!({
+        "sizes_bytes": sizes,
+        "note": "Touch/Pin costs are charged at the destination buffer (the side that would fault) before the transfer; Pin adds munlock after. The transfer itself finds every page present.",
+    });
+    super::extend(&mut meta, tb.meta(&writes));
     Ok(ExperimentOutput {
         table,
         plots: vec![PlotSpec::line(
@@ -81,10 +94,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             Some("scheme"),
         )
         .log(true, true)],
-        sim_events: events,
-        meta: json!({
-            "sizes_bytes": sizes,
-            "note": "Touch/Pin costs are charged at the destination buffer (the side that would fault) before the transfer; Pin adds munlock after. The transfer itself finds every page present.",
-        }),
+        sim_events: results.iter().map(|r| r.events).sum(),
+        meta,
     })
 }

@@ -6,15 +6,16 @@
 //! transfer then finds the pages present.
 
 pub mod harness;
+pub mod sim_testbed;
 
 pub mod apps;
 mod breakdown;
-mod fault_all;
-mod fault_frequency;
-mod fault_small;
+pub mod fault_all;
+pub mod fault_frequency;
+pub mod fault_small;
 mod isend;
-mod latency;
-mod timeout;
+pub mod latency;
+pub mod timeout;
 
 use crate::ExperimentSpec;
 
@@ -37,4 +38,14 @@ pub(crate) fn collect<R>(
     results: Vec<Result<R, crate::ExperimentError>>,
 ) -> Result<Vec<R>, crate::ExperimentError> {
     results.into_iter().collect()
+}
+
+/// Add a backend's metadata ([`crate::testbed::Testbed::meta`]) to an experiment's.
+pub(crate) fn extend(
+    meta: &mut serde_json::Value,
+    more: serde_json::Map<String, serde_json::Value>,
+) {
+    if let Some(m) = meta.as_object_mut() {
+        m.extend(more);
+    }
 }

@@ -1,7 +1,8 @@
 //! The live experiments (issue 3, item 9): `unpinned live EXPERIMENT`.
 //!
-//! The PART experiments keep the simulator's names and CSV columns (crates/experiments/src/
-//! part/) so that live and simulated tables can be compared column for column; `live-hol`,
+//! The PART experiments part-latency, -fault-small, -fault-all, -fault-frequency and -timeout
+//! are the simulator's, written once over a testbed ([`part`], [`testbed::LiveTestbed`]), so
+//! live and simulated tables have the same columns; `live-hol`,
 //! `live-stale` and `live-peers` exist only live. The Active Access `aa-dht-link` keeps the
 //! simulator's name and columns (plus `driver`); `aa-notify` exists only live (issue 5).
 //! `dsm-roundtrip` and `dsm-protect` measure the live DSM (crates/dsm-live); `dsm-apps` and
@@ -20,15 +21,12 @@ mod aa_notify;
 mod dsm_apps;
 mod dsm_protect;
 mod dsm_roundtrip;
-mod fault_all;
-mod fault_frequency;
-mod fault_small;
 pub mod hol;
-mod latency;
+pub mod part;
 pub mod peers;
 pub mod residency;
 pub mod stale;
-mod timeout;
+pub mod testbed;
 mod vs_sim;
 
 use std::path::PathBuf;
@@ -49,11 +47,11 @@ pub use unpinned_experiments::{ExperimentOutput, RunContext};
 /// The live experiments, in report order.
 pub fn specs() -> Vec<&'static ExperimentSpec> {
     vec![
-        &latency::SPEC,
-        &fault_small::SPEC,
-        &fault_all::SPEC,
-        &fault_frequency::SPEC,
-        &timeout::SPEC,
+        &part::LATENCY,
+        &part::FAULT_SMALL,
+        &part::FAULT_ALL,
+        &part::FAULT_FREQUENCY,
+        &part::TIMEOUT,
         &hol::SPEC,
         &stale::SPEC,
         &residency::SPEC,
@@ -324,21 +322,6 @@ pub fn present(len: usize) -> Result<Mapping, ExperimentError> {
     unsafe { crate::schemes::touch_pages(m.ptr(), m.len()) };
     Ok(m)
 }
-
-/// A size list parameter (`--set exp.sizes=4096,65536`), or `default`.
-pub fn sizes_param(ctx: &RunContext, default: &[u64]) -> Result<Vec<u64>, ExperimentError> {
-    match ctx.params.get("sizes") {
-        None => Ok(default.to_vec()),
-        Some(v) => v
-            .split(',')
-            .map(|s| s.trim().parse::<u64>().ok().filter(|&n| n > 0))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| ExperimentError::BadParam("sizes".into(), v.clone())),
-    }
-}
-
-/// The simulator's fault size sweep: 4, 16, 64, 256 KiB, 1 and 4 MiB.
-pub const FAULT_SIZES: [u64; 6] = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
 
 #[cfg(test)]
 mod ring_tests {

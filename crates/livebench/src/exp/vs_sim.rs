@@ -1,14 +1,19 @@
 //! `live-vs-sim`: how well the simulator, given this machine's calibrated component costs
 //! (`unpinned calibrate`, [`crate::calibrate::to_profile`]), predicts the live runtime.
-//! `part-latency` and `part-fault-all` run live and in the simulator with the calibrated
-//! profile and the live engine parameters; rows are joined on (scheme, size).
+//! `part-latency` and `part-fault-all`, each written once over a testbed, run on the live
+//! runtime and on the simulator (the calibrated profile with the live engine parameters):
+//! the same grid gives two tables of one schema, joined row by row on (scheme, size).
 
 use serde_json::json;
 use unpinned_core::profile::Profile;
+use unpinned_experiments::part::sim_testbed::SimTestbed;
+use unpinned_experiments::part::{fault_all, latency};
+use unpinned_experiments::testbed::Testbed;
 use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 use unpinned_report::{PlotSpec, Table};
 
 use super::fail;
+use super::testbed::LiveTestbed;
 
 /// `live-vs-sim`.
 pub static SPEC: ExperimentSpec = ExperimentSpec {
@@ -20,8 +25,14 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     ..ExperimentSpec::LIVE
 };
 
+/// An experiment written once over a testbed.
+type OnTestbed = fn(&RunContext, &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError>;
+
 /// Experiments compared.
-const COMPARED: [&str; 2] = ["part-latency", "part-fault-all"];
+const COMPARED: [(&str, OnTestbed); 2] = [
+    ("part-latency", latency::run),
+    ("part-fault-all", fault_all::run),
+];
 
 /// The calibrated profile: `exp.calibration=FILE` (from `unpinned calibrate`), else measured
 /// now. The engine section is the live one (block and packet size, timeouts).
@@ -46,15 +57,41 @@ pub fn calibrated(ctx: &RunContext) -> Result<(Profile, String), ExperimentError
     Ok(p)
 }
 
-fn rows(t: &Table) -> Vec<(String, u64, f64)> {
-    let (s, z, l) = (t.col("scheme"), t.col("size_bytes"), t.col("latency_us"));
-    let (Some(s), Some(z), Some(l)) = (s, z, l) else {
-        return Vec::new();
+/// Join two tables of one schema, row by row: (scheme, size, live us, simulated us).
+fn join(
+    name: &str,
+    live: &Table,
+    sim: &Table,
+) -> Result<Vec<(String, u64, f64, f64)>, ExperimentError> {
+    if live.columns != sim.columns || live.rows.len() != sim.rows.len() {
+        return Err(fail(format!(
+            "{name}: the live and simulated tables differ in schema or rows ({:?} x {} vs {:?} x {})",
+            live.columns,
+            live.rows.len(),
+            sim.columns,
+            sim.rows.len()
+        )));
+    }
+    let (Some(s), Some(z), Some(l)) = (
+        live.col("scheme"),
+        live.col("size_bytes"),
+        live.col("latency_us"),
+    ) else {
+        return Err(fail(format!(
+            "{name}: no scheme, size_bytes or latency_us column"
+        )));
     };
-    t.rows
-        .iter()
-        .filter_map(|r| Some((r[s].to_text(), r[z].as_f64()? as u64, r[l].as_f64()?)))
-        .collect()
+    let mut out = Vec::new();
+    for (a, b) in live.rows.iter().zip(&sim.rows) {
+        let key = (a[s].to_text(), a[z].to_text());
+        if key != (b[s].to_text(), b[z].to_text()) {
+            return Err(fail(format!("{name}: row {key:?} has no simulated twin")));
+        }
+        if let (Some(size), Some(lv), Some(sv)) = (a[z].as_f64(), a[l].as_f64(), b[l].as_f64()) {
+            out.push((key.0, size as u64, lv, sv));
+        }
+    }
+    Ok(out)
 }
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
@@ -68,34 +105,30 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "ratio",
     ]);
     let mut events = 0;
-    for (i, name) in COMPARED.iter().enumerate() {
-        let live_spec =
-            super::find(name).ok_or_else(|| fail(format!("{name} is not a live experiment")))?;
-        let sim_spec = unpinned_experiments::find(name)
-            .ok_or_else(|| fail(format!("{name} is not a simulator experiment")))?;
-        let live = (live_spec.run)(ctx)?;
-        let quiet = |_: u64, _: u64| {};
-        let sim_ctx = RunContext {
+    // The compared experiments' own parameters (exp.sizes, exp.reps) go to both backends.
+    let mut params = ctx.params.clone();
+    params.remove("calibration");
+    let quiet = |_: u64, _: u64| {};
+    for (i, (name, run)) in COMPARED.iter().enumerate() {
+        let on = |profile: &Profile| RunContext {
             profile: profile.clone(),
             kind_profile: None,
             seed: ctx.seed,
-            params: Default::default(),
+            params: params.clone(),
             progress: &quiet,
         };
-        let sim = (sim_spec.run)(&sim_ctx)?;
+        let live = run(&on(&ctx.profile), &mut LiveTestbed::new(&ctx.profile))?;
+        let sim = run(&on(&profile), &mut SimTestbed::new(&profile))?;
         events += sim.sim_events;
-        let sim_rows = rows(&sim.table);
-        for (scheme, size, live_us) in rows(&live.table) {
-            if let Some((_, _, sim_us)) = sim_rows.iter().find(|r| r.0 == scheme && r.1 == size) {
-                table.push(vec![
-                    (*name).into(),
-                    scheme.into(),
-                    size.into(),
-                    live_us.into(),
-                    (*sim_us).into(),
-                    (live_us / sim_us).into(),
-                ]);
-            }
+        for (scheme, size, live_us, sim_us) in join(name, &live.table, &sim.table)? {
+            table.push(vec![
+                (*name).into(),
+                scheme.into(),
+                size.into(),
+                live_us.into(),
+                sim_us.into(),
+                (live_us / sim_us).into(),
+            ]);
         }
         (ctx.progress)(i as u64 + 1, COMPARED.len() as u64);
     }
