@@ -1,4 +1,4 @@
-//! Active Access on the live runtime (spec active-access.md; issue 5): the IOMMU extension
+//! Active Access on the live runtime (spec active-access.md): the IOMMU extension
 //! for real, on the engine's memory path.
 //!
 //! - [`ActiveRuntime`]: a live runtime ([`unpinned_live::Runtime`]) with Active Access plugged
@@ -28,32 +28,15 @@
 //! Plain RMA and active accesses mix on one target: unmarked pages are untouched by all this,
 //! and while no page is marked the engine's accesses pass straight through (one atomic load).
 //!
-//! # Measured (development VM: 2 vCPUs shared with other jobs, load average ~12; release)
+//! # Notification and costs
 //!
-//! `unpinned live aa-notify` (2000 active puts, one at a time, shm; ranges over 4 runs):
-//! notification delay from publication by the engine thread to the handler taking the entry,
-//! and the handler thread's CPU time over its wall time:
-//!
-//! | handler                                  | p10          | median       | p90          | CPU     |
-//! |------------------------------------------|--------------|--------------|--------------|---------|
-//! | `Notify::Poll`                           | 0.9-2.5 us   | 2.5-6.3 us   | 2.8-26.7 us  | 11-21 % |
-//! | `Notify::Sleep` (futex at every entry)   | 11.1-11.6 us | 11.3-11.7 us | 11.7-12.0 us | 6-17 %  |
-//! | `Notify::Batch` (16 entries or 100 us)   | 114 us       | 144 us       | 153 us       | 4 %     |
-//!
-//! The polling handler yields every 256 empty polls, so on this oversubscribed host it does
-//! not hold a core (hence its modest CPU share and its tail); the futex wake-up costs a steady
-//! ~11 us; a batching handler leaves a lone entry waiting for its period. With three
-//! processes per 2 vCPUs (the multi-process tests) a handler that is not scheduled sees delays
-//! of milliseconds whichever the notification.
-//!
-//! `unpinned live aa-dht-link` (2000 inserts into the other rank's volume, 16 in flight,
-//! median of 5; ranges over 3-4 runs): RMA 24-73 k inserts/s without collisions, 9-13 k at
-//! 25% and 5.6-12.6 k at 50% (1, 2.25 and 3.51 remote operations per insert); AA with a
-//! polling handler 37-110 k inserts/s at every collision rate (one active put per insert),
-//! with a batching handler 37-181 k; with a handler woken at every entry the rate is bimodal
-//! on this host (12-26 k or 44-105 k), with no log back-pressure (0 stalls) and a final
-//! active flush under 5 ms: the per-entry futex wake on the engine thread and the context
-//! switches are the suspects, not confirmed.
+//! How the handler learns of a new entry is its choice ([`Notify`]): polling (yielding every
+//! 256 empty polls, so it does not hold a core on an oversubscribed host) is the fastest and
+//! costs a share of a core, a futex wake-up at every entry costs a steady wake-up latency and
+//! little CPU, and a batching handler leaves a lone entry waiting for its period. On a host
+//! with more processes than cores, a handler that is not scheduled delays entries whichever
+//! the notification. `unpinned live aa-notify` and `unpinned live aa-dht-link` measure them
+//! (results: docs/performance.md, "Active Access on the live runtime").
 
 #![warn(missing_docs)]
 

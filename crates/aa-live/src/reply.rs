@@ -24,20 +24,10 @@
 //! page, and the source's wait covers every log of the target; but each confirmation costs the
 //! target a write, and the handler must run (a target without a handler gives a timeout).
 //!
-//! # Measured (development VM: 2 vCPUs shared with other jobs; cargo's optimized test profile)
-//!
-//! One 8-byte active put then a flush, two runtimes in one process over the in-memory
-//! transport, polling handler (`tests/active_reply.rs` with `UNPINNED_REPLY_ROUNDS=1000`,
-//! median of 1000, 3 runs): IOMMU-held flush 39.9-40.6 us, reply flush 47.6-48.1 us. The
-//! reply adds a hop: the handler wakes the target's engine, which posts the reply write.
-//! Across 3 processes (shm, sleeping handler at 50 us per entry, 200 puts per rank), the
-//! flushes of one rank to its 2 peers took 24-37 ms, i.e. the handlers' backlog.
-//!
-//! `unpinned live aa-notify` (the CLI built with cargo's `test` profile, opt-level 2, not the
-//! LTO release; 500 rounds per flush kind, medians over 3 runs), IOMMU-held vs reply flush:
-//! polling handler 27-41 vs 15-47 us, sleeping handler 38-40 vs 27-30 us, batching handler
-//! (16 entries / 100 us) 152-154 vs 133-155 us. Neither kind is consistently faster on this
-//! host; the batching handler's period dominates both.
+//! The reply adds a hop (the handler wakes the target's engine, which posts the reply write),
+//! and across processes the flush waits for the handlers' backlog; neither kind of flush is
+//! consistently faster (measurements: docs/performance.md, "Active Access on the live
+//! runtime").
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
-//! The live DHT across real processes (issue 5, "done when the live DHT runs across
-//! processes"): every rank is `unpinned-live-aa dht`, which checks its volume against a
-//! sequential reference after concurrent inserts from all ranks, looks keys up with RMA gets
-//! and (AA) deletes with active puts. `UNPINNED_AA_KEYS` raises the keys per rank (default 300).
+//! The live DHT across real processes: every rank is `unpinned-live-aa dht`, which checks its
+//! volume against a sequential reference after concurrent inserts from all ranks, looks keys
+//! up with RMA gets and (AA) deletes with active puts. `UNPINNED_AA_KEYS` raises the keys per
+//! rank (default 300).
 
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ fn counter(n: u32, notify: &str, seed: &str) {
     assert!(r.success(), "{:?}", r.failures());
 }
 
-/// The access counter equals the true count (issue 5's test), across processes.
+/// The access counter equals the true count, across processes.
 #[test]
 fn access_counter_equals_the_true_count_three_processes() {
     counter(3, "sleep", "5");
@@ -73,7 +73,7 @@ fn loggets(n: u32, notify: &str, seed: &str) {
     assert!(r.success(), "{:?}", r.failures());
 }
 
-/// Logged gets replay to the same state (issue 5's test), across processes, while other
+/// Logged gets replay to the same state, across processes, while other
 /// ranks' puts keep changing the data behind the gets.
 #[test]
 fn logged_gets_replay_to_the_same_state_three_processes() {

@@ -1,4 +1,4 @@
-//! The Active Access and remote-atomic calls of the C ABI (`up_aa_*`, `up_atomic`; issue 5),
+//! The Active Access and remote-atomic calls of the C ABI (`up_aa_*`, `up_atomic`),
 //! thin wrappers over [`unpinned_aa_live::ActiveAccess`], [`Runtime::active_flush`] and
 //! [`Runtime::atomic`]. Documented in `include/unpinned.h`.
 //!

@@ -1,4 +1,4 @@
-//! The C ABI of the unpinned live runtime (issue 3, item 7 "APIs").
+//! The C ABI of the unpinned live runtime.
 //!
 //! `include/unpinned.h` is the hand-written header; this crate builds `libunpinned.a`
 //! (staticlib), `libunpinned.so` (cdylib) and an rlib (for the Rust tests). Every function is a

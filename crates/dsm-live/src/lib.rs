@@ -1,4 +1,4 @@
-//! The live Multiview DSM (issue 6, part 1): threads in several processes (ranks) share one
+//! The live Multiview DSM (spec dsm.md): threads in several processes (ranks) share one
 //! address space; page protection catches accesses; the sans-IO coherence protocol of
 //! `crates/dsm` moves minipages with PART RDMA writes of the live runtime and uses mailbox
 //! sends for control. The shared memory is never pinned: a page missing at the target is
@@ -45,28 +45,12 @@
 //! 200 ms; when the runtime gives up on the peer (retries exhausted), the rank prints
 //! `dsm-live rank R: rank P is unreachable ...` and exits with [`space::EXIT_PEER_FAILED`].
 
-//! # Measured (development VM: x86-64, 2 vCPUs shared with other jobs, load average ~11)
+//! # Costs
 //!
-//! Release builds, two ranks over shm. `unpinned live dsm-roundtrip` (control-message ping-pong,
-//! 3 rounds x 300 pings per context, two runs; median / p10 in us):
-//!
-//! | receiver context | run 1 median | run 2 median | p10 (both runs) |
-//! |------------------|--------------|--------------|-----------------|
-//! | progress         | 64           | 76           | 48              |
-//! | deferred         | 57           | 81           | 53-54           |
-//! | signal           | 61           | 86           | 55-56           |
-//! | polling          | 69           | 73           | 50-51           |
-//!
-//! The PART write and the engine loops dominate (~45-50 us); the context adds a few us at the
-//! low percentiles (signal: +7 us over progress) and is lost in scheduling noise at the median.
-//!
-//! `unpinned live dsm-protect` (RW -> RO of present, dirty pages; median us):
-//! `mprotect` per page 2.2 (1 page) / 14.5-24.6 (8 pages, 8 calls); one batched `mprotect`
-//! 2.2 / 2.1; userfaultfd write-protect 1.0 / 1.9.
-//!
-//! `dsm-live-selftest faultcost 400` (median iteration with a write fault served by the peer
-//! minus the median barrier; two runs per context): progress 134-139 us, deferred 151-165,
-//! signal 153-165, polling 89-124; a barrier of 2 ranks alone takes 130-195 us.
+//! A control message's round trip is dominated by the PART write and the engine loops; the
+//! handler context adds little next to them. `unpinned live dsm-roundtrip`, `unpinned live
+//! dsm-protect` and `dsm-live-selftest faultcost` measure the contexts, the ways to
+//! write-protect pages and a served write fault (results: docs/performance.md, "Live DSM").
 
 #![warn(missing_docs)]
 

@@ -22,8 +22,8 @@
 //! Both record the same apps in the same format, but they are not the same measurement:
 //! - **Computation** in a live trace is wall time between DSM events of a worker (it includes
 //!   time the worker was descheduled and the cost of handlers that ran on its CPU); the
-//!   tracing space uses the thread's CPU clock. On the 2-vCPU development machine with more
-//!   threads than CPUs, live computation is therefore larger.
+//!   tracing space uses the thread's CPU clock. With more threads than CPUs, live computation
+//!   is therefore larger.
 //! - **Faults** in a live trace are real protection faults of the workers; the tracing space
 //!   records a fault when a rank touches, through a range the app announces with
 //!   `SharedSpace::access`, a 4 KiB minipage it has no valid copy of in its software
@@ -35,11 +35,9 @@
 //!   accesses make further differences.
 //! - **Barriers and locks** are the app's own calls in both and agree exactly.
 //!
-//! Measured (SOR, small input, 2 ranks x 2 threads, debug build, loaded 2-vCPU VM): live 39
-//! faults (17 writes), 32 barrier records, 0.61 ms computation; tracing space 36 faults (17
-//! writes), 32 barrier records, 0.54 ms computation. The test
-//! `trace_totals_of_live_and_tracing_runs_agree_on_synchronisation` (tests/live.rs) prints
-//! them and asserts equal barrier and lock records and fault counts within a factor of 4.
+//! The test `trace_totals_of_live_and_tracing_runs_agree_on_synchronisation` (tests/live.rs)
+//! prints both totals and asserts equal barrier and lock records and fault counts within a
+//! factor of 4 (one run's numbers: docs/performance.md, "Live DSM").
 
 #![warn(missing_docs)]
 

@@ -1,4 +1,4 @@
-//! Remote atomics in the live API (issue 5): compare-and-swap, fetch-and-add and swap on a
+//! Remote atomics in the live API: compare-and-swap, fetch-and-add and swap on a
 //! 64-bit word a peer exposed read-write, executed by the peer's engine with a real atomic
 //! instruction ([`crate::memory::LiveMemory`]'s `Memory::atomic`), at most once even when the request
 //! or its response is lost (crates/part/src/atomics.rs).

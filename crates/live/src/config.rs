@@ -33,36 +33,21 @@ use crate::runtime::{LoopOptions, SPIN_YIELD_POLLS};
 /// - `engine.packet_bytes=16384`: one packet per 16 KiB block. The reference NI splits blocks
 ///   into 256 B link packets; here a packet is a copy through a ring slot or a datagram whose
 ///   fixed cost (headers, engine bookkeeping, ring hand-off, residency lookup) is per packet,
-///   not per byte. Was 4096 (measured then: 4 MiB writes 1.2 -> 1.9 GB/s against 256 B);
-///   with the payload read straight into the ring slot and no software CRC on shared memory,
-///   16 KiB packets (16 outstanding blocks then) moved 4 MiB at 4.4-5.4 GB/s against 3.3-3.7
-///   GB/s with 4 KiB packets and 8 outstanding blocks, interleaved `bench live` runs at load
-///   average ~5-7; with 16 KiB packets and 8 outstanding, 3.9-4.3 interleaved and 3.5-5.0 in
-///   the final runs at load ~10 (see `crates/livebench/src/bench.rs`). Blocks stay 16 KiB, so fault handling (PI4, resent
-///   bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine on loopback and LANs with
-///   IP fragmentation (set `engine.packet_bytes` lower for a lossy network).
+///   not per byte, so fewer, larger packets move more bytes per second. Blocks stay 16 KiB, so
+///   fault handling (PI4, resent bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine
+///   on loopback and LANs with IP fragmentation (set `engine.packet_bytes` lower for a lossy
+///   network).
 /// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
 ///   7: a descheduled process on a busy host is not a dead one.
 /// - `engine.max_outstanding_blocks=16`: the window must cover the bandwidth-delay product.
-///   Here an ACK comes back 5-10 us after its block's last packet (two thread hand-offs on a
-///   shared 2-vCPU VM) while a packet leaves every ~1-3 us; 2 blocks (32 KiB) stalled the
-///   sender at every ACK (4 MiB in 2.8 ms with 2, 1.1 ms with 8, 4 KiB packets then). With
-///   16 KiB packets, 16 blocks moved 4 MiB at 4.6-5.2 GB/s against 3.9-4.3 with 8 (three
-///   interleaved `bench live` runs each), but the 3-rank shm test of `tests/multiproc.rs`
-///   then failed in 7 of 44 runs (two at a time, load average ~10) and in none of 52 with 8.
-///   Cause, found since: the engine counted every *block* timer against `max_timeouts`, so
-///   one silent period of a descheduled peer cost a 16-block window 16 of its 30 timeouts,
-///   and ~20 ms of silence failed the transfer (`RetryExceeded`; the failing rank then exited
-///   and its peers saw the rest). Silent *periods* are counted now (crates/part
-///   `requester.rs`): with 16 blocks the test passed 75 of 75 runs three at a time (load
-///   ~9), against 9 failures in 60 runs two at a time before. Measured again (branch
-///   `livemem`, `examples/check_cost` 4 MiB and 1 MiB, 30 rounds, four interleaved runs of 8,
-///   16 and 32 at load ~4): 4 MiB PART writes took 963 / 786 / 793 / 945 us with 8 and
-///   773 / 689 / 651 / 940 us with 16 (faster in each of the four rounds; 32: 684-856 us, no
-///   better than 16); 1 MiB alike within noise. A later set at load ~1.2 (three rounds,
-///   4 MiB) gave no clear order: 483-852 us with 8, 468-715 with 16, 498-716 with 32. 16 is
-///   the default since: never worse in the sets measured, and more slack for a descheduled
-///   target.
+///   Here an ACK comes back after two thread hand-offs, several packet times after its
+///   block's last packet, so a window of 2 blocks stalls the sender at every ACK. 16 was never
+///   worse than 8 or 32 in the sets measured, and leaves more slack for a descheduled target.
+///   Silent *periods* of a peer, not block timers, count against `max_timeouts` (crates/part
+///   `requester.rs`), so a wide window does not use up the timeouts of one silent period.
+///
+/// Measurements behind these values: docs/performance.md, "Live runtime: the default
+/// profile".
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",

@@ -226,7 +226,7 @@ pub fn run(
 /// After a batch, the thread polls for the next record (yielding the core between polls) this
 /// long before it blocks: faults come in bursts (one record per faulting block attempt, blocks
 /// of one transfer fault one after another), and waking a blocked thread costs tens of
-/// microseconds on a loaded VM, more than a small page-in.
+/// microseconds on a loaded host, more than a small page-in.
 pub const POLL_AFTER_BATCH: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// The next record: polled for [`POLL_AFTER_BATCH`], then waited for; `None` once the channel

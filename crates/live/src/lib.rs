@@ -1,5 +1,5 @@
 //! The live runtime of unpinned: PART between real processes, on real memory, with real page
-//! faults (issue 3).
+//! faults.
 //!
 //! The same sans-IO [`unpinned_part::PartEngine`] the simulator drives runs here, driven by
 //! the application's own threads when they post or wait, and by a progress thread per process
@@ -24,25 +24,10 @@
 //! not present when a packet arrives is answered with a page-fault NACK, brought in by the
 //! page-in thread, and retransmitted after an ERR, exactly as in the spec (part.md).
 //!
-//! # Measured costs (development VM: x86-64, 2 vCPUs, Linux 6.18, no swap)
-//!
-//! From `unpinned run -n 2 [--transport udp] -- unpinned-live-selftest bench` (release build,
-//! forth-arm engine geometry: 16 KiB blocks, 256 B packets, 2 outstanding blocks, i.e. before
-//! the live default became 4 KiB, then 16 KiB, packets (see `api::LIVE_DEFAULTS`); medians of five runs,
-//! which vary by 2-3x on this shared VM):
-//!
-//! | what                                             | shm          | udp          |
-//! |--------------------------------------------------|--------------|--------------|
-//! | residency check per page (pagemap, windowed)     | ~50 ns (1-entry pread ~1.0 us, window hit ~4 ns) | |
-//! | 8 B write latency, page present                  | 13-38 us     | ~26 us       |
-//! | 4 KiB write, page present                        | ~30 us       | 67-95 us     |
-//! | 4 KiB write into a missing page, end to end      | 65-88 us     | 157-170 us   |
-//! | 4 MiB write, pages present                       | 4.7-13 ms (330-900 MB/s) | ~59 ms (72 MB/s) |
-//! | 4 KiB write into a file-backed page, no PTE, cache dropped at start | 92-95 us | |
-//! | 4 MiB write, all pages missing (PIA, ERR)        | 6-21 ms      | ~60 ms       |
-//!
-//! The missing-page path adds one page-fault NACK, a page-in (`MADV_POPULATE_WRITE`, a few us
-//! per page), one ERR and the block's retransmission: about 35-40 us over shared memory.
+//! A write into a missing page costs, beyond a write into a present one, one page-fault NACK,
+//! a page-in (`MADV_POPULATE_WRITE`), one ERR and the block's retransmission. What each path
+//! costs: `unpinned bench live`, and docs/performance.md ("Live runtime: first costs" and the
+//! sections after it).
 
 #![warn(missing_docs)]
 

@@ -8,15 +8,15 @@
 //!
 //! # Mechanism: one `PAGEMAP_SCAN` per window of a range, pagemap entries as the fallback
 //!
-//! Since issue 3's speed work the first question for an access is answered by the
+//! The first question for an access is answered by the
 //! `PAGEMAP_SCAN` ioctl ([`unpinned_os::scan`], Linux 6.7+): one call returns how far the pages from
 //! the accessed one on are good (present; for a write, not the zero page), looking
 //! [`SCAN_AHEAD_BYTES`] ahead, and that *range verdict* answers the next packets of the same
 //! transfer with two comparisons while it is trusted (the same [`RESIDENCY_TTL`] rule as the
-//! windows below; dropped by [`LiveMemory::forget`] and bad-page marks). A 4 MiB transfer
-//! costs 16-32 scans per side (the TTL ends most verdicts) instead of 32 or more `pread`s of
-//! 32 entries; a scan of 4 MiB costs 3.8 us against 29 us for `pread`ing its 1024 entries
-//! (C test, median of 51). Only the pages at and after a bad one, and every write once the process has
+//! windows below; dropped by [`LiveMemory::forget`] and bad-page marks). A scan answers a
+//! whole range in one system call where the pagemap entries take one `pread` per window, so a
+//! large transfer costs a handful of scans per side (the TTL ends most verdicts) instead of
+//! many `pread`s. Only the pages at and after a bad one, and every write once the process has
 //! forked (the scan cannot see copy-on-write sharing, see [`unpinned_os::scan`]), go through the
 //! pagemap entries described next. `memory.pagemap_scan = false` ([`LiveMemory::set_scan`])
 //! switches the scan off.
@@ -40,11 +40,11 @@
 //! private anonymous memory (anonymity read at `expose`) and local buffers of posts of at least
 //! [`LOCAL_WATCH_MIN_BYTES`] that are private anonymous (checked when registered; at most
 //! [`LOCAL_WATCH_MAX`], the oldest unregistered first), each registered at its
-//! [`REGISTER_AFTER_SCANS`]-th scan (a registration costs ~10 us and takes the mmap lock for
-//! writing; a one-shot small exposure never pays it). A watched verdict scans ahead up to the
-//! end of the watched range ([`WATCHED_SCAN_AHEAD_BYTES`]): a 4 MiB write into a watched
-//! exposure from a watched source costs no scan at all once both are registered (23-32 per
-//! side per write before). Revoking an exposure unregisters it.
+//! [`REGISTER_AFTER_SCANS`]-th scan (a registration is a system call that takes the mmap lock
+//! for writing; a one-shot small exposure never pays it). A watched verdict scans ahead up to
+//! the end of the watched range ([`WATCHED_SCAN_AHEAD_BYTES`]): a 4 MiB write into a watched
+//! exposure from a watched source costs no scan at all once both are registered. Revoking an
+//! exposure unregisters it.
 //!
 //! What keeps the TTL rule: file and shared mappings (page-cache eviction sends no event),
 //! anonymous memory while the system has an active swap area (reclaim to swap sends none;
@@ -56,9 +56,8 @@
 //! then meets at most one transient minor fault, resolved by the kernel. `memory.residency_cache = false`
 //! ([`LoopOptions::residency_cache`](crate::runtime::LoopOptions::residency_cache)) switches the cache off.
 //!
-//! Measured (`unpinned live live-residency --set exp.rounds=60`, three runs at load 4.5-4.8
-//! on the 2-vCPU VM; median of the runs' PART / Transfer-Only ratios of median latency):
-//! 64 KiB 0.95 (TTL rule 1.25), 256 KiB 0.95 (1.15), 1 MiB 0.86 (1.27), 4 MiB 1.02 (1.29).
+//! `unpinned live live-residency` compares the cache with the TTL rule and Transfer-Only
+//! (measurements: docs/performance.md, "Live runtime: residency checks").
 //!
 //! Candidates considered for the per-page answer:
 //!
@@ -92,23 +91,19 @@
 //!   then takes the CPU fault the check tries to avoid (or `SIGSEGV` for a broken `expose`
 //!   promise, as below).
 //!
-//! Measured on the development machine (before the time bound; windows of 16 entries then) (x86-64 VM, 2 vCPUs, Linux 6.18, [`bench_residency`]
-//! over 4096 present pages): a one-entry `pread` of pagemap costs about **1.0 us per page**; a
-//! 64-entry window read costs about **50 ns per page** (one ~3 us syscall per 64 pages; the
-//! window is now [`WINDOW_PAGES`] = 16 entries, eight windows per turn); a
-//! lookup that hits the turn window about **4 ns**; `mincore` of one page about 1.0 us. A
-//! stream of 256-byte data packets therefore pays one syscall per 64 pages (256 KiB) instead of
-//! one per packet: at ~1 GB/s over shared memory the check costs ~5% of the time per byte.
+//! The cost of a window read is the system call, not the entries: a stream of small data
+//! packets pays one system call per window instead of one per packet, and a lookup that hits
+//! the window is a few comparisons ([`bench_residency`] measures it; results in
+//! docs/performance.md, "Live runtime: residency checks").
 //!
 //! # Page-in on access (small writes into anonymous memory)
 //!
 //! [`LiveMemory::set_fill`]: a remote write whose whole transfer is at most a few pages
 //! (`LoopOptions::fill_on_access_max_pages`, off by default, opt-in e.g. 4) and whose missing pages lie in a
 //! private anonymous exposure is paged in by the engine itself with `MADV_POPULATE_WRITE`
-//! (a zero-fill minor fault, ~4-6 us per page on the development VM under load) and written
-//! at once. The protocol's path for the same fault was a page-fault NACK, the same inline
-//! page-in, an ERR and the block's retransmission: one round trip more (4 KiB into a missing
-//! page: 20-30 us instead of 40-43 us in `bench live`). File-backed memory (a disk read) and
+//! (a zero-fill minor fault) and written at once. The protocol's path for the same fault is a
+//! page-fault NACK, the same inline page-in, an ERR and the block's retransmission: one round
+//! trip more (`bench live` measures both). File-backed memory (a disk read) and
 //! larger transfers (the page-in would hold every other transfer) keep the NACK path.
 //!
 //! # The race that remains
@@ -117,9 +112,9 @@
 //! another thread). Then the CPU takes the fault the check tried to avoid: for reclaim it is an
 //! ordinary (major or minor) fault that the kernel resolves transparently, only slower; for an
 //! `munmap` of memory under an outstanding transfer the process gets `SIGSEGV`, as it would
-//! with any RDMA implementation writing into memory the application gave back. On this machine
-//! there is no swap, so anonymous pages are never reclaimed; file-backed pages can be dropped by
-//! the kernel at any time (that path is a major fault, resolved by the kernel).
+//! with any RDMA implementation writing into memory the application gave back. Without swap,
+//! anonymous pages are never reclaimed; file-backed pages can be dropped by the kernel at any
+//! time (that path is a major fault, resolved by the kernel).
 //!
 //! Changing the protection of exposed memory whose pages are present (`mprotect(PROT_NONE)`)
 //! is not detected either: x86 keeps such PTEs "present" in pagemap, and the copy would raise
@@ -146,18 +141,12 @@ pub use unpinned_os::maps::{check_mapped, check_mapped_kind, is_mapped, MapsErro
 /// The PDID of "this process" unless configured otherwise.
 pub const LOCAL_PDID: Pdid = 1;
 
-/// Pagemap entries fetched by one `pread` (a 128-byte read covering 64 KiB of address space).
-/// Was 64: a `pread` costs about 1 us plus ~35 ns per entry, and a turn of 32 packets of
-/// 256 B needs 2-3 pages, so 64 entries wasted ~2 us per turn (PART took 1.2-1.9x the time of
-/// Transfer-Only on present memory in `unpinned bench live`; with 16, 0.9-1.3x).
-///
-/// Now 32: one turn moves at most 32 packets (`LoopOptions::batch`), and with 4 KiB packets
-/// that is 32 pages, so one read covers a turn. On the loaded 2-vCPU VM the syscall, not the
-/// entries, is the cost (`bench_residency`: a 1-entry `pread` 4.2 us, a 32-entry one 3.7 us,
-/// i.e. 114 ns per page). 64 entries trusted for 100 us halved the reads of a 4 MiB write
-/// (16-20 per side instead of 32), but made no difference measurable above this VM's noise
-/// (interleaved `bench live` runs of both configurations ranged 0.7-5.3 GB/s), so the
-/// shorter staleness bound was kept.
+/// Pagemap entries fetched by one `pread` (a 256-byte read covering 128 KiB of address space).
+/// One turn moves at most 32 packets (`LoopOptions::batch`), and with 4 KiB packets that is
+/// 32 pages, so one read covers a turn. The system call, not the entries, is the cost; larger
+/// windows trusted for longer read less often but gave no measurable gain, so the shorter
+/// staleness bound was kept (history and measurements: docs/performance.md, "Live runtime:
+/// residency checks").
 pub const WINDOW_PAGES: usize = 32;
 
 /// How long a pagemap window stays trusted (see the module doc): windows read longer ago are
@@ -230,7 +219,7 @@ pub struct MemStats {
 }
 
 /// How the engine reaches application memory: PART's residency check, or one of the two
-/// baselines of issue 3 ("same engine, same benchmark") that skip it.
+/// baselines of the spec's comparison (part.md, validation.md) that skip it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MemoryMode {
     /// PART: check every page (pagemap) before the copy; a missing page is answered
@@ -261,13 +250,12 @@ impl MemoryMode {
 /// Pagemap windows kept per turn (replaced round robin).
 const WINDOWS: usize = 8;
 
-/// How far past an access one `PAGEMAP_SCAN` looks (see [`unpinned_os::scan`]): 256 KiB, 64 pages,
-/// about 1.1 us per scan on the development VM (0.9 us per call + 3 ns per page). The packets
-/// that follow in the same transfer find their pages in the verdict while it is trusted
-/// ([`RESIDENCY_TTL`], 20 us): even at this machine's memcpy bound (~20 GB/s) the engine moves
-/// at most ~400 KiB in that time, and a scan that looks further only spends the per-page part
-/// for nothing (with 1 MiB: 32 scans per side for a 4 MiB write, most verdicts ended by the
-/// TTL, not by their end).
+/// How far past an access one `PAGEMAP_SCAN` looks (see [`unpinned_os::scan`]): 256 KiB, 64 pages.
+/// A scan costs one system call plus a small cost per page. The packets that follow in the
+/// same transfer find their pages in the verdict while it is trusted ([`RESIDENCY_TTL`],
+/// 20 us): even at memcpy speed the engine moves a few hundred KiB in that time, and a scan
+/// that looks further only spends the per-page part for nothing (most verdicts would end by
+/// the TTL, not by their end).
 pub const SCAN_AHEAD_BYTES: u64 = 256 << 10;
 
 /// Range verdicts of scans kept at once (concurrent transfers are served round robin, as for
@@ -305,7 +293,7 @@ impl Verdict {
 pub const REGISTER_AFTER_SCANS: u32 = 3;
 
 /// How far past an access one scan looks inside a watched range: its verdict lives until an
-/// event, so the whole range (up to this) is worth one scan (~3 ns per page).
+/// event, so the whole range (up to this) is worth one scan (a few ns per page).
 pub const WATCHED_SCAN_AHEAD_BYTES: u64 = 64 << 20;
 
 /// What became of an exposure for the cache.
@@ -320,10 +308,10 @@ enum WatchState {
 }
 
 /// Local buffers of posts (a write's source, a read's destination) at least this long are
-/// candidates for the cache too. A transfer of 256 KiB or more outlives a verdict under the
-/// TTL rule (20 us at ~5 GB/s is ~100 KiB), so its source was scanned again and again (23-32
-/// scans per 4 MiB write at the sender here, against 0 at the target once watched); a
-/// 64 KiB write costs one scan (~2 us) per write, several percent of its time. Smaller
+/// candidates for the cache too. A large transfer outlives a verdict under the TTL rule
+/// (20 us at a few GB/s is ~100 KiB), so its source is scanned again and again, while a
+/// watched target needs no scan; a 64 KiB write costs one scan per write, several percent of
+/// its time. Smaller
 /// buffers are left alone: a scan is a smaller share of nothing, and their registrations
 /// would split the heap's mapping into many.
 pub const LOCAL_WATCH_MIN_BYTES: u64 = 64 << 10;
@@ -376,8 +364,7 @@ pub struct LiveMemory {
     pagemap: File,
     /// Pagemap windows of this turn. Several, because concurrent transfers are served round
     /// robin: with one window, packets of different transfers (different address ranges)
-    /// evicted each other's window at every packet, one `pread` per packet (live-hol: three
-    /// concurrent 256 KiB writes took 3.8x longer with checks than without).
+    /// evicted each other's window at every packet, one `pread` per packet.
     windows: [Window; WINDOWS],
     victim: usize,
     /// Range verdicts of `PAGEMAP_SCAN` (same lifetime rules as the windows).
@@ -785,7 +772,7 @@ impl LiveMemory {
     /// the per-page entries (they may say "missing") but keep the range verdicts (they only
     /// ever say "good", and a page-in makes no good page bad), and remember the range as good
     /// for the TTL, as a scan right now would. The retransmission after the ERR then needs no
-    /// new scan (1.8 us here).
+    /// new scan.
     pub fn paged_in(&mut self, start: u64, end: u64) {
         for w in &mut self.windows {
             w.len = 0;
@@ -852,8 +839,7 @@ impl LiveMemory {
                 // A window past the end of the exposure (or posted buffer) that the range
                 // lies in serves no packet of it: the walk stops there. From a fresh page
                 // the kernel walks on through the run of missing pages into whatever is
-                // mapped next (`examples/miss_check.rs`: 2.1 us for a 256 KiB window against
-                // 1.3 us for the page alone).
+                // mapped next (`examples/miss_check.rs` measures the difference).
                 let cap = self
                     .watched
                     .iter()
@@ -994,8 +980,7 @@ impl LiveMemory {
             if page < end && scanned && self.scan {
                 // The scan just saw this page not good (missing, or the zero page for a
                 // write) or not mapped, and told which (the run it starts, or none); else
-                // `mincore` tells, not the per-page pagemap entry (a `pread`, 2.7-4.7 us
-                // here, on every NACK).
+                // `mincore` tells, not the per-page pagemap entry (a `pread` on every NACK).
                 let mapped = match self.scan_after.take() {
                     Some((p, unpinned_os::scan::After::Missing)) if p == page => true,
                     Some((p, unpinned_os::scan::After::Unmapped)) if p == page => false,

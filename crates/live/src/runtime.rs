@@ -45,40 +45,23 @@
 //! caller and the target's thread), then yield for [`LoopOptions::yield_for`]
 //! (default 1 ms), then sleep in the transport's [`Sleeper`] (a futex on the shm doorbell,
 //! `ppoll` on the UDP socket, a condition variable in memory) until a packet, a local
-//! wake-up (handler output) or the engine's next deadline. On the 2-vCPU development VM
-//! busy-polling with `pause` in the progress thread was the worst choice (an 8 B write took
-//! 78 us median with 20 us of spinning, 13 us with none): there are more busy threads than
-//! cores, and a spinning thread holds a core the others need. Yielding keeps every thread
-//! runnable without hogging a core. Measured again with caller-driven progress, 16 KiB packets
-//! and the spin counted only after the thread's own work (`examples/lat8.rs`, load average
-//! ~5 from other jobs): 8 B write p50 2.5 us with no spinning; 112 us with 50 us of spinning
-//! on both sides, 62 us with the waiting caller spinning 50 us alone, 62 us with the target
-//! alone; a missing 4 KiB page 35 us, 196 us, 85 us, 143 us. Whenever the machine's other load
-//! leaves our two threads one core, a spinner keeps the thread it waits for off that core
-//! until its spin ends. Spinning wins only with a core per thread; then set
-//! `progress.spin_us` / `progress.wait_spin_us` and pin the threads apart
-//! ([`LoopOptions::progress_cpu`], [`unpinned_os::affinity`]). Measured (`bench live`, two sets of
-//! three runs of `--repeat 15`, load ~5 and ~4): 8 B write 7.24-7.74 us and 2.49-6.99 us with
-//! the defaults, 0.88-0.89 us and 1.68-1.80 us with the caller pinned to CPU 0 and the
-//! target's progress thread to CPU 1, both spinning 200 us.
-//! Unpinned, the same spin gave 1.7 us or ~110 us from run to run: a trace showed the
-//! target's progress thread runnable but kept off the caller's core for the caller's whole
-//! spin. With the defaults a write is two polling periods of `sched_yield` + turn (~2.2 us
-//! each here) plus two residency scans (~1.8 us each, when the last verdict is older than
-//! its 20 us bound) plus ~2 us of posting and copying.
+//! wake-up (handler output) or the engine's next deadline. Spinning is off by default because
+//! on a machine with more busy threads than cores a spinning thread holds a core the thread it
+//! waits for needs; yielding keeps every thread runnable without hogging a core. Spinning wins
+//! only with a core per thread; then set `progress.spin_us` / `progress.wait_spin_us` and pin
+//! the threads apart ([`LoopOptions::progress_cpu`], [`unpinned_os::affinity`]).
 //!
 //! An idle turn (nothing received, nothing to send) is what every polling thread repeats, so
-//! it reads neither the clock (~35 ns a read on the development VM; `perf` found 21-29% of
-//! two spinning threads' cycles in `clock_gettime`) nor the ring's consumer index (a line the
-//! peer writes): the clock is read once by a turn that has work, and an idle turn checks the
-//! engine's deadline every [`DEADLINE_CHECK_TURNS`]th time (60 -> 24-28 ns per idle turn).
-//! The 8 B write did not get measurably faster from it (0.9-1.8 us with dedicated cores, i.e.
-//! 4-7 ring hand-offs of the same run at load 3.7-8.7; see `crates/livebench/src/bench.rs`
-//! for the traced phases). A progress thread that finds the engine held by a posting caller
-//! yields instead of going through the transport's sleeper, which returned at once (the rings
-//! had data): a sleep / wake pair every ~0.1 us for the length of the post.
+//! it reads neither the clock (a measurable share of a spinning thread's cycles) nor the
+//! ring's consumer index (a line the peer writes): the clock is read once by a turn that has
+//! work, and an idle turn checks the engine's deadline every [`DEADLINE_CHECK_TURNS`]th time.
+//! A progress thread that finds the engine held by a posting caller yields instead of going
+//! through the transport's sleeper, which would return at once (the rings have data) and turn
+//! into a sleep / wake pair per poll for the length of the post.
 //!
-//! # The small-write path (branch `livelat3`)
+//! Measurements of these choices: docs/performance.md, "Live runtime: the engine loop".
+//!
+//! # The small-write path
 //!
 //! - A post's inline turn reuses the clock read of the post, and every turn with work reads
 //!   the clock once for both the engine and the residency verdicts' expiry
@@ -93,14 +76,11 @@
 //!   [`LoopOptions::spin`]) stops spinning for its next 64 waits / work episodes after a spin
 //!   that ran out, or that had to yield the core (once per 64 polls) before its answer came.
 //!   Pinned threads ([`unpinned_os::affinity::pin_current_thread`] to one CPU, or
-//!   [`LoopOptions::progress_cpu`]) spin as before. With 20 us of spin unpinned
-//!   (`examples/lat8_loop.rs`, three interleaved runs each, load 4.6-5.2), an 8 B write took
-//!   2.24-52.3 us median (p99 62-355 us) before, depending on whether the two spinners shared
-//!   a core, and 2.22-5.01 us (p99 18-26 us) with the back-off; the defaults 4.78-4.94 us.
-//!   The defaults stay without spin: on this VM the threads shared a core in most runs, and
-//!   there a yield-polling pair (two context switches per write, `sched_yield` ~0.9-1.4 us
-//!   here, a null system call 0.54 us) is the fastest schedule; spinning helps only when a
-//!   core is free for each thread, which the dedicated-core configuration makes sure of.
+//!   [`LoopOptions::progress_cpu`]) spin as before: a spinner that shares its core with the
+//!   thread it waits for only delays it, and the back-off bounds that cost.
+//!   The defaults stay without spin: when the threads share a core, a yield-polling pair is
+//!   the fastest schedule; spinning helps only when a core is free for each thread, which the
+//!   dedicated-core configuration makes sure of.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -170,10 +150,9 @@ pub struct LoopOptions {
     /// After shutdown was asked, keep answering peers until idle this long.
     pub linger: StdDuration,
     /// A waiting caller drives the engine in a busy loop this long (`progress.wait_spin_us`).
-    /// Default 0: on the shared 2-vCPU VM the caller and the peer's engine often share one
-    /// core (other jobs hold the other), and each microsecond of spinning added a microsecond
-    /// to an 8 B write (median 5.2-5.6 us with 0, 8-10 us with 3, 25-30 us with 20); polling
-    /// with `sched_yield` costs little when the core is free and hands it over when not.
+    /// Default 0: when the caller and the peer's engine share one core, each microsecond of
+    /// spinning delays the peer by as much; polling with `sched_yield` costs little when the
+    /// core is free and hands it over when not.
     pub wait_spin: StdDuration,
     /// Then drives it yielding the core between turns this long, before sleeping on the
     /// completion queue (`progress.wait_yield_us`).
@@ -186,7 +165,7 @@ pub struct LoopOptions {
     /// Destination faults whose page-in (per the handler's policy) covers at most this many
     /// pages of *private anonymous* exposed memory are paged in by the engine itself, inline,
     /// and the ERR is queued in the same turn (0: always hand them to the page-in thread).
-    /// Such a page-in is a zero-fill minor fault (~1-2 us per page measured here), cheaper
+    /// Such a page-in is a zero-fill minor fault, a few microseconds per page, cheaper
     /// than waking the page-in thread; a file-backed page could be a disk read and always goes
     /// to the thread, so other transfers never wait for I/O. Anonymity is read from
     /// `/proc/self/maps` at `expose`: memory remapped as a file afterwards would be paged in
@@ -202,8 +181,7 @@ pub struct LoopOptions {
     /// Pin the progress thread to this CPU (`progress.cpu`; default `None`: the
     /// scheduler places it). Part of the dedicated-core configuration: a progress thread that
     /// spins ([`LoopOptions::spin`]) helps only on a core of its own; sharing one with the
-    /// caller it waits for, it kept that caller off the core for its whole spin (8 B write
-    /// 1.7 us or ~110 us from run to run with 100 us of spin on this 2-vCPU VM).
+    /// caller it waits for, it keeps that caller off the core for its whole spin.
     pub progress_cpu: Option<usize>,
     /// Trust residency verdicts of watched memory until the kernel reports a change
     /// (the translation cache, [`unpinned_os::residency_cache`]; `memory.residency_cache`, default
@@ -576,9 +554,9 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
         }
         let mut work = false;
         // The clock, and the expiry of residency verdicts, only for a turn that has something
-        // to handle: a clock read costs ~35 ns on the development VM, more than half of an
-        // idle turn (60 ns), and idle turns are what a waiting thread polls with: each one
-        // saved is detection latency saved on both hops of a write (see the module doc).
+        // to handle: a clock read costs about as much as the rest of an idle turn, and idle
+        // turns are what a waiting thread polls with: each one saved is detection latency
+        // saved on both hops of a write (see the module doc).
         let mut now: Option<Instant> = at;
 
         // 1. Fault handler outputs.
@@ -839,24 +817,24 @@ impl<M: EngineMemory, H: TurnHook> Driver for Core<M, H> {
 
 /// A thread that busy-polls (a waiting caller within [`LoopOptions::wait_spin`], the progress
 /// thread within [`LoopOptions::spin`]) and is not pinned to a single CPU yields the core once
-/// per this many polls (the default of `progress.spin_yield_polls`; 0: never). Pure spinning on this 2-vCPU VM
-/// shared with other jobs was bimodal: 2 us per 8 B write when the two spinners ran on
-/// different cores, 48-108 us when they shared one (the one waited for ran only when the
-/// spinner's time slice ended). A `sched_yield` every few microseconds hands a shared core
-/// over within that time and costs ~1 us when the core is free.
+/// per this many polls (the default of `progress.spin_yield_polls`; 0: never). Pure spinning
+/// is bimodal: fast when the two spinners run on different cores, a whole time slice when they
+/// share one (the one waited for runs only when the spinner's slice ends). A `sched_yield`
+/// every few microseconds hands a shared core over within that time and costs about a
+/// system call when the core is free (measurements: docs/performance.md, "Live runtime: the
+/// engine loop").
 pub const SPIN_YIELD_POLLS: u32 = 64;
 
 /// A spin that ran out without what it waited for (a completion for a waiting caller, a packet
 /// or other work for the progress thread), or that had to yield the core
 /// ([`SPIN_YIELD_POLLS`]) before it came, turns spinning off for this many next waits or work
 /// episodes of that thread (adaptive spinning). When the thread waited for shares the spinner's
-/// core, it runs only after the spin: each spin then costs its whole length (8 B write median
-/// 48-108 us with 20-50 us of spin here); when they run on different cores the spin ends early,
+/// core, it runs only after the spin: each spin then costs its whole length; when they run on
+/// different cores the spin ends early,
 /// with the packet. Backing off after a failed spin bounds the first case to one spin per this
 /// many writes, while a free core keeps the second. A spin whose answer came only after a
 /// periodic yield counts as failed too: that answer most likely ran on the core the yield gave
-/// away (measured: 12 us per 8 B write when such spins went on, against 4.8 us yielding at
-/// every poll).
+/// away.
 pub const SPIN_BACKOFF: u32 = 64;
 
 /// Busy-poll once: a `spin_loop` hint, or a `sched_yield` every `yield_every`th poll
@@ -966,8 +944,8 @@ pub(crate) fn progress<M: EngineMemory, H: TurnHook>(
         if held && shutdown_at.is_none() && shared.drivers.load(Ordering::SeqCst) == 0 {
             // A caller holds the engine outside a wait (posting, exposing): it handles what
             // is in the rings, so the transport's sleeper would return at once (the rings
-            // have data) and this loop would spin through it (traced: a sleep / wake pair
-            // every ~0.1 us for the length of a post). Yield until the caller is done.
+            // have data) and this loop would spin through it (a sleep / wake pair per poll
+            // for the length of a post). Yield until the caller is done.
             std::thread::yield_now();
             continue;
         }
@@ -998,9 +976,8 @@ pub(crate) fn progress<M: EngineMemory, H: TurnHook>(
         }
         if pending || idle < opts.spin + opts.yield_for {
             // A full ring means the peer's engine is behind: yield so that it (or another
-            // thread it waits for) gets the core. Spinning here starved the receiver on the
-            // 2-vCPU VM until `drop_after` dropped packets and block timeouts (10 ms) had to
-            // recover them (live-hol: 351 drops, 12 timeouts, 25 ms for 768 KiB).
+            // thread it waits for) gets the core. Spinning here can starve the receiver
+            // until `drop_after` drops packets and block timeouts have to recover them.
             std::thread::yield_now();
         } else {
             let now = clock.now();

@@ -5,7 +5,7 @@
 //!
 //! [`enable`] (or a runtime started with the knob `trace.enabled = true`) turns it on for the
 //! whole process; [`take`] returns the records so far in time order. Off, a [`mark`] costs one
-//! relaxed atomic load. On, one `Instant::now()` (~20 ns with the TSC clock source) and three
+//! relaxed atomic load. On, one `Instant::now()` (a clock read) and three
 //! relaxed stores into a fixed buffer of [`CAPACITY`] records; records past it are dropped
 //! (counted by [`take`]'s caller from the returned length), never reallocated on the hot path.
 

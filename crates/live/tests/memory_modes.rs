@@ -1,5 +1,5 @@
-//! The baseline memory modes (issue 3, "same engine, same benchmark"): Transfer-Only and
-//! Blocking copy without the residency check; PART checks and faults pages in.
+//! The baseline memory modes of the spec's comparison (same engine, same benchmark):
+//! Transfer-Only and Blocking copy without the residency check; PART checks and faults pages in.
 
 use unpinned_live::transport::mem::network;
 use unpinned_live::{Config, MemoryMode, Perms, Runtime};

@@ -1,4 +1,4 @@
-//! The invalidation side of the software translation cache of issue 3: a userfaultfd that
+//! The invalidation side of the live runtime's software translation cache: a userfaultfd that
 //! sees `munmap`, `madvise(MADV_DONTNEED / MADV_FREE / MADV_REMOVE)` and `mremap` of exposed
 //! memory, so that `unpinned_live::memory::LiveMemory` may trust a residency verdict
 //! of such memory until one of those happens, instead of for `unpinned_live::memory::RESIDENCY_TTL` only.

@@ -2,10 +2,10 @@
 //! `/proc/self/pagemap` (Linux 6.7 and later).
 //!
 //! `pread` of pagemap returns one 8-byte entry per page, and the kernel builds and copies every
-//! one of them: 29 us for the 1024 pages of 4 MiB on the development VM (C test, median of 51).
-//! `PAGEMAP_SCAN` walks the same page tables but returns *ranges* of pages whose categories
-//! match a mask: a fully present 4 MiB range is one range, 3.8 us; 16 KiB cost 0.9 us, so the
-//! cost is about 0.9 us per call plus 3 ns per page. `unpinned_live::memory::LiveMemory`
+//! one of them. `PAGEMAP_SCAN` walks the same page tables but returns *ranges* of pages whose
+//! categories match a mask: a fully present range is one range, so the cost is about one
+//! system call plus a few nanoseconds per page (measurements: docs/performance.md, "Live
+//! runtime: residency checks"). `unpinned_live::memory::LiveMemory`
 //! asks it for the *good prefix* of a range (pages present, and for a write not the shared zero
 //! page) and remembers the answer for a bounded time: one call per window of a transfer, not
 //! per packet.
@@ -127,9 +127,8 @@ pub struct Probe {
 /// the first page is missing (a run of not-good pages starts there) or unmapped (the kernel
 /// never reports holes between mappings, so the run starts later or there is none). A
 /// missing first page costs a walk of its own run only, not of the whole window, and no
-/// `mincore` is needed to tell "missing" from "unmapped" (C-like measurement,
-/// `examples/miss_check.rs`: 1.3 us for a fresh page against 3.7 us for the filtered scan
-/// of 256 KiB plus `mincore`).
+/// `mincore` is needed to tell "missing" from "unmapped" (`examples/miss_check.rs` compares
+/// both).
 pub fn probe(pagemap: &std::fs::File, start: u64, end: u64, need: Need) -> Option<Probe> {
     let mut region = PageRegion::default();
     let (return_mask, good_cats) = match need {

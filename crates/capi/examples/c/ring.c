@@ -12,7 +12,7 @@
  * meets the others at a barrier, then checks both copies byte for byte. The untouched pages
  * of the inbox and of the read buffer are faulted in by the runtime on the fly.
  *
- * Build and run (see README.md, "C and MPI programs"):
+ * Build and run (see docs/user-guide.md, "The C API"):
  *
  *     cc -std=c99 -I crates/capi/include crates/capi/examples/c/ring.c \
  *        target/release/libunpinned.a -lpthread -ldl -lm -lrt -o ring

@@ -19,9 +19,10 @@
 //! # Why descriptors and a stack of payload slots
 //!
 //! Every packet used to take the ring's next 16 KiB slot, so with the launcher's 512 slots a
-//! slot came back into use 512 packets (8 MiB) later, its lines gone from both cores' caches:
-//! a 4 KiB packet's copies into and out of its slot took 4-7 and 2.5 us instead of ~0.2 us
-//! through a 16-slot ring (`bench live`, "Latency follow-up 2"). Now small packets (ACK, NACK,
+//! slot came back into use 512 packets (8 MiB) later, its lines gone from both cores' caches,
+//! and a 4 KiB packet's copies into and out of its slot cost many times what they cost
+//! through a small ring (measurements: docs/performance.md, "Live runtime: waiting, spinning
+//! and rings"). Now small packets (ACK, NACK,
 //! ERR, an 8 B write: <= 120 bytes) travel inline in a 128-byte descriptor, and a larger one
 //! takes a payload slot from the producer's private stack of free slots, most recently freed
 //! first: the consumer gives each slot back through the return ring once the packet is
