@@ -8,11 +8,15 @@
 //! scenarios and computes the reference outcome (`unpinned_sim::conformance`); the live
 //! runtime runs them in its tests (crates/live/tests/conformance.rs).
 //!
+//! Active Access scenarios are in [`active`], message-layer scenarios (with their expected
+//! outcome) in [`msg`].
+//!
 //! This crate has no dependencies: its types are its own, converted by each driver.
 
 #![warn(missing_docs)]
 
 pub mod active;
+pub mod msg;
 
 /// A rank of a scenario.
 pub type NodeId = u32;

@@ -73,3 +73,92 @@ fn the_check_refuses_a_request_from_a_foreign_region() {
     s.requests[0].node = s.regions[s.requests[0].remote.0].node;
     assert!(check(&s).is_err());
 }
+
+mod msg {
+    use std::collections::BTreeSet;
+
+    use unpinned_conformance::msg::{check, expected, scenarios, Failure, Layer, Step};
+
+    #[test]
+    fn every_message_scenario_is_well_formed() {
+        let all = scenarios();
+        assert!(!all.is_empty());
+        let names: BTreeSet<&str> = all.iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), all.len(), "scenario names repeat");
+        for s in &all {
+            check(s).unwrap_or_else(|e| panic!("scenario {}: {e}", s.name));
+        }
+    }
+
+    #[test]
+    fn the_check_refuses_batched_credits_and_double_posts() {
+        let mut s = scenarios().remove(0);
+        s.layer = Layer {
+            slots_per_peer: 4,
+            ..s.layer
+        };
+        assert!(check(&s).is_err());
+        let mut s = scenarios().remove(0);
+        s.steps.push(Step::Send(0));
+        assert!(check(&s).is_err());
+    }
+
+    /// The expectation, worked out by hand for the scenario where credits hold sends back
+    /// (2 slots; 3 KB eager, 9 KB rendezvous, 50 B eager, 5 KB rendezvous, 4 KB eager; then
+    /// one receive per settle).
+    #[test]
+    fn the_expectation_follows_credits_and_the_rendezvous() {
+        let s = scenarios()
+            .into_iter()
+            .find(|s| s.name.starts_with("receives posted after"))
+            .expect("scenario");
+        let e = expected(&s);
+        let settles: Vec<Option<u32>> = e
+            .sends
+            .iter()
+            .map(|d| d.as_ref().map(|d| d.settle))
+            .collect();
+        // Send 0 fits the window at once; 1 waits for its receive (settle 2); 2 gets the
+        // credit of receive 0 (settle 1); 3 and 4 wait for the last receives.
+        assert_eq!(settles, [Some(0), Some(2), Some(1), Some(3), Some(3)]);
+        let recvs: Vec<(u32, u64)> = e
+            .recvs
+            .iter()
+            .map(|d| d.as_ref().map(|d| (d.settle, d.seq)).unwrap())
+            .collect();
+        assert_eq!(recvs, [(1, 1), (2, 2), (3, 3), (3, 4), (3, 5)]);
+    }
+
+    #[test]
+    fn the_expectation_names_the_errors() {
+        let s = scenarios()
+            .into_iter()
+            .find(|s| s.name.starts_with("errors"))
+            .expect("scenario");
+        let e = expected(&s);
+        let results: Vec<_> = e
+            .recvs
+            .iter()
+            .map(|d| d.as_ref().unwrap().result.clone())
+            .collect();
+        assert_eq!(
+            results,
+            [
+                Err(Failure::Truncated {
+                    msg_bytes: 100,
+                    buf_bytes: 99
+                }),
+                Err(Failure::Truncated {
+                    msg_bytes: 10_000,
+                    buf_bytes: 8192
+                }),
+                Err(Failure::TagMismatch { got: 2, want: 9 }),
+                Err(Failure::TagMismatch { got: 2, want: 9 }),
+                Ok(4000),
+                Ok(7000),
+            ]
+        );
+        // Every send finishes, refused or not.
+        assert!(e.sends.iter().all(|d| d.is_some()));
+    }
+}
