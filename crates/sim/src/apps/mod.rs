@@ -5,8 +5,10 @@
 //! - [`driver`]: the loop that interleaves rank programs with the simulator's events.
 //! - `parallel`: the window-synchronous parallel run over partitions of the nodes.
 //! - [`barrier`]: the window barrier (spin, then park).
+//! - [`conformance`]: the message-layer conformance scenarios on endpoints over the simulator.
 
 pub mod barrier;
+pub mod conformance;
 pub mod driver;
 pub mod host;
 mod parallel;
