@@ -171,6 +171,38 @@ pub fn digest(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Where `got` differs from `want`, one line per send, receive or buffer (empty: they agree).
+pub fn differences(got: &Outcome, want: &Outcome) -> Vec<String> {
+    let mut d = Vec::new();
+    for (i, (g, w)) in got.sends.iter().zip(&want.sends).enumerate() {
+        if g != w {
+            d.push(format!("send {i}: got {g:?}, want {w:?}"));
+        }
+    }
+    for (i, (g, w)) in got.recvs.iter().zip(&want.recvs).enumerate() {
+        if g != w {
+            d.push(format!("recv {i}: got {g:?}, want {w:?}"));
+        }
+    }
+    for (i, (g, w)) in got.buffers.iter().zip(&want.buffers).enumerate() {
+        if g != w {
+            d.push(format!(
+                "recv {i}: buffer bytes differ (digest {g:#x}, want {w:#x})"
+            ));
+        }
+    }
+    let counts = |o: &Outcome| (o.sends.len(), o.recvs.len(), o.buffers.len());
+    if counts(got) != counts(want) {
+        d.push(format!(
+            "(sends, recvs, buffers): got {:?}, want {:?}",
+            counts(got),
+            counts(want)
+        ));
+    }
+    d.extend(got.anomalies.iter().map(|a| format!("anomaly: {a}")));
+    d
+}
+
 /// Whether a driver can run `s` and its expected outcome is timing-free: ranks and indices in
 /// range, every send and receive posted exactly once, no rank sending to itself, at most 3
 /// slots per peer (credits come back one by one).

@@ -162,3 +162,21 @@ mod msg {
         assert!(e.sends.iter().all(|d| d.is_some()));
     }
 }
+
+mod msg_differences {
+    use unpinned_conformance::msg::{differences, expected, scenarios};
+
+    #[test]
+    fn differences_name_what_differs() {
+        let s = scenarios().remove(0);
+        let want = expected(&s);
+        assert!(differences(&want, &want).is_empty());
+        let mut got = want.clone();
+        got.buffers[2] ^= 1;
+        got.recvs[1] = None;
+        got.anomalies.push("x".into());
+        let d = differences(&got, &want);
+        assert_eq!(d.len(), 3, "{d:?}");
+        assert!(d[0].starts_with("recv 1:") && d[1].starts_with("recv 2: buffer"));
+    }
+}

@@ -18,8 +18,8 @@
 use std::time::{Duration, Instant};
 
 use unpinned_conformance::msg::{
-    buffer_bytes, digest, expected, payload, scenarios, Failure, Outcome, RecvDone, Scenario,
-    SendDone, Step,
+    buffer_bytes, differences, digest, expected, payload, scenarios, Failure, Outcome, RecvDone,
+    Scenario, SendDone, Step,
 };
 use unpinned_live::msg::Messenger;
 use unpinned_live::transport::mem::network;
@@ -213,7 +213,7 @@ fn run_live(s: &Scenario) -> Outcome {
 #[test]
 fn live_matches_the_expected_message_outcome() {
     for s in scenarios() {
-        println!("scenario {}", s.name);
-        assert_eq!(run_live(&s), expected(&s), "scenario {}", s.name);
+        let diff = differences(&run_live(&s), &expected(&s));
+        assert!(diff.is_empty(), "scenario {}:\n{}", s.name, diff.join("\n"));
     }
 }

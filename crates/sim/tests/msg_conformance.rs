@@ -2,7 +2,7 @@
 //! scenario alone (the live runtime's test runs the same scenarios against the same
 //! expectation), with and without packet faults.
 
-use unpinned_conformance::msg::expected;
+use unpinned_conformance::msg::{differences, expected};
 use unpinned_core::profile::Profile;
 use unpinned_sim::apps::conformance::{run_sim, scenarios};
 use unpinned_sim::{FaultConfig, SimConfig};
@@ -13,7 +13,13 @@ fn simulator_matches_the_expected_message_outcome() {
         for seed in [1, 2] {
             let cfg = SimConfig::two_nodes(Profile::forth_arm(), seed);
             let got = run_sim(&s, &cfg).unwrap_or_else(|e| panic!("scenario {}: {e}", s.name));
-            assert_eq!(got, expected(&s), "scenario {} seed {seed}", s.name);
+            let diff = differences(&got, &expected(&s));
+            assert!(
+                diff.is_empty(),
+                "scenario {} seed {seed}:\n{}",
+                s.name,
+                diff.join("\n")
+            );
         }
     }
 }
@@ -25,6 +31,12 @@ fn message_outcomes_do_not_depend_on_packet_faults() {
         cfg.faults = FaultConfig::uniform(0.02);
         cfg.profile.engine.max_timeouts = 30;
         let got = run_sim(&s, &cfg).unwrap_or_else(|e| panic!("scenario {}: {e}", s.name));
-        assert_eq!(got, expected(&s), "scenario {} under packet faults", s.name);
+        let diff = differences(&got, &expected(&s));
+        assert!(
+            diff.is_empty(),
+            "scenario {} under packet faults:\n{}",
+            s.name,
+            diff.join("\n")
+        );
     }
 }
