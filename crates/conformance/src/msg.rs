@@ -443,6 +443,7 @@ pub fn scenarios() -> Vec<Scenario> {
                 send(0, 1, 2, 6000, 24),
                 send(0, 1, 3, 4000, 25),
                 send(0, 1, 3, 7000, 26),
+                send(0, 1, 4, 9000, 27),
             ],
             recvs: vec![
                 recv(1, 0, 1, 99, false),
@@ -451,8 +452,10 @@ pub fn scenarios() -> Vec<Scenario> {
                 recv(1, 0, 9, 8192, true),
                 recv(1, 0, 3, 4000, false),
                 recv(1, 0, 3, 7000, false),
+                // Wrong tag and too small: the tag is checked first.
+                recv(1, 0, 5, 100, false),
             ],
-            steps: steps("ssssss | rrrrrr"),
+            steps: steps("sssssss | rrrrrrr"),
         },
         Scenario {
             name: "one slot: messages trickle as receives come, order kept",

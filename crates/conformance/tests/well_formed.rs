@@ -156,6 +156,7 @@ mod msg {
                 Err(Failure::TagMismatch { got: 2, want: 9 }),
                 Ok(4000),
                 Ok(7000),
+                Err(Failure::TagMismatch { got: 4, want: 5 }),
             ]
         );
         // Every send finishes, refused or not.
