@@ -26,6 +26,10 @@ const MSG_BASE: u64 = 1 << 32;
 const SEND_BASE: u64 = 1 << 40;
 const RECV_BASE: u64 = 1 << 41;
 
+/// Host copy bandwidth, GB/s: it only sets when things happen, never what (outcomes are
+/// timing-free), so any value does.
+const COPY_GBPS: f64 = 10.0;
+
 /// Simulated time a settle may take before the run is declared stuck.
 const SETTLE_LIMIT: Duration = Duration(10_000_000_000);
 
@@ -179,7 +183,7 @@ impl Run {
             mem: &mut self.sim.node_mut(n).mem,
             pdid: PDID,
             cpu: &self.cpu,
-            copy_gbps: 10.0,
+            copy_gbps: COPY_GBPS,
             spent: Duration::ZERO,
             minor_faults: 0,
             copy_bytes: true,
