@@ -33,7 +33,7 @@ macro_rules! live_spec {
 /// (`LiveTestbed`'s pair): no peer is declared dead by timeouts that fire before the page is in.
 const MAX_TIMEOUTS: FixedField = FixedField {
     field: "engine.max_timeouts",
-    instead: "the default (1000 at every point with a block timeout, so that timeouts that fire before the page is in do not declare the peer dead)",
+    instead: "the experiment's own value (1000 at every point on the live runtime, so that timeouts that fire before the page is in do not declare the peer dead)",
 };
 
 /// part-fault-small's fields: the simulator's, and [`MAX_TIMEOUTS`].
