@@ -17,17 +17,22 @@ use unpinned_report::{skipped_note, ReportEntry};
 use crate::args::ProfileArgs;
 use crate::error::CliError;
 use crate::progress;
-use crate::run::{close_names, run_experiment, setup, Setup};
+use crate::run::{close_names, experiment_help, run_experiment, setup_with_base, Setup};
 
 /// Arguments of `unpinned live`.
 #[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
 pub struct LiveArgs {
     /// Experiment name (see --list).
-    #[arg(required_unless_present = "list", conflicts_with = "list")]
+    #[arg(required_unless_present_any = ["list", "help"], conflicts_with = "list")]
     pub experiment: Option<String>,
     /// List the live experiments and exit.
     #[arg(long)]
     pub list: bool,
+    /// Print help; with an experiment, its parameters (type, default, unit, allowed values),
+    /// its profile kind and the profile fields it sets itself.
+    #[arg(short = 'h', long)]
+    pub help: bool,
     /// Engine profile and overrides (`--set engine.packet_bytes=1024`), experiment parameters
     /// (`--set exp.reps=9`). The live runtime's defaults (10 ms block timeout, 30 timeouts
     /// before a peer is dead) are applied first.
@@ -41,18 +46,15 @@ pub struct LiveArgs {
     pub quiet: bool,
 }
 
-/// The profile arguments with the live runtime's defaults in front of the user's overrides.
+/// The profile arguments with the live runtime's defaults in front of the user's overrides
+/// ([`Setup::base`]: an experiment that sets one of those fields itself, like part-timeout's
+/// block timeout, refuses the user's `--set` of it, not the default).
 pub fn live_setup(p: &ProfileArgs) -> Result<Setup, CliError> {
-    let mut sets: Vec<String> = unpinned_live::api::LIVE_DEFAULTS
+    let base: Vec<String> = unpinned_live::api::LIVE_DEFAULTS
         .iter()
         .map(|s| s.to_string())
         .collect();
-    sets.extend(p.sets.iter().cloned());
-    setup(&ProfileArgs {
-        profile: p.profile.clone(),
-        sets,
-        seed: p.seed,
-    })
+    setup_with_base(p, &base)
 }
 
 fn list() {
@@ -67,6 +69,20 @@ fn list() {
     for e in all {
         println!("{:w$}  {}", e.name, e.description);
     }
+    println!("\n`unpinned live EXPERIMENT --help`: its parameters and profile.");
+}
+
+/// The live experiment called `name`, or a usage error suggesting close names.
+fn find(name: &str) -> Result<&'static ExperimentSpec, CliError> {
+    exp::find(name).ok_or_else(|| {
+        let close = close_names(name, exp::specs().iter().map(|e| e.name));
+        let mut msg = format!("no live experiment named {name:?}");
+        if !close.is_empty() {
+            msg.push_str(&format!("; did you mean {}?", close.join(", ")));
+        }
+        msg.push_str("\nsee `unpinned live --list`");
+        CliError::Usage(msg)
+    })
 }
 
 /// Run `unpinned live`.
@@ -75,19 +91,26 @@ pub fn run(a: &LiveArgs) -> Result<(), CliError> {
         list();
         return Ok(());
     }
+    if a.help {
+        match a.experiment.as_deref() {
+            Some(name) => print!("{}", experiment_help(find(name)?)),
+            None => {
+                let mut cli = <crate::Cli as clap::CommandFactory>::command();
+                cli.build();
+                let live = cli
+                    .find_subcommand_mut("live")
+                    .expect("live is a subcommand");
+                live.print_long_help()
+                    .map_err(|e| CliError::Run(e.to_string()))?;
+            }
+        }
+        return Ok(());
+    }
     let name = a
         .experiment
         .as_deref()
         .ok_or_else(|| CliError::Usage("name a live experiment or use --list".into()))?;
-    let spec = exp::find(name).ok_or_else(|| {
-        let close = close_names(name, exp::specs().iter().map(|e| e.name));
-        let mut msg = format!("no live experiment named {name:?}");
-        if !close.is_empty() {
-            msg.push_str(&format!("; did you mean {}?", close.join(", ")));
-        }
-        msg.push_str("\nsee `unpinned live --list`");
-        CliError::Usage(msg)
-    })?;
+    let spec = find(name)?;
     let s = live_setup(&a.profile)?;
     run_experiment(spec, &s, &a.out, a.quiet)?.print();
     Ok(())
@@ -245,6 +268,42 @@ mod tests {
         run: broken,
         ..ExperimentSpec::LIVE
     };
+
+    /// The live defaults set the block timeout too, but they are not the user's: a default run
+    /// of an experiment that sets it per point is not refused; the user's `--set` is.
+    #[test]
+    fn fixed_fields_refuse_the_users_set_but_not_the_live_defaults() {
+        let args = |sets: &[&str]| ProfileArgs {
+            profile: "forth-arm".into(),
+            sets: sets.iter().map(|s| s.to_string()).collect(),
+            seed: 1,
+        };
+        for name in ["part-timeout", "part-fault-small"] {
+            let spec = exp::find(name).unwrap();
+            let s = live_setup(&args(&[])).unwrap();
+            assert!(
+                s.base
+                    .iter()
+                    .any(|b| b.starts_with("engine.block_timeout_us=")),
+                "{:?}",
+                s.base
+            );
+            let r = crate::run::resolve(spec, &s).unwrap_or_else(|e| panic!("{name}: {e}"));
+            // The live defaults are in the profile the experiment gets.
+            assert_eq!(r.profile.engine.block_timeout_us, 10_000.0, "{name}");
+            let s = live_setup(&args(&["engine.block_timeout_us=250"])).unwrap();
+            match crate::run::resolve(spec, &s) {
+                Err(CliError::Usage(m)) => {
+                    assert!(m.contains("sets engine.block_timeout_us itself"), "{m}")
+                }
+                _ => panic!("{name}: the user's block timeout was not refused"),
+            }
+        }
+        // Where nothing is fixed, the user's override wins over the live default.
+        let s = live_setup(&args(&["engine.block_timeout_us=250"])).unwrap();
+        let r = crate::run::resolve(exp::find("part-fault-all").unwrap(), &s).unwrap();
+        assert_eq!(r.profile.engine.block_timeout_us, 250.0);
+    }
 
     #[test]
     fn rank_output_goes_to_one_log_per_experiment_and_skips_are_reported() {

@@ -28,7 +28,12 @@ pub struct Setup {
     pub profile: Profile,
     /// `--profile` as given (empty: the default of each experiment's kind).
     pub profile_arg: String,
-    /// The profile overrides (`--set` without `exp.`), in order.
+    /// Profile overrides the command applies before the user's (`unpinned live`: the live
+    /// runtime's defaults). An experiment that sets one of these fields itself overrides them
+    /// without a word: they are not the user's.
+    pub base: Vec<String>,
+    /// The user's profile overrides (`--set` without `exp.`), in order, applied after
+    /// [`Setup::base`]; one of a field the experiment sets itself is refused.
     pub overrides: Vec<String>,
     /// `exp.NAME=VALUE` assignments, without the `exp.` prefix.
     pub params: BTreeMap<String, String>,
@@ -113,19 +118,27 @@ fn apply_overrides(
 /// parameters, the others PART profile overrides (in order). For the commands that run PART
 /// only; errors are usage errors.
 pub fn setup(args: &ProfileArgs) -> Result<Setup, CliError> {
+    setup_with_base(args, &[])
+}
+
+/// [`setup`] with the command's own profile overrides `base` applied before the user's
+/// ([`Setup::base`]).
+pub fn setup_with_base(args: &ProfileArgs, base: &[String]) -> Result<Setup, CliError> {
     let (params, overrides) = split_sets(&args.sets)?;
     let part = load_kind(&args.profile, ProfileKind::Part, "this command")?;
-    let profile = match apply_overrides(part, &overrides, "this command")? {
+    let all: Vec<String> = base.iter().chain(&overrides).cloned().collect();
+    let profile = match apply_overrides(part, &all, "this command")? {
         AnyProfile::Part(p) => p,
         _ => unreachable!("a PART profile stays one"),
     };
     Ok(Setup {
         profile,
         profile_arg: args.profile.clone(),
+        base: base.to_vec(),
         overrides,
         params,
         seed: args.seed,
-        sets: args.sets.clone(),
+        sets: base.iter().chain(&args.sets).cloned().collect(),
     })
 }
 
@@ -136,6 +149,7 @@ pub fn setup_for(spec: &ExperimentSpec, args: &ProfileArgs) -> Result<Setup, Cli
     let mut s = Setup {
         profile: Profile::forth_arm(),
         profile_arg: args.profile.clone(),
+        base: Vec::new(),
         overrides,
         params,
         seed: args.seed,
@@ -188,16 +202,18 @@ pub fn resolve(spec: &ExperimentSpec, setup: &Setup) -> Result<Resolved, CliErro
         }
     }
     let given = load_kind(&setup.profile_arg, spec.profile, &user)?;
-    let used = apply_overrides(given, &setup.overrides, &user)?;
+    let all: Vec<String> = setup.base.iter().chain(&setup.overrides).cloned().collect();
+    let used = apply_overrides(given, &all, &user)?;
     if let Some(params) = spec.params {
+        let command = if spec.system == "live" { "live" } else { "sim" };
         validate_map(params, &setup.params).map_err(|e| {
             CliError::Usage(format!(
-                "{}: {e}\nsee `unpinned sim {} --help`",
+                "{}: {e}\nsee `unpinned {command} {} --help`",
                 spec.name, spec.name
             ))
         })?;
     }
-    let changed = !setup.profile_arg.is_empty() || !setup.overrides.is_empty();
+    let changed = !setup.profile_arg.is_empty() || !all.is_empty();
     let recorded = if spec.every_builtin_by_default && !changed {
         let all: Vec<AnyProfile> = spec
             .profile

@@ -79,22 +79,6 @@ impl RunContext<'_> {
             ))),
         }
     }
-
-    /// A parameter parsed as `T`, or `default` when absent. For the live experiments
-    /// (crates/livebench), which do not declare their parameters yet; the simulated ones use
-    /// [`RunContext::params`] (a test checks that they do).
-    pub fn param<T: std::str::FromStr>(
-        &self,
-        name: &str,
-        default: T,
-    ) -> Result<T, ExperimentError> {
-        match self.params.get(name) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| ExperimentError::BadParam(name.to_string(), v.clone())),
-        }
-    }
 }
 
 /// What an experiment produced.
@@ -139,8 +123,9 @@ pub struct ExperimentSpec {
     pub profile: ProfileKind,
     /// Where it runs.
     pub backends: Backends,
-    /// Its declared parameters (`Params::PARAMS` of its [`declare_params!`] struct); `None`
-    /// for the live experiments of crates/livebench, which do not declare theirs yet.
+    /// Its declared parameters (`Params::PARAMS` of its [`declare_params!`] struct). Every
+    /// registered experiment, simulated or live, declares them (tests check it); `None` only
+    /// in [`ExperimentSpec::LIVE`], the template, and test doubles.
     pub params: Option<&'static [Param]>,
     /// Profile fields it sets itself at every point (a `--set` of one is refused).
     pub fixed: &'static [FixedField],
@@ -154,7 +139,7 @@ pub struct ExperimentSpec {
 
 impl ExperimentSpec {
     /// The registry fields of a live experiment of crates/livebench (PART profile, live
-    /// backend, parameters not declared): `ExperimentSpec { name, system, description, run,
+    /// backend, no fixed fields): `ExperimentSpec { name, system, description, params, run,
     /// ..ExperimentSpec::LIVE }`.
     pub const LIVE: ExperimentSpec = ExperimentSpec {
         name: "",

@@ -1,8 +1,9 @@
 //! Declared experiment parameters (`--set exp.NAME=VALUE`).
 //!
-//! Each simulated experiment declares its parameters once, with [`declare_params!`]: a typed
-//! struct whose fields are the parameters, and the table ([`Param`]: name, type, default, unit,
-//! allowed range, one-line doc) that `unpinned sim EXP --help` prints. An experiment reads its
+//! Each experiment, simulated or live, declares its parameters once, with
+//! [`declare_params!`]: a typed struct whose fields are the parameters, and the table
+//! ([`Param`]: name, type, default, unit, allowed range, one-line doc) that
+//! `unpinned sim EXP --help` and `unpinned live EXP --help` print. An experiment reads its
 //! parameters only through that struct ([`crate::RunContext::params`]), so it cannot read a key
 //! it did not declare; an unknown key, a value that does not parse and an impossible value
 //! (outside the declared range, an empty list) are refused with a message naming the key and
@@ -174,6 +175,19 @@ impl Value for String {
             Check::OneOf(words) if !words.contains(&self.as_str()) => Err(allowed(check)),
             _ => Ok(()),
         }
+    }
+}
+
+/// `true` or `false`.
+impl Value for bool {
+    const KIND: &'static str = "true|false";
+    fn parse_value(text: &str) -> Result<Self, String> {
+        text.trim()
+            .parse()
+            .map_err(|_| "expected true or false".to_string())
+    }
+    fn check_value(&self, _: &Check) -> Result<(), String> {
+        Ok(())
     }
 }
 

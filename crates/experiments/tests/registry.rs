@@ -160,8 +160,8 @@ fn a_profile_of_the_wrong_kind_is_refused_by_the_experiment() {
     assert!(e.contains("odp-pitfall"), "{e}");
 }
 
-/// The simulated experiments read parameters only through their declared struct:
-/// `RunContext::param` and the raw map are for the live experiments.
+/// The simulated experiments read parameters only through their declared struct (the raw map
+/// is for the CLI); crates/livebench/tests/live_params.rs checks the live ones.
 #[test]
 fn no_experiment_reads_an_undeclared_parameter() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

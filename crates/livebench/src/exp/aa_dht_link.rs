@@ -16,7 +16,9 @@ use serde_json::json;
 use unpinned_aa::dht::{DhtMap, Volume};
 use unpinned_aa_live::dht::{Dht, Scheme};
 use unpinned_aa_live::Notify;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_report::{PlotSpec, Table};
 
 use super::{fail, median, Pair};
@@ -26,6 +28,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "aa-dht-link",
     system: "live",
     description: "Live: one inserter into a remote DHT volume, AA (poll, sleep, batch) vs RMA inserts/s vs collision rate",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -112,25 +115,50 @@ fn once(
     ))
 }
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let collisions: Vec<u32> = ctx
-        .param("collision_pct", "0,5,10,25,50".to_string())?
-        .split(',')
-        .map(|s| s.trim().parse::<u32>().ok().filter(|&c| c <= 100))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| ExperimentError::BadParam("collision_pct".into(), "0..=100 list".into()))?;
-    let inserts: u32 = ctx.param("inserts", 2000)?;
-    let window: usize = ctx.param("window", 16)?;
-    let reps: usize = ctx.param("reps", 5)?;
-    // 64 KiB: 1638 entries of 40 bytes, fewer than the default inserts, so a handler that
-    // falls behind meets back-pressure.
-    let log_bytes: u32 = ctx.param("log_bytes", 1 << 16)?;
-    if inserts == 0 || inserts > 60_000 || window == 0 || reps == 0 || log_bytes < 64 {
-        return Err(ExperimentError::BadParam(
-            "inserts/window/reps/log_bytes".into(),
-            format!("{inserts}/{window}/{reps}/{log_bytes} (inserts 1..=60000, window and reps >= 1, log_bytes >= 64)"),
-        ));
+unpinned_experiments::declare_params! {
+    /// Parameters of `aa-dht-link`.
+    pub struct Params {
+        collision_pct: Vec<u32> {
+            default: "0,5,10,25,50",
+            unit: "%",
+            check: unpinned_experiments::params::int(0, 100),
+            doc: "Share of inserts that collide with an earlier key",
+        },
+        inserts: u32 {
+            default: "2000",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 60_000),
+            doc: "Inserts per run",
+        },
+        window: usize {
+            default: "16",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1 << 20),
+            doc: "Inserts in flight",
+        },
+        reps: usize {
+            default: "5",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 10_000),
+            doc: "Repetitions per point, median",
+        },
+        log_bytes: u32 {
+            default: "65536",
+            unit: "bytes",
+            check: unpinned_experiments::params::int(64, 1 << 30),
+            doc: "Bytes of the target's log (64 KiB: fewer entries than the default inserts, so a handler that falls behind meets back-pressure)",
+        },
     }
+}
+
+fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {
+        collision_pct: collisions,
+        inserts,
+        window,
+        reps,
+        log_bytes,
+    } = ctx.params()?;
     let schemes = [
         ("aa-poll", Scheme::Aa, Notify::Poll),
         ("aa-sleep", Scheme::Aa, Notify::Sleep),

@@ -18,7 +18,9 @@ use std::time::Instant;
 
 use serde_json::json;
 use unpinned_aa_live::{ActiveAccess, Notify, PageBits};
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_os::mapping::Mapping;
 use unpinned_report::{PlotSpec, Table};
 
@@ -30,19 +32,31 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description:
         "Live: handler notification delay and CPU cost, polling vs sleeping (futex) handler",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
 
+unpinned_experiments::declare_params! {
+    /// Parameters of `aa-notify`.
+    pub struct Params {
+        puts: u32 {
+            default: "2000",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1 << 24),
+            doc: "Active puts per handler",
+        },
+        flushes: u32 {
+            default: "500",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1 << 24),
+            doc: "Rounds of one active put then an active flush, per handler",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let puts: u32 = ctx.param("puts", 2000)?;
-    if puts == 0 {
-        return Err(ExperimentError::BadParam("puts".into(), "0".into()));
-    }
-    let flushes: u32 = ctx.param("flushes", 500)?;
-    if flushes == 0 {
-        return Err(ExperimentError::BadParam("flushes".into(), "0".into()));
-    }
+    let Params { puts, flushes } = ctx.params()?;
     let mut table = Table::new(&[
         "driver",
         "notify",

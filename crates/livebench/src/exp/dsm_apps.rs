@@ -49,7 +49,9 @@ use serde_json::json;
 use unpinned_dsm_apps::names;
 use unpinned_dsm_live::{HandlerContext, ProtectMode};
 use unpinned_dsm_run::{command, result_file, trace_file, RunArgs, RunResult};
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_live::launch::{launch, LaunchOptions};
 use unpinned_report::{PlotSpec, Table};
 
@@ -60,6 +62,7 @@ pub static SPEC_APPS: ExperimentSpec = ExperimentSpec {
     name: "dsm-apps",
     system: "live",
     description: "Live DSM apps: time, speedup and rates per handler context on 1, 2, 4 ranks x 1, 2 threads (real processes, real faults)",
+    params: Some(<Params as Declared>::PARAMS),
     run: run_apps,
     ..ExperimentSpec::LIVE
 };
@@ -69,6 +72,7 @@ pub static SPEC_LOAD: ExperimentSpec = ExperimentSpec {
     name: "dsm-load",
     system: "live",
     description: "Live dsm-apps with one extra CPU-bound process per rank during each run",
+    params: Some(<Params as Declared>::PARAMS),
     run: run_load,
     ..ExperimentSpec::LIVE
 };
@@ -81,17 +85,51 @@ fn run_load(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     run(ctx, true)
 }
 
-/// A comma-separated parameter.
-fn list<T: std::str::FromStr>(
-    ctx: &RunContext,
-    name: &str,
-    default: &str,
-) -> Result<Vec<T>, ExperimentError> {
-    let text: String = ctx.param(name, default.to_string())?;
-    let v: Result<Vec<T>, _> = text.split(',').map(|s| s.trim().parse::<T>()).collect();
-    match v {
-        Ok(v) if !v.is_empty() => Ok(v),
-        _ => Err(ExperimentError::BadParam(name.into(), text)),
+unpinned_experiments::declare_params! {
+    /// Parameters of `dsm-apps` and `dsm-load`.
+    pub struct Params {
+        apps: Vec<String> {
+            default: "sor,lu,is,tsp,water,nbody,nbody-write,barnes",
+            unit: "",
+            check: unpinned_experiments::params::one_of(&["sor", "lu", "is", "tsp", "water", "nbody", "nbody-write", "barnes"]),
+            doc: "Applications",
+        },
+        nodes: Vec<u32> {
+            default: "1,2,4",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 16),
+            doc: "Ranks (processes) per run",
+        },
+        threads: Vec<usize> {
+            default: "1,2",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 8),
+            doc: "Worker threads per rank",
+        },
+        contexts: Vec<String> {
+            default: "progress,deferred,signal,polling",
+            unit: "",
+            check: unpinned_experiments::params::one_of(&["progress", "deferred", "signal", "polling"]),
+            doc: "Handler contexts",
+        },
+        input: String {
+            default: "small",
+            unit: "",
+            check: unpinned_experiments::params::one_of(&["small", "medium", "spec"]),
+            doc: "Input size of the applications",
+        },
+        reps: u32 {
+            default: "1",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1000),
+            doc: "Launches per point; the fastest correct one is kept",
+        },
+        traces: String {
+            default: "",
+            unit: "",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Directory to record the traces of the first context's runs into (`unpinned sim dsm-apps --set exp.traces=DIR` replays them; empty: none)",
+        },
     }
 }
 
@@ -173,23 +211,27 @@ fn point(
 }
 
 fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError> {
-    let apps: Vec<String> = list(ctx, "apps", &names().join(","))?;
-    let nodes: Vec<u32> = list(ctx, "nodes", "1,2,4")?;
-    let threads: Vec<usize> = list(ctx, "threads", "1,2")?;
-    let contexts: Vec<HandlerContext> = list(ctx, "contexts", "progress,deferred,signal,polling")?;
-    let input: unpinned_dsm_apps::Input = ctx.param("input", unpinned_dsm_apps::Input::Small)?;
-    let reps: u32 = ctx.param("reps", 1)?;
-    let traces: String = ctx.param("traces", String::new())?;
+    let Params {
+        apps,
+        nodes,
+        threads,
+        contexts,
+        input,
+        reps,
+        traces,
+    } = ctx.params()?;
+    let contexts: Vec<HandlerContext> = contexts
+        .iter()
+        .map(|c| c.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|e| ExperimentError::BadParam("contexts".into(), e))?;
+    let input: unpinned_dsm_apps::Input = input
+        .parse()
+        .map_err(|e| ExperimentError::BadParam("input".into(), e))?;
     if let Some(a) = apps.iter().find(|a| !names().contains(&a.as_str())) {
         return Err(ExperimentError::BadParam(
             "apps".into(),
             format!("unknown app {a:?} (known: {})", names().join(", ")),
-        ));
-    }
-    if nodes.iter().any(|&n| n == 0 || n > 16) || threads.iter().any(|&t| t == 0 || t > 8) {
-        return Err(ExperimentError::BadParam(
-            "nodes/threads".into(),
-            format!("{nodes:?} x {threads:?} (nodes 1..=16, threads 1..=8)"),
         ));
     }
     let trace_dir = (!traces.is_empty()).then(|| PathBuf::from(&traces));

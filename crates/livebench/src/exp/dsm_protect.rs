@@ -11,7 +11,9 @@ use serde_json::json;
 use unpinned_dsm::Access;
 use unpinned_dsm_live::protect::{apply, Change, ProtectMode, UffdWp};
 use unpinned_dsm_live::views::{ViewConfig, Views, PAGE_BYTES};
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_report::{PlotSpec, Table};
 
 use super::{fail, median};
@@ -21,6 +23,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "dsm-protect",
     system: "live",
     description: "Live DSM: protection change of 1 and 8 pages: mprotect per page vs batched mprotect vs userfaultfd write-protect",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -42,9 +45,29 @@ fn touch(addr: u64, pages: usize, v: u8) {
     }
 }
 
+unpinned_experiments::declare_params! {
+    /// Parameters of `dsm-protect`.
+    pub struct Params {
+        reps: usize {
+            default: "300",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1_000_000),
+            doc: "Timed repetitions per point, median (after 10 warm-up ones)",
+        },
+        base_addr: u64 {
+            default: "101155069755392",
+            unit: "",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Address of the DSM views (0x5c0000000000)",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let reps: usize = ctx.param("reps", 300)?;
-    let base: u64 = ctx.param("base_addr", 0x5c00_0000_0000u64)?;
+    let Params {
+        reps,
+        base_addr: base,
+    } = ctx.params()?;
     let mut views = Views::new(ViewConfig {
         base_addr: base,
         heap_bytes: 1 << 20,

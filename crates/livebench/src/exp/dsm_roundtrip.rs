@@ -13,7 +13,9 @@ use serde_json::json;
 use unpinned_dsm_live::context::{drain, Backoff, Contexts, HandlerContext, Service};
 use unpinned_dsm_live::endpoint::Endpoint;
 use unpinned_dsm_live::wire::WireMsg;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_live::transport::shm::{create_segment, ShmGeometry, ShmTransport};
 use unpinned_live::{Config, Runtime};
 use unpinned_report::{PlotSpec, Table};
@@ -26,6 +28,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description:
         "Live DSM: control-message ping-pong round trip with the receiver's handler in each context",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -167,10 +170,36 @@ fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
+unpinned_experiments::declare_params! {
+    /// Parameters of `dsm-roundtrip`.
+    pub struct Params {
+        pings: usize {
+            default: "300",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1_000_000),
+            doc: "Timed pings per context and round",
+        },
+        warmup: usize {
+            default: "30",
+            unit: "",
+            check: unpinned_experiments::params::int(0, 1_000_000),
+            doc: "Untimed pings before them",
+        },
+        rounds: usize {
+            default: "3",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1000),
+            doc: "Rounds (interleaving the contexts)",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let pings: usize = ctx.param("pings", 300)?;
-    let warmup: usize = ctx.param("warmup", 30)?;
-    let rounds: usize = ctx.param("rounds", 3)?;
+    let Params {
+        pings,
+        warmup,
+        rounds,
+    } = ctx.params()?;
     let mut table = Table::new(&["context", "rtt_us", "rtt_p10_us", "rtt_p90_us", "pings"]);
     let n = HandlerContext::ALL.len();
     let total = (n * rounds.max(1)) as u64;

@@ -9,7 +9,9 @@
 //! each engine's run (drops, timeouts, ERRs, pagemap reads, page-in time).
 
 use serde_json::json;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_os::mapping::Mapping;
@@ -22,6 +24,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "live-hol",
     system: "live",
     description: "Live: concurrent transfers, one hitting major faults: latency of the others, PART vs the blocking engine",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -155,25 +158,68 @@ pub fn hol(
     Ok(out)
 }
 
-/// The parameters from `--set exp.NAME=VALUE`.
-pub fn params(ctx: &RunContext) -> Result<HolParams, ExperimentError> {
-    Ok(HolParams {
-        others: ctx.param("others", 3)?,
-        other_bytes: ctx.param("other_bytes", 256 << 10)?,
-        fault_bytes: ctx.param("fault_bytes", 1 << 20)?,
-        reps: ctx.param("reps", 7)?,
-        ring_slots: ctx.param("ring_slots", super::ring_slots())?,
-        debug: ctx.param("debug", false)?,
-        anon_fault: match ctx.params.get("fault_memory").map(String::as_str) {
-            None | Some("file") => false,
-            Some("anon") => true,
-            Some(other) => {
-                return Err(ExperimentError::BadParam(
-                    "fault_memory".into(),
-                    other.into(),
-                ))
-            }
+unpinned_experiments::declare_params! {
+    /// Parameters of `live-hol`.
+    pub struct Params {
+        others: usize {
+            default: "3",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 64),
+            doc: "Other (non-faulting) transfers",
         },
+        other_bytes: usize {
+            default: "262144",
+            unit: "bytes",
+            check: unpinned_experiments::params::int(1, 1 << 30),
+            doc: "Bytes per other transfer",
+        },
+        fault_bytes: usize {
+            default: "1048576",
+            unit: "bytes",
+            check: unpinned_experiments::params::int(1, 1 << 30),
+            doc: "Bytes of the faulting transfer",
+        },
+        reps: usize {
+            default: "7",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 10_000),
+            doc: "Repetitions, median per transfer",
+        },
+        ring_slots: u32 {
+            default: "0",
+            unit: "",
+            check: unpinned_experiments::params::int(0, 1 << 20),
+            doc: "Slots per shared-memory ring (0: transport.ring_slots of the runtime configuration; else at least 2)",
+        },
+        fault_memory: String {
+            default: "file",
+            unit: "",
+            check: unpinned_experiments::params::one_of(&["file", "anon"]),
+            doc: "Faulting destination: a file with its page cache dropped (major faults) or fresh anonymous memory (minor faults)",
+        },
+        debug: bool {
+            default: "false",
+            unit: "",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Print both ranks' counters to stderr after each engine's run",
+        },
+    }
+}
+
+/// The parameters from `--set exp.NAME=VALUE` (declared in [`Params`]).
+pub fn params(ctx: &RunContext) -> Result<HolParams, ExperimentError> {
+    let p: Params = ctx.params()?;
+    Ok(HolParams {
+        others: p.others,
+        other_bytes: p.other_bytes,
+        fault_bytes: p.fault_bytes,
+        reps: p.reps,
+        ring_slots: match p.ring_slots {
+            0 => super::ring_slots(),
+            n => n,
+        },
+        debug: p.debug,
+        anon_fault: p.fault_memory == "anon",
     })
 }
 

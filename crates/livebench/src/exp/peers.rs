@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::json;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_report::{Cell, PlotSpec, Table};
 
 use super::{fail, Pair};
@@ -24,6 +26,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description:
         "Live: put/get latency and bandwidth vs a peer one-sided library (Open MPI MPI_Put/MPI_Get)",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -136,27 +139,61 @@ pub fn peer(script: &std::path::Path, small: usize) -> Result<Vec<Vec<String>>, 
         .collect())
 }
 
+unpinned_experiments::declare_params! {
+    /// Parameters of `live-peers`.
+    pub struct Params {
+        max_bytes: usize {
+            default: "4194304",
+            unit: "bytes",
+            check: unpinned_experiments::params::int(1, 1 << 30),
+            doc: "Largest transfer of the sweep",
+        },
+        reps: usize {
+            default: "200",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 1_000_000),
+            doc: "Repetitions per small transfer",
+        },
+        peer: bool {
+            default: "true",
+            unit: "",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Run the peer library too (bench/peers/run.sh)",
+        },
+        peer_script: String {
+            default: "",
+            unit: "",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Path of bench/peers/run.sh (empty: beside the workspace this binary was built from, else relative to the current directory)",
+        },
+    }
+}
+
 /// Where bench/peers/run.sh is: `--set exp.peer_script=PATH`, else beside the workspace this
 /// binary was built from, else relative to the current directory.
-pub fn script(ctx: &RunContext) -> PathBuf {
-    if let Some(p) = ctx.params.get("peer_script") {
-        return PathBuf::from(p);
+pub fn script(ctx: &RunContext) -> Result<PathBuf, ExperimentError> {
+    let Params { peer_script, .. } = ctx.params()?;
+    if !peer_script.is_empty() {
+        return Ok(PathBuf::from(peer_script));
     }
     let built = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../bench/peers/run.sh"
     ));
-    if built.exists() {
+    Ok(if built.exists() {
         built
     } else {
         PathBuf::from("bench/peers/run.sh")
-    }
+    })
 }
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let max: usize = ctx.param("max_bytes", 4 << 20)?;
-    let small: usize = ctx.param("reps", 200)?;
-    let with_peer: bool = ctx.param("peer", true)?;
+    let Params {
+        max_bytes: max,
+        reps: small,
+        peer: with_peer,
+        ..
+    } = ctx.params()?;
     let mut table = Table::new(&["system", "op", "size_bytes", "latency_us", "bandwidth_gbps"]);
     for (op, n, lat, bw) in ours(ctx, max, small)? {
         table.push(vec![
@@ -171,7 +208,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let mut peer_note = "not run (exp.peer=false)".to_string();
     let mut skipped = None;
     if with_peer {
-        let s = script(ctx);
+        let s = script(ctx)?;
         match peer(&s, small) {
             Ok(rows) => {
                 peer_note = format!("{} rows from {}", rows.len(), s.display());

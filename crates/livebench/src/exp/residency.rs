@@ -18,7 +18,9 @@
 //! on each side (the deterministic part of the cost, free of this machine's noise).
 
 use serde_json::json;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_report::{PlotSpec, Table};
@@ -30,6 +32,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "live-residency",
     system: "live",
     description: "Live: residency check cost on present memory, PART with and without the translation cache vs Transfer-Only, 64 KiB .. 4 MiB",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -46,26 +49,36 @@ fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let sizes_param: String = ctx.param("sizes", "65536,262144,1048576,4194304".to_string())?;
-    let sizes: Vec<usize> = sizes_param
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0 && n <= 1 << 30)
-                .ok_or_else(|| ExperimentError::BadParam("sizes".into(), sizes_param.clone()))
-        })
-        .collect::<Result<_, _>>()?;
-    let rounds: usize = ctx.param("rounds", 10)?;
-    let block: usize = ctx.param("block", 5)?;
-    if rounds == 0 || block == 0 {
-        return Err(ExperimentError::BadParam(
-            "rounds/block".into(),
-            "must be at least 1".into(),
-        ));
+unpinned_experiments::declare_params! {
+    /// Parameters of `live-residency`.
+    pub struct Params {
+        sizes: Vec<usize> {
+            default: "65536,262144,1048576,4194304",
+            unit: "bytes",
+            check: unpinned_experiments::params::int(1, 1 << 30),
+            doc: "Exposure sizes",
+        },
+        rounds: usize {
+            default: "10",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 10_000),
+            doc: "Rounds per size, median",
+        },
+        block: usize {
+            default: "5",
+            unit: "",
+            check: unpinned_experiments::params::int(1, 10_000),
+            doc: "Writes per block, per pair and round",
+        },
     }
+}
+
+fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
+    let Params {
+        sizes,
+        rounds,
+        block,
+    } = ctx.params()?;
     let max = sizes.iter().copied().max().unwrap_or(1);
     // Declared before the pairs so that it outlives them.
     let dst = present(max)?;

@@ -14,7 +14,9 @@
 //!   so nothing goes stale (at the price measured in `part-latency`).
 
 use serde_json::json;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_live::fault_handler::PageInConfig;
 use unpinned_live::MemoryMode;
 use unpinned_report::{PlotSpec, Table};
@@ -27,6 +29,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     name: "live-stale",
     system: "live",
     description: "Live: transfer, munmap, mmap at the same address, transfer again: PART vs a pin-down registration cache",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -95,8 +98,20 @@ pub fn steps(ctx: &RunContext, engine: &str, len: usize) -> Result<Vec<bool>, Ex
     Ok(out)
 }
 
+unpinned_experiments::declare_params! {
+    /// Parameters of `live-stale`.
+    pub struct Params {
+        bytes: usize {
+            default: "65536",
+            unit: "bytes",
+            check: unpinned_experiments::params::int(1, 1 << 30),
+            doc: "Bytes per transfer",
+        },
+    }
+}
+
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
-    let len: usize = ctx.param("bytes", 64 << 10)?;
+    let Params { bytes: len } = ctx.params()?;
     let mut table = Table::new(&["engine", "step", "correct"]);
     let engines = ["part", "pin-cache", "pin-per-transfer"];
     for (i, engine) in engines.iter().enumerate() {

@@ -9,7 +9,9 @@ use unpinned_core::profile::Profile;
 use unpinned_experiments::part::sim_testbed::SimTestbed;
 use unpinned_experiments::part::{fault_all, latency};
 use unpinned_experiments::testbed::Testbed;
-use unpinned_experiments::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
+use unpinned_experiments::{
+    Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
+};
 use unpinned_report::{PlotSpec, Table};
 
 use super::fail;
@@ -21,6 +23,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     system: "live",
     description:
         "Live vs the simulator with this machine's calibrated profile: part-latency, part-fault-all",
+    params: Some(<Params as Declared>::PARAMS),
     run,
     ..ExperimentSpec::LIVE
 };
@@ -34,15 +37,36 @@ const COMPARED: [(&str, OnTestbed); 2] = [
     ("part-fault-all", fault_all::run),
 ];
 
+unpinned_experiments::declare_params! {
+    /// Parameters of `live-vs-sim`.
+    pub struct Params {
+        calibration: String {
+            default: "",
+            unit: "",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Calibrated profile file from `unpinned calibrate` (empty: calibrate at the start of the run)",
+        },
+        sizes: String {
+            default: "",
+            unit: "bytes",
+            check: unpinned_experiments::params::Check::Any,
+            doc: "Write sizes, comma-separated, for both compared experiments (empty: each one's default)",
+        },
+        reps: usize {
+            default: "0",
+            unit: "",
+            check: unpinned_experiments::params::int(0, 10_000),
+            doc: "Repetitions per point of the live runs, median (0: each compared experiment's default)",
+        },
+    }
+}
+
 /// The calibrated profile: `exp.calibration=FILE` (from `unpinned calibrate`), else measured
 /// now. The engine section is the live one (block and packet size, timeouts).
 pub fn calibrated(ctx: &RunContext) -> Result<(Profile, String), ExperimentError> {
-    let mut p = match ctx.params.get("calibration") {
-        Some(path) => (
-            Profile::load(path).map_err(fail)?,
-            format!("loaded from {path}"),
-        ),
-        None => {
+    let Params { calibration, .. } = ctx.params()?;
+    let mut p = match calibration.as_str() {
+        "" => {
             let c = crate::calibrate::run(|_| {}).map_err(fail)?;
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|s| s.trim().to_string())
@@ -52,6 +76,10 @@ pub fn calibrated(ctx: &RunContext) -> Result<(Profile, String), ExperimentError
                 "measured at the start of this run".to_string(),
             )
         }
+        path => (
+            Profile::load(path).map_err(fail)?,
+            format!("loaded from {path}"),
+        ),
     };
     p.0.engine = ctx.profile.engine.clone();
     Ok(p)
@@ -105,9 +133,16 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "ratio",
     ]);
     let mut events = 0;
-    // The compared experiments' own parameters (exp.sizes, exp.reps) go to both backends.
-    let mut params = ctx.params.clone();
-    params.remove("calibration");
+    // The compared experiments' own parameters (exp.sizes, exp.reps) go to both backends;
+    // each one checks them.
+    let Params { sizes, reps, .. } = ctx.params()?;
+    let mut params = std::collections::BTreeMap::new();
+    if !sizes.is_empty() {
+        params.insert("sizes".to_string(), sizes);
+    }
+    if reps > 0 {
+        params.insert("reps".to_string(), reps.to_string());
+    }
     let quiet = |_: u64, _: u64| {};
     for (i, (name, run)) in COMPARED.iter().enumerate() {
         let on = |profile: &Profile| RunContext {
