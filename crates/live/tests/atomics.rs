@@ -50,6 +50,8 @@ fn concurrent_fetch_adds_are_each_executed_once_and_cas_works_on_a_fresh_page() 
     );
     // SAFETY: all atomics completed; the engine no longer touches the word.
     assert_eq!(
+        // SAFETY: `word` is an aligned u64 inside `mem`, which this test owns and keeps
+        // mapped; every atomic on it has completed.
         unsafe { std::ptr::read_volatile(word as *const u64) },
         2 * n
     );
@@ -98,6 +100,8 @@ fn concurrent_fetch_adds_are_each_executed_once_and_cas_works_on_a_fresh_page() 
         Err(LiveError::Failed { .. })
     ));
     assert_eq!(
+        // SAFETY: `word` is an aligned u64 inside `mem`, which this test owns and keeps
+        // mapped; every atomic on it has completed.
         unsafe { std::ptr::read_volatile(word as *const u64) },
         2 * n
     );
