@@ -170,20 +170,21 @@ fn live_dsm_apps_and_dsm_load_experiments() {
         ],
     );
     let t = &o.table;
-    let want = [
-        "app",
-        "context",
-        "nodes",
-        "threads_per_node",
-        "time_s",
-        "speedup",
-        "faults_per_s",
-        "barriers_per_s",
-        "locks_per_s",
-        "correct",
-        "driver",
-    ];
-    assert_eq!(&t.columns[..want.len()], want);
+    // The same header, in the same order, as the simulated dsm-apps (one shared schema).
+    let sim = unpinned_experiments::find("dsm-apps").expect("simulated dsm-apps registered");
+    let sim_ctx = RunContext {
+        profile: exp::live_profile(),
+        kind_profile: None,
+        seed: 1,
+        params: [("apps", "sor"), ("nodes", "1"), ("threads", "1")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        progress: &|_, _| {},
+    };
+    let sim_table = (sim.run)(&sim_ctx).expect("simulated dsm-apps").table;
+    assert_eq!(t.columns, sim_table.columns);
+    assert_eq!(t.columns, unpinned_experiments::dsm::COLUMNS);
     assert_eq!(t.rows.len(), 2 * 2 * 2);
     let c = |n: &str| t.col(n).unwrap();
     for r in &t.rows {
@@ -192,6 +193,10 @@ fn live_dsm_apps_and_dsm_load_experiments() {
         assert!(r[c("time_s")].as_f64().unwrap() > 0.0);
         let one = r[c("nodes")].to_text() == "1";
         assert_eq!(r[c("faults_per_s")].as_f64().unwrap() == 0.0, one, "{r:?}");
+        assert_eq!(r[c("requests")].as_f64().unwrap() == 0.0, one, "{r:?}");
+        assert_eq!(r[c("rdma_mb_per_s")].as_f64().unwrap() == 0.0, one, "{r:?}");
+        // Not measured live: empty cells.
+        assert_eq!(r[c("compute_share")].to_text(), "", "{r:?}");
         if one {
             assert_eq!(r[c("speedup")].as_f64().unwrap(), 1.0);
         }

@@ -13,9 +13,10 @@ use std::collections::HashMap;
 
 use serde_json::json;
 use unpinned_dsm_apps::Input;
-use unpinned_report::{PlotSpec, Table};
+use unpinned_report::PlotSpec;
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
+use super::row::{DsmRow, Shares};
 use super::traces::Source;
 use crate::aa::per_s;
 use crate::params::{int, one_of};
@@ -230,28 +231,7 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
             }
         }
     }
-    let mut table = Table::new(&[
-        "app",
-        "context",
-        "nodes",
-        "threads_per_node",
-        "time_s",
-        "speedup",
-        "faults_per_s",
-        "barriers_per_s",
-        "locks_per_s",
-        "correct",
-        "driver",
-        "requests",
-        "messages",
-        "rdma_mb_per_s",
-        "sends_per_s",
-        "compute_share",
-        "fault_share",
-        "barrier_share",
-        "lock_share",
-        "stolen_share",
-    ]);
+    let mut table = DsmRow::table();
     let mut events = 0;
     for (p, base) in &points {
         for (c, s) in &p.replays {
@@ -259,28 +239,31 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
             let worker_ns = (s.time_ns.max(1) * (p.nodes * p.threads) as u64) as f64;
             let share = |x: u64| x as f64 / worker_ns;
             let sends = s.messages - s.data_messages;
-            table.push(vec![
-                p.app.clone().into(),
-                c.name().into(),
-                p.nodes.into(),
-                p.threads.into(),
-                (s.time_ns as f64 / 1e9).into(),
-                (base[c] as f64 / s.time_ns.max(1) as f64).into(),
-                per_s(s.faults, s.time_ns).into(),
-                per_s(s.barrier_episodes, s.time_ns).into(),
-                per_s(s.locks, s.time_ns).into(),
-                u32::from(p.correct).into(),
-                "sim".into(),
-                s.requests.into(),
-                s.messages.into(),
-                (s.data_bytes as f64 / 1e6 / (s.time_ns.max(1) as f64 / 1e9)).into(),
-                per_s(sends, s.time_ns).into(),
-                share(s.compute_ns).into(),
-                share(s.fault_ns).into(),
-                share(s.barrier_ns).into(),
-                share(s.lock_ns).into(),
-                share(s.stolen_ns).into(),
-            ]);
+            DsmRow {
+                app: p.app.clone(),
+                context: c.name().into(),
+                nodes: p.nodes,
+                threads_per_node: p.threads,
+                time_s: s.time_ns as f64 / 1e9,
+                speedup: base[c] as f64 / s.time_ns.max(1) as f64,
+                faults_per_s: per_s(s.faults, s.time_ns),
+                barriers_per_s: per_s(s.barrier_episodes, s.time_ns),
+                locks_per_s: per_s(s.locks, s.time_ns),
+                correct: p.correct,
+                driver: "sim",
+                requests: s.requests,
+                messages: s.messages,
+                rdma_mb_per_s: s.data_bytes as f64 / 1e6 / (s.time_ns.max(1) as f64 / 1e9),
+                sends_per_s: per_s(sends, s.time_ns),
+                shares: Some(Shares {
+                    compute: share(s.compute_ns),
+                    fault: share(s.fault_ns),
+                    barrier: share(s.barrier_ns),
+                    lock: share(s.lock_ns),
+                    stolen: share(s.stolen_ns),
+                }),
+            }
+            .push_to(&mut table);
         }
     }
     let max_nodes = nodes.iter().max().copied().unwrap_or(1).to_string();

@@ -10,7 +10,10 @@
 //! tables are deterministic; the replay itself is deterministic for any trace.
 
 mod apps;
+pub mod row;
 mod traces;
+
+pub use row::{DsmRow, Shares, COLUMNS};
 
 use crate::ExperimentSpec;
 

@@ -1,8 +1,10 @@
 //! Live `dsm-apps` and `dsm-load` (spec dsm.md, "Experiments"): the DSM applications on the
 //! live Multiview DSM, every rank a real process started like `unpinned run` (shared-memory
 //! transport), per handler context, 1, 2, 4 ranks x 1, 2 threads per rank; `dsm-load` adds
-//! one CPU-bound process per rank for the duration of each run. The columns are those of the
-//! simulator's `dsm-apps` with `driver = live`.
+//! one CPU-bound process per rank for the duration of each run. The columns are the simulator's
+//! (one definition, `unpinned_experiments::dsm::row`, which says what the live backend fills)
+//! with `driver = live`; the live run has no per-worker time counters, so the five `*_share`
+//! cells are empty.
 //!
 //! Each point is one launch of `unpinned-dsm-run` (or `unpinned dsm-run`, see
 //! [`unpinned_dsm_run::command`]); rank 0 times the parallel phase, checks the answer and
@@ -49,11 +51,12 @@ use serde_json::json;
 use unpinned_dsm_apps::names;
 use unpinned_dsm_live::{HandlerContext, ProtectMode};
 use unpinned_dsm_run::{command, result_file, trace_file, RunArgs, RunResult};
+use unpinned_experiments::dsm::DsmRow;
 use unpinned_experiments::{
     Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
 };
 use unpinned_live::launch::{launch, LaunchOptions};
-use unpinned_report::{PlotSpec, Table};
+use unpinned_report::PlotSpec;
 
 use super::fail;
 
@@ -242,22 +245,7 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
     let (prog, prefix) = command().map_err(fail)?;
     let scratch = std::env::temp_dir().join(format!("unpinned-live-dsm-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(fail)?;
-    let mut table = Table::new(&[
-        "app",
-        "context",
-        "nodes",
-        "threads_per_node",
-        "time_s",
-        "speedup",
-        "faults_per_s",
-        "barriers_per_s",
-        "locks_per_s",
-        "correct",
-        "driver",
-        "faults",
-        "messages",
-        "data_kib",
-    ]);
+    let mut table = DsmRow::table();
     let total = (apps.len() * contexts.len() * nodes.len() * threads.len()) as u64;
     let mut done = 0;
     let mut failures = Vec::new();
@@ -283,47 +271,52 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
                     let r = point(&prog, &prefix, &a, n, reps, load, &scratch)?;
                     done += 1;
                     (ctx.progress)(done, total);
-                    let (time_s, correct, faults, barriers, locks, messages, kib) = match &r {
-                        Ok(r) => (
-                            r.time_s,
-                            1u32,
-                            r.faults(),
-                            r.barriers,
-                            r.locks,
-                            r.messages,
-                            r.data_bytes as f64 / 1024.0,
-                        ),
-                        Err(e) => {
-                            failures.push(format!("{app} {} {n}x{t}: {e}", c.name()));
-                            (f64::NAN, 0, 0, 0, 0, 0, f64::NAN)
-                        }
-                    };
-                    if n == 1 && t == 1 && correct == 1 {
+                    let (time_s, correct, faults, barriers, locks, control, transfers, bytes) =
+                        match &r {
+                            Ok(r) => (
+                                r.time_s,
+                                true,
+                                r.faults(),
+                                r.barriers,
+                                r.locks,
+                                r.messages,
+                                r.data_transfers,
+                                r.data_bytes,
+                            ),
+                            Err(e) => {
+                                failures.push(format!("{app} {} {n}x{t}: {e}", c.name()));
+                                (f64::NAN, false, 0, 0, 0, 0, 0, 0)
+                            }
+                        };
+                    if n == 1 && t == 1 && correct {
                         base_s = Some(time_s);
                     }
                     let rate = |x: u64| {
-                        if correct == 1 {
+                        if correct {
                             x as f64 / time_s
                         } else {
                             f64::NAN
                         }
                     };
-                    table.push(vec![
-                        app.clone().into(),
-                        c.name().into(),
-                        n.into(),
-                        (t as u32).into(),
-                        time_s.into(),
-                        base_s.map_or(f64::NAN, |b| b / time_s).into(),
-                        rate(faults).into(),
-                        rate(barriers).into(),
-                        rate(locks).into(),
-                        correct.into(),
-                        "live".into(),
-                        faults.into(),
-                        messages.into(),
-                        kib.into(),
-                    ]);
+                    DsmRow {
+                        app: app.clone(),
+                        context: c.name().into(),
+                        nodes: n,
+                        threads_per_node: t as u32,
+                        time_s,
+                        speedup: base_s.map_or(f64::NAN, |b| b / time_s),
+                        faults_per_s: rate(faults),
+                        barriers_per_s: rate(barriers),
+                        locks_per_s: rate(locks),
+                        correct,
+                        driver: "live",
+                        requests: faults,
+                        messages: control + transfers,
+                        rdma_mb_per_s: rate(bytes) / 1e6,
+                        sends_per_s: rate(control),
+                        shares: None,
+                    }
+                    .push_to(&mut table);
                 }
             }
         }
@@ -380,7 +373,10 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
             "program": prog.display().to_string(),
             "time_s": "parallel phase on rank 0 (bootstrap barrier release to its workers' end), fastest correct of reps launches",
             "speedup": "time on 1 rank x 1 thread / time, same app and context",
-            "faults": "read + write faults of all ranks in the parallel phase",
+            "requests": "read + write faults of all ranks in the parallel phase (the live runtime counts faults, not requests)",
+            "messages": "control messages plus minipage RDMA transfers, all ranks",
+            "sends_per_s": "control messages (no page data) per second",
+            "shares": "not measured live: empty cells",
             "machine": format!("{} CPUs online; every rank, thread, detector and page-in thread shares them", std::thread::available_parallelism().map_or(0, |n| n.get())),
             "failed_points": failures,
         }),
