@@ -18,14 +18,14 @@
 use std::time::{Duration, Instant};
 
 use unpinned_conformance::msg::{
-    buffer_bytes, differences, digest, expected, payload, scenarios, Failure, Outcome, RecvDone,
-    Scenario, SendDone, Step,
+    buffer_bytes, differences, digest, expected, payload, scenarios, Outcome, Scenario, Step,
 };
 use unpinned_live::msg::Messenger;
 use unpinned_live::transport::mem::network;
 use unpinned_live::{Config, Runtime};
-use unpinned_msg::{MsgConfig, MsgEvent, RecvError};
+use unpinned_msg::MsgConfig;
 use unpinned_os::mapping::Mapping;
+use unpinned_sim::apps::conformance::record;
 
 /// Polling after the expected events of a settle, to catch unexpected ones.
 const GRACE: Duration = Duration::from_millis(20);
@@ -33,20 +33,6 @@ const GRACE: Duration = Duration::from_millis(20);
 const FINAL_GRACE: Duration = Duration::from_millis(200);
 /// Longest wait for the expected events of one settle.
 const SETTLE_LIMIT: Duration = Duration::from_secs(30);
-
-fn failure(e: RecvError) -> Failure {
-    match e {
-        RecvError::Truncated {
-            msg_bytes,
-            buf_bytes,
-        } => Failure::Truncated {
-            msg_bytes,
-            buf_bytes,
-        },
-        RecvError::TagMismatch { got, want } => Failure::TagMismatch { got, want },
-        RecvError::Transport(e) => Failure::Other(format!("transport: {e:?}")),
-    }
-}
 
 /// Record the events of every rank's messenger as seen by settle `settle`.
 fn poll_all(ms: &mut [Messenger], settle: u32, out: &mut Outcome) {
@@ -61,36 +47,7 @@ fn poll_all(ms: &mut [Messenger], settle: u32, out: &mut Outcome) {
                     break;
                 }
             };
-            match ev {
-                MsgEvent::SendDone { id, result } => {
-                    let done = SendDone {
-                        settle,
-                        error: result.err().map(|e| format!("{e:?}")),
-                    };
-                    match out.sends.get_mut(id as usize) {
-                        Some(slot @ None) => *slot = Some(done),
-                        _ => out
-                            .anomalies
-                            .push(format!("rank {n}: send {id} done again or unknown")),
-                    }
-                }
-                MsgEvent::Recv(d) => {
-                    let done = RecvDone {
-                        settle,
-                        seq: d.seq,
-                        result: d.result.map_err(failure),
-                    };
-                    match out.recvs.get_mut(d.id as usize) {
-                        Some(slot @ None) => *slot = Some(done),
-                        _ => out
-                            .anomalies
-                            .push(format!("rank {n}: recv {} done again or unknown", d.id)),
-                    }
-                }
-                MsgEvent::PeerFailed { peer, error } => out
-                    .anomalies
-                    .push(format!("rank {n}: pair with {peer} failed: {error:?}")),
-            }
+            record(out, n as u32, settle, ev);
         }
     }
 }

@@ -48,6 +48,43 @@ pub fn failure(e: RecvError) -> Failure {
     }
 }
 
+/// Record one message-layer event of rank `n`, seen by settle `settle`, in `out`: a
+/// completion at most once per id, anything else an anomaly. Both drivers' runners record
+/// through this (the live one in crates/live/tests/msg_conformance.rs), so they judge events
+/// alike.
+pub fn record(out: &mut Outcome, n: u32, settle: u32, ev: MsgEvent) {
+    match ev {
+        MsgEvent::SendDone { id, result } => {
+            let done = SendDone {
+                settle,
+                error: result.err().map(|e| format!("{e:?}")),
+            };
+            match out.sends.get_mut(id as usize) {
+                Some(slot @ None) => *slot = Some(done),
+                _ => out
+                    .anomalies
+                    .push(format!("rank {n}: send {id} done again or unknown")),
+            }
+        }
+        MsgEvent::Recv(d) => {
+            let done = RecvDone {
+                settle,
+                seq: d.seq,
+                result: d.result.map_err(failure),
+            };
+            match out.recvs.get_mut(d.id as usize) {
+                Some(slot @ None) => *slot = Some(done),
+                _ => out
+                    .anomalies
+                    .push(format!("rank {n}: recv {} done again or unknown", d.id)),
+            }
+        }
+        MsgEvent::PeerFailed { peer, error } => out
+            .anomalies
+            .push(format!("rank {n}: pair with {peer} failed: {error:?}")),
+    }
+}
+
 /// Addresses of the sends' and receives' buffers: each its own pages, one after the other.
 fn buffers(lens: impl Iterator<Item = u64>, base: u64) -> Vec<u64> {
     let mut at = base;
@@ -203,37 +240,7 @@ impl Run {
         }
         let settle = self.settle;
         while let Some(ev) = self.eps[n as usize].poll_event() {
-            let out = &mut self.out;
-            match ev {
-                MsgEvent::SendDone { id, result } => {
-                    let done = SendDone {
-                        settle,
-                        error: result.err().map(|e| format!("{e:?}")),
-                    };
-                    match out.sends.get_mut(id as usize) {
-                        Some(slot @ None) => *slot = Some(done),
-                        _ => out
-                            .anomalies
-                            .push(format!("rank {n}: send {id} done again or unknown")),
-                    }
-                }
-                MsgEvent::Recv(d) => {
-                    let done = RecvDone {
-                        settle,
-                        seq: d.seq,
-                        result: d.result.map_err(failure),
-                    };
-                    match out.recvs.get_mut(d.id as usize) {
-                        Some(slot @ None) => *slot = Some(done),
-                        _ => out
-                            .anomalies
-                            .push(format!("rank {n}: recv {} done again or unknown", d.id)),
-                    }
-                }
-                MsgEvent::PeerFailed { peer, error } => out
-                    .anomalies
-                    .push(format!("rank {n}: pair with {peer} failed: {error:?}")),
-            }
+            record(&mut self.out, n, settle, ev);
         }
     }
 
