@@ -1,29 +1,9 @@
 //! `unpinned sim`: settings are honoured or refused, never ignored; `sim EXP --help` lists the
 //! experiment's parameters.
 
-use std::process::{Command, Output};
+mod common;
 
-fn unpinned(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_unpinned"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Exit code 2 and a message containing every one of `want`.
-fn refused(args: &[&str], want: &[&str]) {
-    let o = unpinned(args);
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    for w in want {
-        assert!(err.contains(w), "{args:?}: {w:?} not in {err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-}
+use common::{refused, text, unpinned};
 
 #[test]
 fn experiment_help_lists_parameters_defaults_units_and_profile() {
