@@ -426,5 +426,8 @@ impl State {
 pub fn finalize() {
     let Some(st) = try_state() else { return };
     crate::sync::barrier_all(st);
+    // The barrier's last flag writes must leave this process before it may exit.
+    st.internal_ctx
+        .quiet_lenient(std::time::Instant::now() + Duration::from_secs(5));
     FINALIZED.store(true, Ordering::Release);
 }

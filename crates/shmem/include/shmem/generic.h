@@ -61,8 +61,8 @@ void shmem_up_generic_type_error(void);
 #define shmem_atomic_fetch_xor_nbi(...) SHMEM_UP_GCTX(SHMEM_UP_GEN_BIT_AMO_TYPES, SHMEM_UP_A, SHMEM_UP_AC, atomic_fetch_xor_nbi, __VA_ARGS__)
 
 /* Deprecated AMO names. */
-#define SHMEM_UP_GEN_DEP_AMO_TYPES(X, A) X(int, int, A) X(long, long, A) X(long long, longlong, A)
-#define SHMEM_UP_GEN_DEP_EXT_AMO_TYPES(X, A) X(float, float, A) X(double, double, A) SHMEM_UP_GEN_DEP_AMO_TYPES(X, A)
+#define SHMEM_UP_GEN_DEP_AMO_TYPES(X, A) SHMEM_UP_GEN_AMO_TYPES(X, A)
+#define SHMEM_UP_GEN_DEP_EXT_AMO_TYPES(X, A) SHMEM_UP_GEN_EXT_AMO_TYPES(X, A)
 #define shmem_cswap(...) SHMEM_UP_G(SHMEM_UP_GEN_DEP_AMO_TYPES, SHMEM_UP_A, cswap, __VA_ARGS__)
 #define shmem_finc(...) SHMEM_UP_G(SHMEM_UP_GEN_DEP_AMO_TYPES, SHMEM_UP_A, finc, __VA_ARGS__)
 #define shmem_inc(...) SHMEM_UP_G(SHMEM_UP_GEN_DEP_AMO_TYPES, SHMEM_UP_A, inc, __VA_ARGS__)
@@ -73,8 +73,7 @@ void shmem_up_generic_type_error(void);
 #define shmem_swap(...) SHMEM_UP_G(SHMEM_UP_GEN_DEP_EXT_AMO_TYPES, SHMEM_UP_A, swap, __VA_ARGS__)
 
 /* Point-to-point synchronization. */
-#define SHMEM_UP_GEN_DEP_WAIT_TYPES(X, A) X(short, short, A) SHMEM_UP_GEN_DEP_AMO_TYPES(X, A)
-#define shmem_wait(...) SHMEM_UP_G(SHMEM_UP_GEN_DEP_WAIT_TYPES, SHMEM_UP_A, wait, __VA_ARGS__)
+#define shmem_wait(...) SHMEM_UP_G(SHMEM_UP_GEN_SYNC_TYPES, SHMEM_UP_A, wait, __VA_ARGS__)
 #define shmem_wait_until(...) SHMEM_UP_G(SHMEM_UP_GEN_SYNC_TYPES, SHMEM_UP_A, wait_until, __VA_ARGS__)
 #define shmem_wait_until_all(...) SHMEM_UP_G(SHMEM_UP_GEN_SYNC_TYPES, SHMEM_UP_A, wait_until_all, __VA_ARGS__)
 #define shmem_wait_until_any(...) SHMEM_UP_G(SHMEM_UP_GEN_SYNC_TYPES, SHMEM_UP_A, wait_until_any, __VA_ARGS__)
