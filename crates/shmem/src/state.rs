@@ -139,7 +139,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .trim()
         .parse()
         .map_err(|_| "not a size (examples: 512M, 2G, 1048576)".to_string())?;
-    if !(v > 0.0) {
+    if v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Err("the size must be positive".into());
     }
     Ok((v * mul as f64) as usize)

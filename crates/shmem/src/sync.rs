@@ -50,12 +50,12 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
             return;
         }
         spins = spins.wrapping_add(1);
-        if spins % 32 == 0 {
+        if spins.is_multiple_of(32) {
             let _ = st.rt.progress();
         }
         if spins > 256 {
             std::thread::yield_now();
-            if spins % 1024 == 0 {
+            if spins.is_multiple_of(1024) {
                 st.check_exit_word();
             }
         } else {

@@ -39,7 +39,6 @@ enum Outcome {
     Pass(f64),
     Fail(String),
     BuildFail(String),
-    Skip(String),
 }
 
 fn programs(root: &Path) -> (Vec<Prog>, Vec<(String, String)>) {
@@ -239,7 +238,6 @@ fn sos_unit_tests_and_spec_examples() {
             Outcome::Pass(s) => format!("PASS       {} ({s:.1} s)", p.name),
             Outcome::Fail(w) => format!("FAIL       {}: {w}", p.name),
             Outcome::BuildFail(w) => format!("BUILD-FAIL {}: {w}", p.name),
-            Outcome::Skip(w) => format!("SKIP       {}: {w}", p.name),
         };
         println!("{line}");
         results.push((p.name.clone(), o));
