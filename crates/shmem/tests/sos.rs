@@ -8,7 +8,7 @@
 //! Each program runs once per configuration of `SOS_CONFIGS` (comma-separated, default
 //! `shm,part`): `shm` (shared-memory transport, on-node load/store path on), `part` (shared
 //! memory, load/store path off: every transfer through PART), `udp` (UDP, load/store off).
-//! Other knobs: `SOS_NPES` (default 2), `SOS_TIMEOUT_S` (per run, default 30), `SOS_FILTER`
+//! Other knobs: `SOS_NPES` (default 2), `SOS_TIMEOUT_S` (per run, default 60), `SOS_FILTER`
 //! (substring of names), `SOS_JOBS` (parallel builds, default 2).
 
 use std::path::{Path, PathBuf};
@@ -156,7 +156,7 @@ fn configs() -> Vec<RunConfig> {
 
 fn run(bin: &Path, log: &Path, cfg: RunConfig) -> Outcome {
     let npes = std::env::var("SOS_NPES").unwrap_or_else(|_| "2".into());
-    let timeout = std::env::var("SOS_TIMEOUT_S").unwrap_or_else(|_| "30".into());
+    let timeout = std::env::var("SOS_TIMEOUT_S").unwrap_or_else(|_| "60".into());
     let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
     c.args(["-np", &npes, "--timeout", &timeout, "--transport", cfg.1]);
     c.env("SHMEM_LOADSTORE", if cfg.2 { "1" } else { "0" });
