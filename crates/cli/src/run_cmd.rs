@@ -74,6 +74,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         transport: unpinned_live::TransportKind::Udp(Vec::new()),
         bootstrap_dir: None,
         sets: o.sets.clone(),
+        pmix: false,
     };
     unpinned_dsm_live::SpaceConfig::default()
         .with_overrides(&dsm.take_section("dsm"))

@@ -7,15 +7,30 @@
 //! published round `t-1`, hence finished reading round `t-2`: `r` then deletes its own file of
 //! round `t-2`.
 //!
+//! Under a PMIx launcher (mpirun, srun), a round is a put of this rank's data, a commit and a
+//! fence that collects everyone's, then a get per rank ([`crate::pmix`]).
+//!
 //! The launcher writes `ended-r` ([`write_ended`]) when rank `r` exits or is stopped: a wait
 //! that misses rank `r` then fails at once, naming it and how it ended, instead of waiting out
 //! the timeout (and blaming whoever gave up first).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// File-based collectives of one rank.
+use crate::pmix::{Client, PmixError};
+
+/// Where the collectives go.
+enum Backend {
+    /// Files in the launcher's run directory.
+    Files,
+    /// PMIx put / fence / get (a program started by mpirun, prterun or srun).
+    Pmix(Arc<Client>),
+}
+
+/// Bootstrap collectives of one rank: through files, or through PMIx ([`Bootstrap::pmix`]).
 pub struct Bootstrap {
+    backend: Backend,
     dir: PathBuf,
     rank: u32,
     size: u32,
@@ -46,6 +61,14 @@ pub enum BootstrapError {
         /// How it ended, e.g. `rank 2 died of signal 9 (SIGKILL)`.
         how: String,
     },
+    /// A PMIx collective failed (a rank died, or the launcher gave up).
+    #[error("bootstrap round {round}: {err}")]
+    Pmix {
+        /// Round number.
+        round: u64,
+        /// What failed.
+        err: PmixError,
+    },
     /// Some ranks did not arrive in time (dead, or not calling the same collectives).
     #[error("bootstrap round {round}: ranks {missing:?} did not arrive within {timeout:?} (did they die, or call different collectives?)")]
     Timeout {
@@ -62,12 +85,29 @@ impl Bootstrap {
     /// Collectives among `size` ranks through `dir` (which must exist), as `rank`.
     pub fn new(dir: PathBuf, rank: u32, size: u32, timeout: Duration) -> Bootstrap {
         Bootstrap {
+            backend: Backend::Files,
             dir,
             rank,
             size,
             round: 0,
             timeout,
         }
+    }
+
+    /// Collectives through the process's PMIx client (which must be attached:
+    /// [`Client::attach`]), as `rank` of `size`.
+    pub fn pmix(rank: u32, size: u32, timeout: Duration) -> Result<Bootstrap, PmixError> {
+        let c = Client::current().ok_or_else(|| {
+            PmixError("no PMIx client: the job did not start through PMIx".into())
+        })?;
+        Ok(Bootstrap {
+            backend: Backend::Pmix(c),
+            dir: PathBuf::new(),
+            rank,
+            size,
+            round: 0,
+            timeout,
+        })
     }
 
     fn ended(&self, round: u64, missing: impl Iterator<Item = u32>) -> Result<(), BootstrapError> {
@@ -95,6 +135,16 @@ impl Bootstrap {
         };
         let round = self.round;
         self.round += 1;
+        if let Backend::Pmix(c) = &self.backend {
+            return c
+                .all_gather(
+                    &format!("unpinned.ag.{round}"),
+                    data,
+                    self.size,
+                    self.timeout,
+                )
+                .map_err(|err| BootstrapError::Pmix { round, err });
+        }
         let tmp = self.dir.join(format!(".ag-{round}-{}.tmp", self.rank));
         std::fs::write(&tmp, data).map_err(io)?;
         std::fs::rename(&tmp, self.file(round, self.rank)).map_err(io)?;
@@ -137,6 +187,15 @@ impl Bootstrap {
     /// Wait until every rank got here.
     pub fn barrier(&mut self) -> Result<(), BootstrapError> {
         self.all_gather(&[]).map(|_| ())
+    }
+}
+
+impl Drop for Bootstrap {
+    fn drop(&mut self) {
+        if matches!(self.backend, Backend::Pmix(_)) {
+            // The runtime using PMIx is gone: PMIx is finalized once its last user lets go.
+            crate::pmix::release();
+        }
     }
 }
 

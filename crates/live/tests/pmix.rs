@@ -1,0 +1,141 @@
+//! Jobs started by Open MPI's `mpirun` (a PMIx launcher): the selftest's rank program joins
+//! through PMIx (rank, size, endpoints, bootstrap collectives) over shm and udp with 2 and 4
+//! ranks; a rank killed during setup ends the others with a message naming it; nothing stays
+//! in /dev/shm. Skipped, with a message, when `mpirun` is not installed.
+
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::Instant;
+
+const SELFTEST: &str = env!("CARGO_BIN_EXE_unpinned-live-selftest");
+
+/// One mpirun job at a time (2 cores; and the /dev/shm check sees only this file's jobs).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn have_mpirun() -> bool {
+    let ok = Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: mpirun is not installed (apt-get install openmpi-bin libpmix2)");
+    }
+    ok
+}
+
+fn segments() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("unpinned-pmix-"))
+        .collect()
+}
+
+/// `mpirun -n N selftest SCENARIO` with `UNPINNED_TRANSPORT=transport`; output and seconds.
+fn mpirun(n: u32, transport: &str, scenario: &str) -> (Output, f64) {
+    let t = Instant::now();
+    let out = Command::new("timeout")
+        .args([
+            "120",
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-n",
+        ])
+        .arg(n.to_string())
+        .args(["-x", "UNPINNED_TRANSPORT", "-x", "UNPINNED_SET"])
+        .arg(SELFTEST)
+        .arg(scenario)
+        .env("UNPINNED_TRANSPORT", transport)
+        // A long bootstrap timeout (the dead-rank test must not pass by timing out), and a
+        // patient engine: a rank descheduled on a loaded machine is not a dead peer here.
+        .env(
+            "UNPINNED_SET",
+            "timeouts.bootstrap_ms=60000,engine.max_timeouts=300",
+        )
+        .env_remove("UNPINNED_RANK")
+        .output()
+        .expect("running mpirun");
+    (out, t.elapsed().as_secs_f64())
+}
+
+fn job(n: u32, transport: &str, scenario: &str) {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = segments();
+    let (out, s) = mpirun(n, transport, scenario);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!(
+        "mpirun -n {n} {transport} {scenario}: {:?} in {s:.2} s",
+        out.status.code()
+    );
+    assert!(out.status.success(), "{text}");
+    let oks = text.lines().filter(|l| l.contains(": ok;")).count();
+    if scenario == "transfers" {
+        assert_eq!(oks, n as usize, "every rank checks its bytes:\n{text}");
+    }
+    let after: Vec<String> = segments()
+        .into_iter()
+        .filter(|s| !before.contains(s))
+        .collect();
+    assert!(after.is_empty(), "left in /dev/shm: {after:?}");
+}
+
+#[test]
+fn mpirun_two_ranks_over_shm() {
+    if have_mpirun() {
+        job(2, "shm", "transfers");
+    }
+}
+
+#[test]
+fn mpirun_four_ranks_over_shm() {
+    if have_mpirun() {
+        job(4, "shm", "transfers");
+    }
+}
+
+#[test]
+fn mpirun_two_ranks_over_udp() {
+    if have_mpirun() {
+        job(2, "udp", "transfers");
+    }
+}
+
+#[test]
+fn mpirun_four_ranks_over_udp() {
+    if have_mpirun() {
+        job(4, "udp", "transfers");
+    }
+}
+
+#[test]
+fn under_mpirun_a_rank_killed_in_setup_is_named_by_the_others() {
+    if !have_mpirun() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = segments();
+    let (out, s) = mpirun(3, "shm", "die-in-setup");
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("mpirun -n 3 die-in-setup: ended in {s:.2} s");
+    assert!(!out.status.success());
+    for r in 0..2 {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("selftest rank {r}: FAILED")))
+            .unwrap_or_else(|| panic!("no failure line of rank {r}:\n{err}"));
+        assert!(line.contains("rank 2 did not reach the fence"), "{line}");
+    }
+    assert!(s < 20.0, "{s} s");
+    let after: Vec<String> = segments()
+        .into_iter()
+        .filter(|s| !before.contains(s))
+        .collect();
+    assert!(after.is_empty(), "left in /dev/shm: {after:?}");
+}
