@@ -139,3 +139,60 @@ fn under_mpirun_a_rank_killed_in_setup_is_named_by_the_others() {
         .collect();
     assert!(after.is_empty(), "left in /dev/shm: {after:?}");
 }
+
+/// Is `pid` a live process (not gone, not a zombie)?
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s.rsplit(')').next().unwrap_or("").trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
+}
+
+#[test]
+fn when_mpirun_is_killed_the_ranks_and_their_children_end() {
+    if !have_mpirun() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rep = std::env::temp_dir().join(format!("unpinned-pmix-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&rep);
+    std::fs::create_dir_all(&rep).unwrap();
+    let mut mp = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "2"])
+        .args(["-x", "SELFTEST_REPORT_DIR", SELFTEST, "hang"])
+        .env("SELFTEST_REPORT_DIR", &rep)
+        .env_remove("UNPINNED_RANK")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("running mpirun");
+    let t = Instant::now();
+    let pids: Vec<u32> = loop {
+        let v: Vec<String> = (0..2)
+            .map(|r| std::fs::read_to_string(rep.join(format!("pid-{r}"))).unwrap_or_default())
+            .collect();
+        if v.iter().all(|s| s.split(' ').count() == 2) {
+            break v
+                .iter()
+                .flat_map(|s| s.split(' ').map(|p| p.parse().unwrap()))
+                .collect();
+        }
+        assert!(t.elapsed().as_secs() < 30, "the ranks did not start: {v:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(mp.id() as i32, libc::SIGKILL) };
+    let _ = mp.wait();
+    let t = Instant::now();
+    while pids.iter().any(|p| alive(*p)) && t.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let took = t.elapsed();
+    let left: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    let _ = std::fs::remove_dir_all(&rep);
+    println!("mpirun SIGKILLed: ranks and their children gone after {took:?}");
+    assert!(
+        left.is_empty(),
+        "still running 5 s after mpirun died: {left:?}"
+    );
+}

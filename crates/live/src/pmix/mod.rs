@@ -13,6 +13,7 @@ pub mod ffi;
 pub mod job;
 
 use std::ffi::{c_void, CString};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -344,7 +345,8 @@ unsafe fn exit_code(info: *const Info, ninfo: usize) -> Option<i32> {
 }
 
 /// PMIx's event handler: another rank of this job ended abnormally, or the launcher is gone:
-/// say which, remove a pending segment, end this process.
+/// say which, remove a pending segment, end this process (and, when the launcher is gone, the
+/// process group it leads).
 unsafe extern "C" fn on_termination(
     _id: usize,
     status: ffi::Status,
@@ -383,11 +385,20 @@ unsafe extern "C" fn on_termination(
         );
     }
     if let (Some(why), Some((_, rank))) = (act, me) {
-        eprintln!("unpinned: rank {rank}: {why}; ending this rank");
+        // stderr may be a pipe to a launcher that is gone: ignore a failed write.
+        let _ = writeln!(
+            std::io::stderr(),
+            "unpinned: rank {rank}: {why}; ending this rank"
+        );
         if let Ok(mut g) = UNLINK_AFTER_FENCE.try_lock() {
             if let Some(p) = g.take() {
                 let _ = std::fs::remove_file(p);
             }
+        }
+        // The launcher is gone and will not clean up: a rank that leads its process group (as
+        // under mpirun) takes what it started along.
+        if status == ffi::ERR_LOST_CONNECTION && libc::getpgrp() == libc::getpid() {
+            libc::kill(0, libc::SIGKILL);
         }
         libc::_exit(1);
     }
