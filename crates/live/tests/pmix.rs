@@ -115,7 +115,7 @@ fn mpirun_four_ranks_over_udp() {
 }
 
 #[test]
-fn under_mpirun_a_rank_killed_in_setup_is_named_by_the_others() {
+fn under_mpirun_a_rank_killed_in_setup_is_named_and_ends_the_job() {
     if !have_mpirun() {
         return;
     }
@@ -125,13 +125,20 @@ fn under_mpirun_a_rank_killed_in_setup_is_named_by_the_others() {
     let err = String::from_utf8_lossy(&out.stderr);
     println!("mpirun -n 3 die-in-setup: ended in {s:.2} s");
     assert!(!out.status.success());
-    for r in 0..2 {
-        let line = err
-            .lines()
-            .find(|l| l.starts_with(&format!("selftest rank {r}: FAILED")))
-            .unwrap_or_else(|| panic!("no failure line of rank {r}:\n{err}"));
+    // The survivors' fence fails naming rank 2, unless mpirun, which ends the job when a rank
+    // dies, killed them first: then mpirun's own report names it.
+    let survivors: Vec<&str> = err.lines().filter(|l| l.contains(": FAILED")).collect();
+    for line in &survivors {
         assert!(line.contains("rank 2 did not reach the fence"), "{line}");
     }
+    assert!(
+        !survivors.is_empty() || err.contains("process rank 2 with PID"),
+        "nobody named rank 2:\n{err}"
+    );
+    println!(
+        "survivors that named rank 2 themselves: {}",
+        survivors.len()
+    );
     assert!(s < 20.0, "{s} s");
     let after: Vec<String> = segments()
         .into_iter()

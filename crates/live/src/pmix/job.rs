@@ -70,14 +70,21 @@ pub fn join(transport: PmixTransport, sets: &[String]) -> Result<PmixJob, LiveEr
         .with_overrides(sets)
         .map_err(|e| LiveError::Config(format!("UNPINNED_SET: {e}")))?;
     let timeout = cfg.bootstrap_timeout();
+    let local = c.job_u32("pmix.local.size").ok();
     let transport = match transport {
-        PmixTransport::Shm => TransportKind::Shm(shm(&c, &cfg)?),
+        PmixTransport::Shm => {
+            if let Some(l) = local.filter(|l| *l != size) {
+                return Err(LiveError::Config(format!(
+                    "the shm transport needs every rank on one node ({l} of {size} are on this \
+                     one): set UNPINNED_TRANSPORT=udp (and pass it on, e.g. mpirun -x)"
+                )));
+            }
+            TransportKind::Shm(shm(&c, &cfg)?)
+        }
         PmixTransport::Udp(ip) => {
             let ip = match ip {
                 Some(ip) => ip,
-                None if c.job_u32("pmix.local.size").ok() == Some(size) => {
-                    IpAddr::V4(Ipv4Addr::LOCALHOST)
-                }
+                None if local == Some(size) => IpAddr::V4(Ipv4Addr::LOCALHOST),
                 None => outbound_ip()?,
             };
             let me = UdpSocket::bind((ip, 0))
@@ -151,4 +158,21 @@ fn outbound_ip() -> Result<IpAddr, LiveError> {
             "cannot tell this host's address for UDP ({e}): set UNPINNED_UDP_IP"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_segment_is_named_after_the_namespace_with_safe_characters() {
+        assert_eq!(
+            segment_path("1444478977"),
+            PathBuf::from("/dev/shm/unpinned-pmix-1444478977")
+        );
+        assert_eq!(
+            segment_path("prterun-vm-123@1/x"),
+            PathBuf::from("/dev/shm/unpinned-pmix-prterun-vm-123_1_x")
+        );
+    }
 }
