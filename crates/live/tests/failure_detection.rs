@@ -114,8 +114,9 @@ fn a_rank_killed_in_setup_ends_the_others_at_once_naming_it() {
             "rank {rank} had to be killed"
         );
     }
-    // The survivors notice within milliseconds; the job does not wait for the grace period.
-    assert!(r.elapsed < Duration::from_secs(1), "{:?}", r.elapsed);
+    // The survivors notice within milliseconds (not after the 30 s bootstrap timeout); the
+    // margin is for a loaded machine.
+    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
     assert!(!r.run_dir.exists());
 }
 
@@ -133,7 +134,7 @@ fn a_stopped_rank_ends_the_others_naming_it_and_is_killed() {
     assert_eq!(r.ranks[1].stopped_by, Some(libc::SIGSTOP));
     assert!(r.ranks[1].killed_by_launcher);
     // Rank 0 fails at once; the stopped rank is killed after the 1 s grace.
-    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+    assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
     assert!(!r.run_dir.exists());
 }
 
@@ -145,7 +146,7 @@ fn the_timeout_kills_whole_process_groups() {
     let r = launch(&o).unwrap();
     println!("timeout 1.5 s: job ended after {:?}", r.elapsed);
     assert!(r.timed_out);
-    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
     let pids = rep.pids(2, Duration::ZERO);
     all_gone(&pids, &r.run_dir, Duration::from_secs(1));
 }
@@ -176,7 +177,7 @@ fn a_launcher_killed_with_sigkill_takes_its_ranks_and_directory_along() {
     println!("launcher SIGKILLed: ranks, children and run directory gone after {took:?}");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL));
-    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[test]
@@ -186,6 +187,6 @@ fn sigint_and_sigterm_to_the_launcher_clean_up_then_end_it_by_that_signal() {
         let (status, took) = kill_launcher(name, sig);
         println!("launcher got {name}: ranks, children and run directory gone after {took:?}");
         assert_eq!(status.signal(), Some(sig), "{name}: {status:?}");
-        assert!(took < Duration::from_secs(2), "{name}: {took:?}");
+        assert!(took < Duration::from_secs(4), "{name}: {took:?}");
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::{unlink_after_fence, Client, PmixError};
 use crate::config::Config;
+use crate::edge::LAYER_SECTIONS;
 use crate::error::{LiveError, TransportKind};
 use crate::transport::shm::{create_segment, ShmGeometry};
 
@@ -66,8 +67,18 @@ pub fn join(transport: PmixTransport, sets: &[String]) -> Result<PmixJob, LiveEr
     let c = Client::attach().map_err(pmix_err)?;
     let rank = c.rank();
     let size = c.job_u32("pmix.job.size").map_err(pmix_err)?;
+    // The layers' sections (dsm.*) are theirs to check, as the launcher leaves them.
+    let sets: Vec<&str> = sets
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| {
+            !LAYER_SECTIONS
+                .iter()
+                .any(|l| s.split('.').next() == Some(*l))
+        })
+        .collect();
     let cfg = Config::new(rank, size)
-        .with_overrides(sets)
+        .with_overrides(&sets)
         .map_err(|e| LiveError::Config(format!("UNPINNED_SET: {e}")))?;
     let timeout = cfg.bootstrap_timeout();
     let local = c.job_u32("pmix.local.size").ok();
