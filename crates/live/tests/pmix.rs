@@ -35,6 +35,18 @@ fn segments() -> Vec<String> {
 
 /// `mpirun -n N selftest SCENARIO` with `UNPINNED_TRANSPORT=transport`; output and seconds.
 fn mpirun(n: u32, transport: &str, scenario: &str) -> (Output, f64) {
+    // A long bootstrap timeout (the dead-rank test must not pass by timing out), and a patient
+    // engine: a rank descheduled on a loaded machine is not a dead peer here.
+    mpirun_with(
+        n,
+        transport,
+        scenario,
+        "timeouts.bootstrap_ms=60000,engine.max_timeouts=300",
+    )
+}
+
+/// [`mpirun`] with `UNPINNED_SET=set`.
+fn mpirun_with(n: u32, transport: &str, scenario: &str, set: &str) -> (Output, f64) {
     let t = Instant::now();
     let out = Command::new("timeout")
         .args([
@@ -49,12 +61,7 @@ fn mpirun(n: u32, transport: &str, scenario: &str) -> (Output, f64) {
         .arg(SELFTEST)
         .arg(scenario)
         .env("UNPINNED_TRANSPORT", transport)
-        // A long bootstrap timeout (the dead-rank test must not pass by timing out), and a
-        // patient engine: a rank descheduled on a loaded machine is not a dead peer here.
-        .env(
-            "UNPINNED_SET",
-            "timeouts.bootstrap_ms=60000,engine.max_timeouts=300",
-        )
+        .env("UNPINNED_SET", set)
         .env_remove("UNPINNED_RANK")
         .output()
         .expect("running mpirun");
@@ -129,7 +136,10 @@ fn under_mpirun_a_rank_killed_in_setup_is_named_and_ends_the_job() {
     // dies, killed them first: then mpirun's own report names it.
     let survivors: Vec<&str> = err.lines().filter(|l| l.contains(": FAILED")).collect();
     for line in &survivors {
-        assert!(line.contains("rank 2 did not reach the fence"), "{line}");
+        assert!(
+            line.contains("rank 2 ended before reaching the fence"),
+            "{line}"
+        );
     }
     assert!(
         !survivors.is_empty() || err.contains("process rank 2 with PID"),
@@ -145,6 +155,27 @@ fn under_mpirun_a_rank_killed_in_setup_is_named_and_ends_the_job() {
         .filter(|s| !before.contains(s))
         .collect();
     assert!(after.is_empty(), "left in /dev/shm: {after:?}");
+}
+
+#[test]
+fn under_mpirun_a_stopped_rank_is_named_after_the_bootstrap_timeout() {
+    if !have_mpirun() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (out, s) = mpirun_with(2, "shm", "stop-in-setup", "timeouts.bootstrap_ms=2000");
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("mpirun -n 2 stop-in-setup (2 s bootstrap timeout): ended in {s:.2} s");
+    assert!(!out.status.success());
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("selftest rank 0: FAILED"))
+        .unwrap_or_else(|| panic!("rank 0 did not report:\n{err}"));
+    assert!(
+        line.contains("rank 1 did not reach the fence within 2 s"),
+        "{line}"
+    );
+    assert!(s < 15.0, "{s} s");
 }
 
 /// Is `pid` a live process (not gone, not a zombie)?

@@ -277,16 +277,21 @@ impl Client {
         self.commit()?;
         if let Err(e) = self.fence(timeout) {
             let gone = self.missing(key, size);
+            // A fence that timed out waited for ranks that are alive but stopped or hung; one
+            // that ended early (PMIX_ERR_PARTIAL_SUCCESS) lost ranks that ended.
+            let why = if e.0.contains(&format!("({})", ffi::ERR_TIMEOUT)) {
+                format!(
+                    "did not reach the fence within {} s (stopped, hung, or calling different \
+                     collectives?)",
+                    timeout.as_secs()
+                )
+            } else {
+                "ended before reaching the fence".to_string()
+            };
             return Err(match gone.as_slice() {
                 [] => e,
-                [r] => PmixError(format!(
-                    "rank {r} did not reach the fence: it ended ({})",
-                    e.0
-                )),
-                _ => PmixError(format!(
-                    "ranks {gone:?} did not reach the fence: they ended ({})",
-                    e.0
-                )),
+                [r] => PmixError(format!("rank {r} {why} ({})", e.0)),
+                _ => PmixError(format!("ranks {gone:?} {why} ({})", e.0)),
             });
         }
         (0..size).map(|r| self.get(r, key)).collect()
