@@ -14,13 +14,13 @@
 //! Failure detection and cleanup (issue 18):
 //!
 //! - every rank is the leader of its own process group, killed as a group (whatever it
-//!   started goes with it), and dies with the launcher (`PR_SET_PDEATHSIG`; [`rank`]);
+//!   started goes with it), and dies with the launcher (`PR_SET_PDEATHSIG`; `launch/rank.rs`);
 //! - when a rank exits, dies or is stopped, the launcher writes `ended-R` into the run
 //!   directory ([`crate::bootstrap::write_ended`]): ranks waiting for it in a bootstrap
 //!   collective fail at once, naming it;
 //! - the run directory is removed and the ranks' groups killed on every exit path: normal end,
-//!   error or panic (a guard), SIGINT / SIGTERM / SIGHUP ([`signals`]: cleanup, then the process
-//!   ends as the signal asked), timeout, and a launcher killed with SIGKILL ([`reaper`], a small
+//!   error or panic (a guard), SIGINT / SIGTERM / SIGHUP (`launch/signals.rs`: cleanup, then the process
+//!   ends as the signal asked), timeout, and a launcher killed with SIGKILL (`launch/reaper.rs`, a small
 //!   forked process that notices the launcher is gone).
 
 mod rank;

@@ -9,11 +9,11 @@
 //! connection to the launcher, ends this process at once with a message naming the rank (the
 //! launcher would otherwise leave it blocked in a fence until its timeout).
 
+mod events;
 pub mod ffi;
 pub mod job;
 
-use std::ffi::{c_void, CString};
-use std::io::Write;
+use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,9 +37,9 @@ static CLIENT: Mutex<Option<Arc<Client>>> = Mutex::new(None);
 
 /// A file to remove once every rank is past the next fence (rank 0's shared-memory segment:
 /// mapped by all, then unlinked, so that nothing stays in /dev/shm), or when the job ends.
-static UNLINK_AFTER_FENCE: Mutex<Option<PathBuf>> = Mutex::new(None);
+pub(crate) static UNLINK_AFTER_FENCE: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -100,10 +100,10 @@ impl Client {
         Ok(c)
     }
 
-    /// Ask for the launcher's termination events ([`on_termination`]); best effort (a launcher
+    /// Ask for the launcher's termination events (`events.rs`); best effort (a launcher
     /// that does not send them still kills the job when a rank fails).
     fn watch_terminations(&self) {
-        *lock(&WATCHED) = Some((self.me.nspace, self.me.rank));
+        events::watch(self.me.nspace, self.me.rank);
         let mut codes = ffi::TERMINATION_EVENTS;
         // SAFETY: blocking registration (no callback): `codes` lives through the call; the
         // handler is a plain function.
@@ -113,7 +113,7 @@ impl Client {
                 codes.len(),
                 std::ptr::null_mut(),
                 0,
-                on_termination,
+                events::on_termination,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
             )
@@ -301,110 +301,8 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         unlink_pending();
-        lock(&WATCHED).take();
+        events::unwatch();
         // SAFETY: no info; the client is not used after this.
         unsafe { (self.api.finalize)(std::ptr::null(), 0) };
-    }
-}
-
-/// The namespace and rank the termination handler acts for (none after finalize).
-static WATCHED: Mutex<Option<([std::os::raw::c_char; ffi::NSPACE_BYTES], u32)>> = Mutex::new(None);
-
-/// The rank an event is about: the `pmix.evproc` info, else the event's source.
-///
-/// # Safety
-/// `info` points to `ninfo` valid infos; `source` is null or valid.
-unsafe fn affected(source: *const Proc, info: *const Info, ninfo: usize) -> Option<Proc> {
-    let infos = if info.is_null() {
-        &[][..]
-    } else {
-        std::slice::from_raw_parts(info, ninfo)
-    };
-    for i in infos {
-        let key = std::ffi::CStr::from_ptr(i.key.as_ptr());
-        if key.to_bytes() == b"pmix.evproc" && i.value.kind == ffi::PROC {
-            let p = i.value.data[0] as *const Proc;
-            if !p.is_null() {
-                return Some(*p);
-            }
-        }
-    }
-    (!source.is_null()).then(|| *source)
-}
-
-/// The exit code an event carries (`pmix.exit.code`), if any.
-///
-/// # Safety
-/// As [`affected`].
-unsafe fn exit_code(info: *const Info, ninfo: usize) -> Option<i32> {
-    if info.is_null() {
-        return None;
-    }
-    std::slice::from_raw_parts(info, ninfo)
-        .iter()
-        .find_map(|i| {
-            let key = std::ffi::CStr::from_ptr(i.key.as_ptr());
-            (key.to_bytes() == b"pmix.exit.code" && i.value.kind == ffi::INT)
-                .then(|| i.value.data[0] as u32 as i32)
-        })
-}
-
-/// PMIx's event handler: another rank of this job ended abnormally, or the launcher is gone:
-/// say which, remove a pending segment, end this process (and, when the launcher is gone, the
-/// process group it leads).
-unsafe extern "C" fn on_termination(
-    _id: usize,
-    status: ffi::Status,
-    source: *const Proc,
-    info: *mut Info,
-    ninfo: usize,
-    _results: *mut Info,
-    _nresults: usize,
-    cbfunc: Option<ffi::EventDoneFn>,
-    cbdata: *mut c_void,
-) {
-    let me = *lock(&WATCHED);
-    let code = exit_code(info, ninfo);
-    let act = match (me, affected(source, info, ninfo)) {
-        (None, _) => None,
-        (Some(_), _) if status == ffi::ERR_LOST_CONNECTION => {
-            Some("lost the connection to the PMIx server (the launcher is gone)".to_string())
-        }
-        (Some((ns, rank)), Some(p)) if p.nspace == ns && p.rank != rank && code != Some(0) => {
-            Some(format!(
-                "rank {} of the job ended (PMIx event {status}{})",
-                p.rank,
-                code.map(|c| format!(", exit code {c}")).unwrap_or_default()
-            ))
-        }
-        _ => None,
-    };
-    if let Some(cb) = cbfunc {
-        cb(
-            ffi::EVENT_ACTION_COMPLETE,
-            std::ptr::null_mut(),
-            0,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            cbdata,
-        );
-    }
-    if let (Some(why), Some((_, rank))) = (act, me) {
-        // stderr may be a pipe to a launcher that is gone: ignore a failed write.
-        let _ = writeln!(
-            std::io::stderr(),
-            "unpinned: rank {rank}: {why}; ending this rank"
-        );
-        if let Ok(mut g) = UNLINK_AFTER_FENCE.try_lock() {
-            if let Some(p) = g.take() {
-                let _ = std::fs::remove_file(p);
-            }
-        }
-        // The launcher is gone and will not clean up: a rank that leads its process group (as
-        // under mpirun) takes what it started along.
-        if status == ffi::ERR_LOST_CONNECTION && libc::getpgrp() == libc::getpid() {
-            libc::kill(0, libc::SIGKILL);
-        }
-        libc::_exit(1);
     }
 }
