@@ -4,7 +4,9 @@
 //! segment (or picks UDP ports on 127.0.0.1), spawns the ranks with the launcher's
 //! environment variables (`crates/live/src/edge.rs`; the knobs of `UNPINNED_SET` and of
 //! `--set` travel in `UNPINNED_SET`), and reports which rank failed. Exit code 1 if any rank failed or the job timed
-//! out, 2 for usage errors.
+//! out, 2 for usage errors. Each rank runs in its own process group and dies with the launcher;
+//! on Ctrl-C / SIGTERM / SIGHUP the ranks are killed and the run directory removed, then this
+//! process ends by that signal.
 
 use std::time::Duration;
 
@@ -30,7 +32,7 @@ pub struct RunArgs {
     /// knob: `unpinned config --list`). Unknown keys are refused.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Kill the whole job after this many seconds.
+    /// Kill the whole job (every rank's process group) after this many seconds.
     #[arg(long, default_value_t = 300.0)]
     pub timeout: f64,
     /// After a rank fails, give the others this many seconds to finish.
@@ -74,6 +76,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         transport: unpinned_live::TransportKind::Udp(Vec::new()),
         bootstrap_dir: None,
         sets: o.sets.clone(),
+        pmix: false,
     };
     unpinned_dsm_live::SpaceConfig::default()
         .with_overrides(&dsm.take_section("dsm"))

@@ -176,6 +176,16 @@ impl Runtime {
             }
         }
         cfg.validate()?;
+        let bootstrap = if cfg.bootstrap_pmix {
+            Some(
+                Bootstrap::pmix(cfg.rank, cfg.size, cfg.bootstrap_timeout())
+                    .map_err(|e| LiveError::Config(e.to_string()))?,
+            )
+        } else {
+            cfg.bootstrap_dir
+                .clone()
+                .map(|d| Bootstrap::new(d, cfg.rank, cfg.size, cfg.bootstrap_timeout()))
+        };
         if cfg.trace.enabled && !crate::trace::enabled() {
             crate::trace::enable();
         }
@@ -221,10 +231,6 @@ impl Runtime {
                 .spawn(move || crate::runtime::progress(core, shared, sleeper))
                 .map_err(|e| LiveError::Config(format!("cannot start the engine thread: {e}")))?
         };
-        let bootstrap = cfg
-            .bootstrap_dir
-            .clone()
-            .map(|d| Bootstrap::new(d, cfg.rank, cfg.size, cfg.bootstrap_timeout()));
         Ok(Runtime {
             rank: cfg.rank,
             size: cfg.size,

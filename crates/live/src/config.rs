@@ -82,6 +82,10 @@ pub struct Config {
     /// Directory for bootstrap collectives (exchange, barrier); not a knob: from the launcher.
     #[serde(skip)]
     pub bootstrap_dir: Option<PathBuf>,
+    /// Bootstrap collectives through the process's PMIx client instead of a directory (a job
+    /// started by mpirun, prterun or srun: [`crate::pmix`]); not a knob: from the edge.
+    #[serde(skip)]
+    pub bootstrap_pmix: bool,
     /// The PART engine: block and packet size, window, timeouts (the profile's `engine`
     /// section, with the live defaults of [`LIVE_DEFAULTS`]).
     pub engine: EngineProfile,
@@ -310,6 +314,7 @@ impl Config {
             rank,
             size,
             bootstrap_dir: None,
+            bootstrap_pmix: false,
             engine: live_engine(),
             handler: HandlerSection::default(),
             progress: ProgressSection::default(),
@@ -327,6 +332,7 @@ impl Config {
         c.rank = self.rank;
         c.size = self.size;
         c.bootstrap_dir = self.bootstrap_dir;
+        c.bootstrap_pmix = self.bootstrap_pmix;
         c.validate()?;
         Ok(c)
     }

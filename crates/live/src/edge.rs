@@ -5,6 +5,12 @@
 //! overrides (`unpinned run --set a.b=v`) in [`ENV_SET`]. [`Edge::from_env`] reads them once;
 //! [`Edge::config`] turns them into the [`Config`] that [`crate::Runtime::new`] takes. Nothing
 //! below this module reads a variable: a knob is a [`Config`] field or it does not exist.
+//!
+//! A program started by a PMIx launcher (`mpirun`, `prterun`, `srun`: [`ENV_PMIX_RANK`] and
+//! [`ENV_PMIX_NAMESPACE`] set, [`ENV_RANK`] not) joins its job through PMIx instead
+//! ([`crate::pmix::job`]): rank, size and endpoints from the launcher, the transport from
+//! [`ENV_TRANSPORT`] (`shm`, the default, or `udp`, publishing [`ENV_UDP_IP`] if set), the
+//! bootstrap collectives through PMIx.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +18,7 @@ use std::path::PathBuf;
 use crate::api::Runtime;
 use crate::config::{split_assignments, Config};
 use crate::error::{LiveError, TransportKind};
+use crate::pmix::job::PmixTransport;
 
 /// Environment variable: this process's rank.
 pub const ENV_RANK: &str = "UNPINNED_RANK";
@@ -30,6 +37,15 @@ pub const ENV_DIR: &str = "UNPINNED_DIR";
 /// `engine.block_timeout_us=100,progress.spin_us=20`. Unknown keys are refused.
 pub const ENV_SET: &str = "UNPINNED_SET";
 
+/// Environment variable set by PMIx launchers: the rank in the PMIx namespace.
+pub const ENV_PMIX_RANK: &str = "PMIX_RANK";
+/// Environment variable set by PMIx launchers: the job's namespace.
+pub const ENV_PMIX_NAMESPACE: &str = "PMIX_NAMESPACE";
+/// Environment variable (optional, PMIx jobs over udp): the IP address this rank publishes and
+/// binds (default: 127.0.0.1 when the whole job is on one node, else the host's outgoing
+/// address).
+pub const ENV_UDP_IP: &str = "UNPINNED_UDP_IP";
+
 /// Sections of the overrides that belong to layers on top of the runtime, not to [`Config`]:
 /// the launcher leaves them to the ranks ([`Edge::take_section`]).
 pub const LAYER_SECTIONS: &[&str] = &["dsm"];
@@ -47,6 +63,8 @@ pub struct Edge {
     pub bootstrap_dir: Option<PathBuf>,
     /// Configuration overrides (`a.b=v`), from [`ENV_SET`].
     pub sets: Vec<String>,
+    /// The job was started by a PMIx launcher: bootstrap collectives go through PMIx.
+    pub pmix: bool,
 }
 
 fn var(name: &'static str) -> Result<String, LiveError> {
@@ -75,6 +93,12 @@ impl Edge {
     /// Read the launcher's variables (see the module doc); a missing or malformed one is an
     /// error naming it.
     pub fn from_env() -> Result<Edge, LiveError> {
+        if std::env::var_os(ENV_RANK).is_none()
+            && std::env::var_os(ENV_PMIX_RANK).is_some()
+            && std::env::var_os(ENV_PMIX_NAMESPACE).is_some()
+        {
+            return Edge::from_pmix();
+        }
         let rank = num(ENV_RANK)?;
         let size = num(ENV_SIZE)?;
         if rank >= size {
@@ -116,6 +140,37 @@ impl Edge {
             transport,
             bootstrap_dir: std::env::var_os(ENV_DIR).map(PathBuf::from),
             sets: overrides_from_env(),
+            pmix: false,
+        })
+    }
+
+    /// Join a job started by a PMIx launcher (see the module doc).
+    fn from_pmix() -> Result<Edge, LiveError> {
+        let transport = match std::env::var(ENV_TRANSPORT).as_deref() {
+            Err(_) | Ok("shm") => PmixTransport::Shm,
+            Ok("udp") => PmixTransport::Udp(match std::env::var(ENV_UDP_IP) {
+                Ok(ip) => Some(ip.trim().parse().map_err(|e| LiveError::Env {
+                    var: ENV_UDP_IP,
+                    why: format!("{ip:?}: {e}"),
+                })?),
+                Err(_) => None,
+            }),
+            Ok(other) => {
+                return Err(LiveError::Env {
+                    var: ENV_TRANSPORT,
+                    why: format!("{other:?} is not shm or udp"),
+                })
+            }
+        };
+        let sets = overrides_from_env();
+        let job = crate::pmix::job::join(transport, &sets)?;
+        Ok(Edge {
+            rank: job.rank,
+            size: job.size,
+            transport: job.transport,
+            bootstrap_dir: None,
+            sets,
+            pmix: true,
         })
     }
 
@@ -140,13 +195,19 @@ impl Edge {
             .with_overrides(&self.sets)
             .map_err(|e| LiveError::Config(format!("{ENV_SET}: {e}")))?;
         c.bootstrap_dir = self.bootstrap_dir.clone();
+        c.bootstrap_pmix = self.pmix;
         Ok(c)
     }
 
-    /// Open the transport and start the runtime.
+    /// Open the transport and start the runtime. Under PMIx, a barrier follows: every rank
+    /// has then mapped the shared-memory segment, whose file rank 0 removes.
     pub fn connect(self) -> Result<Runtime, LiveError> {
         let cfg = self.config()?;
-        Runtime::connect(cfg, self.transport)
+        let rt = Runtime::connect(cfg, self.transport)?;
+        if self.pmix {
+            rt.barrier()?;
+        }
+        Ok(rt)
     }
 }
 
@@ -176,6 +237,7 @@ mod tests {
             transport: TransportKind::Shm("/nonexistent".into()),
             bootstrap_dir: Some("/tmp/x".into()),
             sets: sets.iter().map(|s| s.to_string()).collect(),
+            pmix: false,
         }
     }
 

@@ -15,7 +15,7 @@ use crate::transport::shm::ShmError;
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     /// A launcher environment variable is missing or malformed.
-    #[error("environment variable {var}: {why} (these are set by `unpinned run -n N -- PROGRAM`; run the program through the launcher)")]
+    #[error("environment variable {var}: {why} (these are set by `unpinned run -n N -- PROGRAM`, or by a PMIx launcher such as `mpirun -n N PROGRAM`; run the program through one)")]
     Env {
         /// The variable.
         var: &'static str,

@@ -11,13 +11,28 @@
 //!   `RetryExceeded` completions, which they may report), then are killed;
 //! - the whole job is killed after [`LaunchOptions::timeout`]: nothing hangs.
 //!
-//! The run directory is removed at the end.
+//! Failure detection and cleanup (issue 18):
+//!
+//! - every rank is the leader of its own process group, killed as a group (whatever it
+//!   started goes with it), and dies with the launcher (`PR_SET_PDEATHSIG`; `launch/rank.rs`);
+//! - when a rank exits, dies or is stopped, the launcher writes `ended-R` into the run
+//!   directory ([`crate::bootstrap::write_ended`]): ranks waiting for it in a bootstrap
+//!   collective fail at once, naming it;
+//! - the run directory is removed and the ranks' groups killed on every exit path: normal end,
+//!   error or panic (a guard), SIGINT / SIGTERM / SIGHUP (`launch/signals.rs`: cleanup, then the process
+//!   ends as the signal asked), timeout, and a launcher killed with SIGKILL (`launch/reaper.rs`, a small
+//!   forked process that notices the launcher is gone).
+
+mod rank;
+mod reaper;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::bootstrap::write_ended;
 use crate::config::Config;
 use crate::edge::{
     ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SHM, ENV_SIZE, ENV_TRANSPORT, LAYER_SECTIONS,
@@ -93,12 +108,14 @@ pub struct RankOutcome {
     pub status: ExitStatus,
     /// The launcher killed it (timeout or after another rank failed).
     pub killed_by_launcher: bool,
+    /// It was stopped by this signal (SIGSTOP, ...), which counts as a failure.
+    pub stopped_by: Option<i32>,
 }
 
 impl RankOutcome {
     /// Exited with code 0.
     pub fn success(&self) -> bool {
-        self.status.success() && !self.killed_by_launcher
+        self.status.success() && !self.killed_by_launcher && self.stopped_by.is_none()
     }
 
     /// A one-line description.
@@ -106,10 +123,16 @@ impl RankOutcome {
         use std::os::unix::process::ExitStatusExt;
         let how = match (self.status.code(), self.status.signal()) {
             (Some(c), _) => format!("exited with code {c}"),
-            (None, Some(s)) => format!("died of signal {s}"),
+            (None, Some(s)) => format!("died of signal {s} ({})", rank::signal_name(s)),
             _ => "ended".to_string(),
         };
-        if self.killed_by_launcher {
+        if let Some(s) = self.stopped_by {
+            format!(
+                "rank {} was stopped by signal {s} ({}), then killed by the launcher",
+                self.rank,
+                rank::signal_name(s)
+            )
+        } else if self.killed_by_launcher {
             format!("rank {} was killed by the launcher ({how})", self.rank)
         } else {
             format!("rank {} {how}", self.rank)
@@ -128,6 +151,8 @@ pub struct LaunchReport {
     pub timed_out: bool,
     /// The first rank to fail, if any.
     pub first_failure: Option<u32>,
+    /// The run directory the job used (removed when `launch` returns).
+    pub run_dir: PathBuf,
 }
 
 impl LaunchReport {
@@ -170,16 +195,54 @@ pub enum LaunchError {
 
 static RUN_COUNTER: AtomicU32 = AtomicU32::new(0);
 
-struct RunDir(PathBuf);
+/// A running job: whatever is still alive of it is killed and its run directory removed when
+/// it is dropped (normal end, error, panic).
+struct Job {
+    dir: PathBuf,
+    /// The rank processes not reaped yet, by rank.
+    children: Vec<Option<Child>>,
+    reaper: Option<reaper::Reaper>,
+}
 
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+impl Job {
+    /// Kill `rank`'s process group and reap the rank.
+    fn kill(&mut self, rank: usize) -> Option<ExitStatus> {
+        let mut ch = self.children[rank].take()?;
+        rank::kill_group(ch.id());
+        ch.wait().ok()
     }
 }
 
-/// Run a job and wait for it (see the module docs).
+impl Drop for Job {
+    fn drop(&mut self) {
+        for r in 0..self.children.len() {
+            self.kill(r);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(r) = self.reaper.take() {
+            r.disarm();
+        }
+    }
+}
+
+/// Run a job and wait for it (see the module docs). If the launching process receives SIGINT,
+/// SIGTERM or SIGHUP meanwhile, the job is killed and cleaned up and the process then ends by
+/// that signal (this function does not return).
 pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
+    let signals = signals::Signals::install()
+        .map_err(|e| LaunchError::Setup(format!("installing signal handlers: {e}")))?;
+    let r = run(opts, &signals);
+    if let Some(sig) = signals.received() {
+        eprintln!(
+            "unpinned run: {} received: ranks killed, run directory removed",
+            rank::signal_name(sig)
+        );
+        signals.die(sig);
+    }
+    r
+}
+
+fn run(opts: &LaunchOptions, signals: &signals::Signals) -> Result<LaunchReport, LaunchError> {
     if opts.ranks == 0 || opts.ranks > 64 {
         return Err(LaunchError::Usage(format!(
             "-n {}: the number of ranks must be 1..=64",
@@ -212,15 +275,22 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
     std::fs::create_dir_all(&dir).map_err(|e| {
         LaunchError::Setup(format!("creating run directory {}: {e}", dir.display()))
     })?;
-    let dir = RunDir(dir);
+    let mut job = Job {
+        dir: dir.clone(),
+        children: Vec::new(),
+        reaper: None,
+    };
+    job.reaper = Some(reaper::Reaper::start(&dir).map_err(|e| {
+        LaunchError::Setup(format!("starting the launcher's cleanup process: {e}"))
+    })?);
     let mut env: Vec<(String, String)> = vec![
         (ENV_SIZE.into(), opts.ranks.to_string()),
-        (ENV_DIR.into(), dir.0.display().to_string()),
+        (ENV_DIR.into(), dir.display().to_string()),
         (ENV_SET.into(), opts.sets.join(",")),
     ];
     match opts.transport {
         LaunchTransport::Shm => {
-            let seg = dir.0.join("segment");
+            let seg = dir.join("segment");
             create_segment(
                 &seg,
                 ShmGeometry::new(opts.ranks, cfg.max_packet(), cfg.transport.ring_slots),
@@ -245,52 +315,81 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
     }
     env.extend(opts.env.iter().cloned());
     let start = Instant::now();
-    let mut children: Vec<Option<Child>> = Vec::new();
     for rank in 0..opts.ranks {
         let mut c = Command::new(&opts.program);
         c.args(&opts.args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env(ENV_RANK, rank.to_string());
-        match c.spawn() {
-            Ok(ch) => children.push(Some(ch)),
-            Err(e) => {
-                for ch in children.iter_mut().flatten() {
-                    let _ = ch.kill();
-                    let _ = ch.wait();
-                }
-                return Err(LaunchError::Setup(format!(
-                    "starting rank {rank} ({}): {e}",
-                    opts.program.display()
-                )));
-            }
+        let ch = rank::spawn(&mut c).map_err(|e| {
+            LaunchError::Setup(format!(
+                "starting rank {rank} ({}): {e}",
+                opts.program.display()
+            ))
+        })?;
+        if let Some(r) = &job.reaper {
+            r.watch(ch.id());
         }
+        job.children.push(Some(ch));
     }
     let mut outcomes: Vec<Option<RankOutcome>> = vec![None; opts.ranks as usize];
+    let mut stopped: Vec<Option<i32>> = vec![None; opts.ranks as usize];
     let mut first_failure: Option<(u32, Instant)> = None;
     let mut timed_out = false;
     let mut sleep = Duration::from_millis(1);
+    let ended = |o: &RankOutcome, first_failure: &mut Option<(u32, Instant)>| {
+        let how = o.describe();
+        let _ = write_ended(&dir, o.rank, &how);
+        if !o.success() && first_failure.is_none() {
+            *first_failure = Some((o.rank, Instant::now()));
+            eprintln!(
+                "unpinned run: {how}; the other ranks get {:.1} s to finish",
+                opts.grace.as_secs_f64()
+            );
+        }
+    };
     loop {
-        for (rank, slot) in children.iter_mut().enumerate() {
-            let Some(ch) = slot else { continue };
-            if let Ok(Some(status)) = ch.try_wait() {
-                let o = RankOutcome {
-                    rank: rank as u32,
-                    status,
-                    killed_by_launcher: false,
-                };
-                if !o.success() && first_failure.is_none() {
-                    first_failure = Some((rank as u32, Instant::now()));
-                    eprintln!(
-                        "unpinned run: {}; the other ranks get {:.1} s to finish",
-                        o.describe(),
-                        opts.grace.as_secs_f64()
-                    );
+        if signals.received().is_some() {
+            break;
+        }
+        for rank in 0..job.children.len() {
+            let Some(ch) = &job.children[rank] else {
+                continue;
+            };
+            match rank::peek(ch.id()) {
+                Ok(Some(rank::Change::Ended)) | Err(_) => {
+                    // Kill what the rank left in its group before reaping it (its process id is
+                    // its group's id: not reusable until then).
+                    let Some(status) = job.kill(rank) else {
+                        continue;
+                    };
+                    let o = RankOutcome {
+                        rank: rank as u32,
+                        status,
+                        killed_by_launcher: false,
+                        stopped_by: stopped[rank],
+                    };
+                    ended(&o, &mut first_failure);
+                    outcomes[rank] = Some(o);
                 }
-                outcomes[rank] = Some(o);
-                *slot = None;
+                Ok(Some(rank::Change::Stopped(sig))) if stopped[rank].is_none() => {
+                    stopped[rank] = Some(sig);
+                    let how = format!(
+                        "rank {rank} was stopped by signal {sig} ({})",
+                        rank::signal_name(sig)
+                    );
+                    let _ = write_ended(&dir, rank as u32, &how);
+                    if first_failure.is_none() {
+                        first_failure = Some((rank as u32, Instant::now()));
+                        eprintln!(
+                            "unpinned run: {how}; the other ranks get {:.1} s to finish",
+                            opts.grace.as_secs_f64()
+                        );
+                    }
+                }
+                Ok(_) => {}
             }
         }
-        if children.iter().all(Option::is_none) {
+        if job.children.iter().all(Option::is_none) {
             break;
         }
         let kill_now = if start.elapsed() >= opts.timeout {
@@ -300,16 +399,14 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
             first_failure.is_some_and(|(_, t)| t.elapsed() >= opts.grace)
         };
         if kill_now {
-            for (rank, slot) in children.iter_mut().enumerate() {
-                if let Some(mut ch) = slot.take() {
-                    let _ = ch.kill();
-                    if let Ok(status) = ch.wait() {
-                        outcomes[rank] = Some(RankOutcome {
-                            rank: rank as u32,
-                            status,
-                            killed_by_launcher: true,
-                        });
-                    }
+            for rank in 0..job.children.len() {
+                if let Some(status) = job.kill(rank) {
+                    outcomes[rank] = Some(RankOutcome {
+                        rank: rank as u32,
+                        status,
+                        killed_by_launcher: true,
+                        stopped_by: stopped[rank],
+                    });
                 }
             }
             break;
@@ -317,11 +414,13 @@ pub fn launch(opts: &LaunchOptions) -> Result<LaunchReport, LaunchError> {
         std::thread::sleep(sleep);
         sleep = (sleep * 2).min(Duration::from_millis(20));
     }
+    drop(job);
     let ranks = outcomes.into_iter().flatten().collect();
     Ok(LaunchReport {
         ranks,
         elapsed: start.elapsed(),
         timed_out,
         first_failure: first_failure.map(|f| f.0),
+        run_dir: dir,
     })
 }

@@ -42,6 +42,7 @@ pub mod launch;
 pub mod layer;
 pub mod memory;
 pub mod msg;
+pub mod pmix;
 pub mod runtime;
 pub mod trace;
 pub mod transport;

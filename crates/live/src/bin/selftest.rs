@@ -15,6 +15,18 @@
 //! - `bench`: rank 0 measures, against rank 1: 8 B write latency, 4 MiB write bandwidth, and a
 //!   4 KiB write into a missing page end to end; plus the residency check cost per page.
 //!
+//! - `barrier`: two bootstrap barriers, then exit 0 (the launcher's normal path).
+//! - `die-in-setup` / `stop-in-setup`: the last rank SIGKILLs / SIGSTOPs itself at once, the
+//!   others wait for it in a bootstrap barrier, which must fail naming it.
+//! - `hang`: every rank starts a `sleep 60` child (in its process group), barriers, then sleeps:
+//!   for the launcher's timeout, signal and killed-launcher paths.
+//!
+//! With `SELFTEST_REPORT_DIR` set, a rank writes its failure message to `rank-R.txt` there, and
+//! `hang` writes `pid-R` (the rank's and its child's process ids).
+//!
+//! `unpinned-live-selftest launch N TIMEOUT_S SCENARIO` is a launcher for the tests: it runs
+//! `launch` on N ranks of this program (shm, grace 1 s) and exits 0 only if every rank did.
+//!
 //! Exit code 0 on success, 1 on a failed check (the message says which).
 
 use std::process::ExitCode;
@@ -606,8 +618,77 @@ fn bench(rt: &Runtime) -> Result<(), String> {
     Ok(())
 }
 
+/// The last rank ends (`stop`: stops) itself; the others' barrier must fail naming it.
+fn leave_in_setup(rt: &Runtime, stop: bool) -> Result<(), String> {
+    if rt.rank() + 1 == rt.size() {
+        let sig = if stop { libc::SIGSTOP } else { libc::SIGKILL };
+        // SAFETY: raising a signal on ourselves; SIGKILL ends the process, SIGSTOP stops it
+        // until the launcher kills it.
+        unsafe { libc::raise(sig) };
+        return fail("still running after raising the signal".into());
+    }
+    match rt.barrier() {
+        Ok(()) => fail(format!("the barrier passed without rank {}", rt.size() - 1)),
+        Err(e) => fail(format!("barrier: {e}")),
+    }
+}
+
+/// A rank that never ends, with a child process in its group.
+fn hang(rt: &Runtime) -> Result<(), String> {
+    let child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .map_err(|e| format!("starting sleep: {e}"))?;
+    if let Some(d) = std::env::var_os("SELFTEST_REPORT_DIR") {
+        let p = std::path::Path::new(&d).join(format!("pid-{}", rt.rank()));
+        std::fs::write(p, format!("{} {}", std::process::id(), child.id()))
+            .map_err(|e| e.to_string())?;
+    }
+    rt.barrier().map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_secs(60));
+    fail("not killed within 60 s".into())
+}
+
+/// `launch N TIMEOUT_S SCENARIO`: this program as the launcher of N ranks of itself.
+fn launcher(args: &[String]) -> ExitCode {
+    let [n, timeout_s, scenario] = args else {
+        eprintln!("usage: unpinned-live-selftest launch N TIMEOUT_S SCENARIO");
+        return ExitCode::from(2);
+    };
+    let (Ok(n), Ok(t)) = (n.parse(), timeout_s.parse()) else {
+        eprintln!("launch: N and TIMEOUT_S are numbers");
+        return ExitCode::from(2);
+    };
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("launch: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut o = unpinned_live::launch::LaunchOptions::new(n, exe);
+    o.args = vec![scenario.clone()];
+    o.timeout = Duration::from_secs_f64(t);
+    o.grace = Duration::from_secs(1);
+    match unpinned_live::launch::launch(&o) {
+        Ok(r) if r.success() => ExitCode::SUCCESS,
+        Ok(r) => {
+            eprintln!("launch: {:?}", r.failures());
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("launch: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let scenario = std::env::args().nth(1).unwrap_or_default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("launch") {
+        return launcher(&args[1..]);
+    }
+    let scenario = args.first().cloned().unwrap_or_default();
     let rt = match Runtime::from_env() {
         Ok(rt) => rt,
         Err(e) => {
@@ -620,14 +701,22 @@ fn main() -> ExitCode {
         "kill" => kill(&rt),
         "bench" => bench(&rt),
         "lossy" => lossy(&rt),
+        "barrier" => rt.barrier().and_then(|()| rt.barrier()).map_err(|e| e.to_string()),
+        "die-in-setup" => leave_in_setup(&rt, false),
+        "stop-in-setup" => leave_in_setup(&rt, true),
+        "hang" => hang(&rt),
         other => Err(format!(
-            "unknown scenario {other:?} (transfers, kill, bench, lossy)"
+            "unknown scenario {other:?} (transfers, kill, bench, lossy, barrier, die-in-setup, stop-in-setup, hang)"
         )),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("selftest rank {}: FAILED: {msg}", rt.rank());
+            if let Some(d) = std::env::var_os("SELFTEST_REPORT_DIR") {
+                let p = std::path::Path::new(&d).join(format!("rank-{}.txt", rt.rank()));
+                let _ = std::fs::write(p, &msg);
+            }
             if let Ok(st) = rt.stats() {
                 eprintln!("selftest rank {}: counters {st:?}", rt.rank());
             }
