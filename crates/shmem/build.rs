@@ -74,7 +74,8 @@ const SYNC: &[(&str, &str)] = &[
     ("size", "usize"),
     ("ptrdiff", "isize"),
 ];
-const DEP: &[(&str, &str)] = &[("int", "i32"), ("long", "i64"), ("longlong", "i64")];
+/// Deprecated AMO names (`shmem_int_cswap`, `shmem_ulong_fadd`, ...): the standard AMO types.
+const DEP: &[(&str, &str)] = AMO;
 
 /// Emit a function and its `shmem_ctx_` twin. `params` excludes the context; `body` uses `ctx`.
 fn both(o: &mut String, name: &str, params: &str, ret: &str, body: &str) {

@@ -32,10 +32,10 @@ SHMEM_UP_SYNC_TYPES(SHMEM_UP_DECL_SYNC, _)
 
 /* Deprecated: wait while *ivar == cmp_value. */
 #define SHMEM_UP_DECL_DEP_WAIT(T, N, A) void shmem_##N##_wait(T *ivar, T cmp_value);
-SHMEM_UP_DEP_AMO_TYPES(SHMEM_UP_DECL_DEP_WAIT, _)
-void shmem_short_wait(short *ivar, short cmp_value);
-#if defined(__cplusplus) || !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
-/* Deprecated untyped names (long); in C11 the type-generic macros of shmem/generic.h. */
+SHMEM_UP_SYNC_TYPES(SHMEM_UP_DECL_DEP_WAIT, _)
+#if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L)
+/* Deprecated untyped names (long); in C11 the type-generic macros, in C++ the overloads of
+ * shmem/generic.h. */
 void shmem_wait(long *ivar, long cmp_value);
 void shmem_wait_until(long *ivar, int cmp, long cmp_value);
 #endif

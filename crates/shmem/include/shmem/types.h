@@ -94,10 +94,9 @@ typedef struct shmem_up_team *shmem_team_t;
     X(unsigned long long, ulonglong, A) X(int32_t, int32, A) X(int64_t, int64, A)            \
     X(uint32_t, uint32, A) X(uint64_t, uint64, A) X(size_t, size, A) X(ptrdiff_t, ptrdiff, A)
 
-/* Deprecated AMO names (shmem_int_cswap, ...): int, long, long long. */
-#define SHMEM_UP_DEP_AMO_TYPES(X, A) X(int, int, A) X(long, long, A) X(long long, longlong, A)
-#define SHMEM_UP_DEP_EXT_AMO_TYPES(X, A)                                                     \
-    X(float, float, A) X(double, double, A) SHMEM_UP_DEP_AMO_TYPES(X, A)
+/* Deprecated AMO names (shmem_int_cswap, shmem_ulong_fadd, ...): the same types. */
+#define SHMEM_UP_DEP_AMO_TYPES(X, A) SHMEM_UP_AMO_TYPES(X, A)
+#define SHMEM_UP_DEP_EXT_AMO_TYPES(X, A) SHMEM_UP_EXT_AMO_TYPES(X, A)
 
 /* Distinct C types of each table, for the C11 type-generic selections (a _Generic may not
  * name a type twice; on LP64 int32_t is int, int64_t is long, size_t is unsigned long ...). */

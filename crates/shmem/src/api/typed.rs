@@ -1,7 +1,12 @@
 //! The typed entry points: build.rs generates one line per C function (`typed.rs` in
 //! OUT_DIR), calling the generic helpers below.
 
-#![allow(missing_docs, clippy::missing_safety_doc, clippy::too_many_arguments)]
+#![allow(
+    missing_docs,
+    clippy::missing_safety_doc,
+    clippy::too_many_arguments,
+    clippy::identity_op
+)]
 
 use std::ffi::{c_int, c_void};
 
@@ -332,6 +337,34 @@ pub(crate) unsafe fn test_all<T: Copy + PartialOrd>(
     r as c_int
 }
 
+/// Where the next `_any` search starts: successive calls rotate through the satisfied
+/// elements instead of returning the first one forever.
+static ANY_START: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The first active element satisfying the comparison, searching from the rotating start.
+unsafe fn find_any<T: Copy + PartialOrd>(
+    call: &str,
+    ivars: *mut T,
+    n: usize,
+    status: *const c_int,
+    cmp: c_int,
+    vals: &Vals<T>,
+) -> usize {
+    if n == 0 {
+        return usize::MAX;
+    }
+    let start = ANY_START.load(std::sync::atomic::Ordering::Relaxed) % n;
+    for k in 0..n {
+        let i = (start + k) % n;
+        // SAFETY: the caller's arrays.
+        if unsafe { active(status, i) && holds(call, ivars, i, cmp, vals) } {
+            ANY_START.store(i + 1, std::sync::atomic::Ordering::Relaxed);
+            return i;
+        }
+    }
+    usize::MAX
+}
+
 pub(crate) unsafe fn test_any<T: Copy + PartialOrd>(
     ivars: *mut T,
     n: usize,
@@ -342,9 +375,7 @@ pub(crate) unsafe fn test_any<T: Copy + PartialOrd>(
     let st = state("shmem_test_any");
     let _ = st.rt.progress();
     // SAFETY: the caller's arrays.
-    let r = (0..n)
-        .find(|&i| unsafe { active(status, i) && holds("shmem_test_any", ivars, i, cmp, &vals) })
-        .unwrap_or(usize::MAX);
+    let r = unsafe { find_any("shmem_test_any", ivars, n, status, cmp, &vals) };
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     r
 }
