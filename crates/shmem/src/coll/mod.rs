@@ -359,3 +359,32 @@ pub unsafe fn reduce(
         unsafe { std::ptr::copy_nonoverlapping(accp, dest, total) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_sync_sizes_hold_a_group() {
+        let h = include_str!("../../include/shmem/coll.h");
+        let words: usize = h
+            .lines()
+            .find_map(|l| l.strip_prefix("#define SHMEM_UP_SYNC_WORDS "))
+            .expect("coll.h defines SHMEM_UP_SYNC_WORDS")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(words >= GROUP_WORDS, "pSync of {words} words, a group needs {GROUP_WORDS}");
+    }
+
+    #[test]
+    fn group_numbering_with_negative_and_zero_strides() {
+        let g = Group::new(5, -2, 3, 0, std::ptr::null_mut());
+        assert_eq!((g.pe(0), g.pe(2)), (5, 1));
+        assert_eq!(g.index_of(3), Some(1));
+        assert_eq!(g.index_of(4), None);
+        assert_eq!(g.index_of(-1), None);
+        let one = Group::new(2, 0, 1, 0, std::ptr::null_mut());
+        assert_eq!((one.index_of(2), one.index_of(3)), (Some(0), None));
+    }
+}
