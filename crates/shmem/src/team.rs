@@ -97,9 +97,23 @@ fn world(st: &State) -> &'static Team {
     WORLD.get_or_init(|| make(st, 0, 1, st.npes, WORLD_SLOT, TeamConfig::default()))
 }
 
-/// The PEs of this host: with the launchers here every PE of a job runs on one host.
+/// The PEs whose heaps this PE reaches with loads and stores (`shmem_ptr` non-null): every
+/// PE of a one-host job with the load/store path on, only this PE with it off. A set that is
+/// not strided (never with the launchers here) falls back to this PE alone.
 fn shared(st: &State) -> &'static Team {
-    SHARED.get_or_init(|| make(st, 0, 1, st.npes, SHARED_SLOT, TeamConfig::default()))
+    SHARED.get_or_init(|| {
+        let mapped: Vec<i64> = (0..st.npes)
+            .filter(|&p| !st.peers[p as usize].heap_map.is_null())
+            .map(i64::from)
+            .collect();
+        let (start, stride, size) = match mapped.as_slice() {
+            [a, b, ..] if mapped.windows(2).all(|w| w[1] - w[0] == b - a) => {
+                (*a, b - a, mapped.len() as u32)
+            }
+            _ => (st.me as i64, 1, 1),
+        };
+        make(st, start, stride, size, SHARED_SLOT, TeamConfig::default())
+    })
 }
 
 /// `SHMEM_TEAM_WORLD`.
