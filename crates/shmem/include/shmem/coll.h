@@ -155,8 +155,7 @@ SHMEM_UP_LD_REDUCTION(min, if (b[i] < a[i]) a[i] = b[i])
 SHMEM_UP_LD_REDUCTION(sum, a[i] += b[i])
 SHMEM_UP_LD_REDUCTION(prod, a[i] *= b[i])
 
-/* ---- C11 type-generic collectives (after every declaration: shmem_sync becomes a macro) */
-#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+/* ---- Type-generic collectives (C11 _Generic, C++ overloads) ---- */
 /* Distinct C types of the reduction tables. */
 #define SHMEM_UP_GEN_BITRED_TYPES(X, A)                                                      \
     X(unsigned char, uchar, A) X(unsigned short, ushort, A) X(unsigned int, uint, A)         \
@@ -170,6 +169,7 @@ SHMEM_UP_LD_REDUCTION(prod, a[i] *= b[i])
     X(long double, longdouble, A)
 #define SHMEM_UP_GEN_ARITHRED_TYPES(X, A)                                                    \
     SHMEM_UP_GEN_ORDRED_TYPES(X, A) SHMEM_UP_CPLXRED_TYPES(X, A)
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 /* Select on the second argument (the first is the team). */
 #define SHMEM_UP_SECOND(a, b, ...) (b)
 #define SHMEM_UP_GT(TABLE, OP, ...)                                                          \
@@ -194,5 +194,42 @@ SHMEM_UP_LD_REDUCTION(prod, a[i] *= b[i])
     _Generic(SHMEM_UP_FIRST(__VA_ARGS__, 0),                                                 \
         shmem_team_t: shmem_team_sync, default: shmem_sync)(__VA_ARGS__)
 #endif /* C11 */
+
+#ifdef __cplusplus
+/* C++: the same generic names as overloads (C++ linkage, so that they may overload). */
+extern "C++" {
+#define SHMEM_UP_CXX_COLL(T, N, A)                                                           \
+    static inline int shmem_broadcast(shmem_team_t t, T *d, const T *s, size_t n, int r) {   \
+        return shmem_##N##_broadcast(t, d, s, n, r);                                         \
+    }                                                                                        \
+    static inline int shmem_collect(shmem_team_t t, T *d, const T *s, size_t n) {            \
+        return shmem_##N##_collect(t, d, s, n);                                              \
+    }                                                                                        \
+    static inline int shmem_fcollect(shmem_team_t t, T *d, const T *s, size_t n) {           \
+        return shmem_##N##_fcollect(t, d, s, n);                                             \
+    }                                                                                        \
+    static inline int shmem_alltoall(shmem_team_t t, T *d, const T *s, size_t n) {           \
+        return shmem_##N##_alltoall(t, d, s, n);                                             \
+    }                                                                                        \
+    static inline int shmem_alltoalls(shmem_team_t t, T *d, const T *s, ptrdiff_t dst,       \
+                                      ptrdiff_t sst, size_t n) {                             \
+        return shmem_##N##_alltoalls(t, d, s, dst, sst, n);                                  \
+    }
+SHMEM_UP_GEN_RMA_TYPES(SHMEM_UP_CXX_COLL, _)
+#define SHMEM_UP_CXX_RED(T, N, OP)                                                           \
+    static inline int shmem_##OP##_reduce(shmem_team_t t, T *d, const T *s, size_t n) {      \
+        return shmem_##N##_##OP##_reduce(t, d, s, n);                                        \
+    }
+SHMEM_UP_GEN_BITRED_TYPES(SHMEM_UP_CXX_RED, and)
+SHMEM_UP_GEN_BITRED_TYPES(SHMEM_UP_CXX_RED, or)
+SHMEM_UP_GEN_BITRED_TYPES(SHMEM_UP_CXX_RED, xor)
+SHMEM_UP_GEN_ORDRED_TYPES(SHMEM_UP_CXX_RED, max)
+SHMEM_UP_GEN_ORDRED_TYPES(SHMEM_UP_CXX_RED, min)
+SHMEM_UP_GEN_ARITHRED_TYPES(SHMEM_UP_CXX_RED, sum)
+SHMEM_UP_GEN_ARITHRED_TYPES(SHMEM_UP_CXX_RED, prod)
+/* shmem_sync(team) next to the active-set shmem_sync. */
+static inline int shmem_sync(shmem_team_t t) { return shmem_team_sync(t); }
+}
+#endif /* C++ */
 
 #endif
