@@ -19,7 +19,7 @@
 //! pulls every member's source in chunks and combines them in team order, so every PE
 //! computes bit-identical results; it writes its destination only after the second barrier.
 
-#![allow(missing_docs, clippy::missing_safety_doc)]
+#![allow(missing_docs, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod active;
 pub mod ops;
@@ -374,7 +374,10 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
-        assert!(words >= GROUP_WORDS, "pSync of {words} words, a group needs {GROUP_WORDS}");
+        assert!(
+            words >= GROUP_WORDS,
+            "pSync of {words} words, a group needs {GROUP_WORDS}"
+        );
     }
 
     #[test]
