@@ -25,12 +25,14 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod amo;
+pub mod coll;
 pub mod ctx;
 pub mod heap;
 pub mod rma;
 pub mod segments;
 pub mod state;
 pub mod sync;
+pub mod team;
 pub mod tools;
 pub mod xlate;
 

@@ -325,6 +325,7 @@ pub fn init(call: &str, level: c_int) {
     });
     STATE.store(Box::into_raw(st), Ordering::Release);
     let st = try_state().expect("just set");
+    crate::team::init(st);
     // Everyone mapped everyone before anyone goes on (a PE's file must stay open until its
     // peers opened it through /proc: it does, the memfd lives as long as the process).
     if let Err(e) = st.rt.barrier() {
