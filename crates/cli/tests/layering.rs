@@ -117,7 +117,7 @@ fn the_c_library_links_only_the_live_stack() {
     let g = workspace_graph();
     let v = violations(
         &g,
-        &["unpinned-capi"],
+        &["unpinned-capi", "unpinned-shmem"],
         &[
             "unpinned-sim",
             "unpinned-ib",

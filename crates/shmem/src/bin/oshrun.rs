@@ -1,0 +1,87 @@
+//! `oshrun -np N [--transport shm|udp] [--timeout S] [--set a.b=v] PROGRAM [ARGS]`: run an
+//! OpenSHMEM program on N PEs of this host, with the launcher of `unpinned run`. The
+//! transport may also come from `OSHRUN_TRANSPORT`. Exits 0 when every PE exited 0, else
+//! with the first failing PE's code.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
+
+fn usage(msg: &str) -> ! {
+    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--timeout SECONDS] [--set a.b=v]... [--] PROGRAM [ARGS...]");
+    std::process::exit(2)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut n: Option<u32> = None;
+    let mut transport = std::env::var("OSHRUN_TRANSPORT").unwrap_or_else(|_| "shm".into());
+    let mut timeout = 600u64;
+    let mut sets = Vec::new();
+    let mut program = None;
+    while let Some(a) = args.next() {
+        let mut val = |name: &str| {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{name} needs a value")))
+        };
+        match a.as_str() {
+            "-n" | "-np" | "--np" | "-N" => {
+                n = Some(
+                    val(&a)
+                        .parse()
+                        .unwrap_or_else(|_| usage("-np needs a number")),
+                )
+            }
+            "--transport" => transport = val(&a),
+            "--timeout" => {
+                timeout = val(&a)
+                    .parse()
+                    .unwrap_or_else(|_| usage("--timeout needs seconds"))
+            }
+            "--set" => sets.push(val(&a)),
+            "--" => {
+                program = args.next();
+                break;
+            }
+            "-h" | "--help" => usage("help"),
+            s if s.starts_with('-') => usage(&format!("unknown option {s}")),
+            _ => {
+                program = Some(a);
+                break;
+            }
+        }
+    }
+    let program = program.unwrap_or_else(|| usage("no program given"));
+    let t: LaunchTransport = transport.parse().unwrap_or_else(|e: String| usage(&e));
+    let mut o = LaunchOptions::new(n.unwrap_or(1), program);
+    o.args = args.collect();
+    o.transport = t;
+    o.sets = sets;
+    o.timeout = Duration::from_secs(timeout);
+    o.grace = Duration::from_secs(3);
+    let report = match launch(&o) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("oshrun: {e}");
+            std::process::exit(1)
+        }
+    };
+    if report.success() {
+        std::process::exit(0);
+    }
+    for f in report.failures() {
+        eprintln!("oshrun: {f}");
+    }
+    let first = report.first_failure.map(|r| &report.ranks[r as usize]);
+    let code = first
+        .map(|r| {
+            r.status
+                .code()
+                .or_else(|| r.status.signal().map(|s| 128 + s))
+                .filter(|&c| c != 0)
+                .unwrap_or(1)
+        })
+        .unwrap_or(1);
+    std::process::exit(code)
+}

@@ -1,0 +1,200 @@
+//! Waiting on local memory, the world barrier and distributed locks.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::amo::{amo_bits, Amo};
+use crate::ctx::Pending;
+use crate::state::{fatal, State, BARRIER_FLAGS_OFF};
+use crate::xlate::Target;
+
+/// `SHMEM_CMP_EQ` .. `SHMEM_CMP_LE` (include/shmem/types.h).
+pub const CMP_EQ: c_int = 1;
+/// Not equal.
+pub const CMP_NE: c_int = 2;
+/// Greater than.
+pub const CMP_GT: c_int = 3;
+/// Greater or equal.
+pub const CMP_GE: c_int = 4;
+/// Less than.
+pub const CMP_LT: c_int = 5;
+/// Less or equal.
+pub const CMP_LE: c_int = 6;
+
+/// `a cmp b`; an unknown operator is a fatal error of `call`.
+pub fn compare<T: PartialOrd>(call: &str, a: T, cmp: c_int, b: T) -> bool {
+    match cmp {
+        CMP_EQ => a == b,
+        CMP_NE => a != b,
+        CMP_GT => a > b,
+        CMP_GE => a >= b,
+        CMP_LT => a < b,
+        CMP_LE => a <= b,
+        _ => fatal(
+            call,
+            format!(
+                "{cmp} is not a comparison operator (use SHMEM_CMP_EQ, _NE, _GT, _GE, _LT or _LE)"
+            ),
+        ),
+    }
+}
+
+/// Spin until `done()`: drives the engine now and then (so that PART traffic to this PE
+/// progresses even when its progress thread sleeps), yields the CPU after a short spin, and
+/// leaves if another PE called `shmem_global_exit`.
+pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
+    let mut spins: u32 = 0;
+    loop {
+        if done() {
+            std::sync::atomic::fence(Ordering::SeqCst);
+            return;
+        }
+        spins = spins.wrapping_add(1);
+        if spins % 32 == 0 {
+            let _ = st.rt.progress();
+        }
+        if spins > 256 {
+            std::thread::yield_now();
+            if spins % 1024 == 0 {
+                st.check_exit_word();
+            }
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The barrier flag of round `k` in the heap of this PE (or at `base` of another's mapping).
+fn flag(base: *mut u8, k: usize) -> &'static AtomicU64 {
+    // SAFETY: the internal area of a heap mapping, 8-aligned; mappings live forever.
+    unsafe { &*(base.add(BARRIER_FLAGS_OFF + 8 * k) as *const AtomicU64) }
+}
+
+/// Synchronize all PEs (dissemination: in round k, PE i signals PE i + 2^k and waits for
+/// PE i - 2^k), without completing outstanding puts (`shmem_sync_all`).
+pub fn sync_all(st: &State) {
+    // Earlier barriers' flag writes are complete before new ones are posted: a late write of
+    // an older epoch must not land after a newer one.
+    st.internal_ctx.quiet();
+    let n = st.npes as usize;
+    let epoch = st.barrier_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+    let me = st.me as usize;
+    let mut k = 0;
+    let mut dist = 1;
+    while dist < n {
+        let to = (me + dist) % n;
+        let f = flag(st.heap.base, k);
+        // SAFETY: the flag lies in the symmetric heap.
+        let t = st.try_target(to as u32, f as *const AtomicU64 as *const u8, 8);
+        match t {
+            Some(Target::Mapped(p)) | Some(Target::Local(p)) => {
+                // SAFETY: the peer's mapped flag, aligned.
+                unsafe { &*(p as *const AtomicU64) }.fetch_max(epoch, Ordering::SeqCst);
+            }
+            Some(Target::Remote { addr, key }) => {
+                let buf: Box<[u8]> = epoch.to_le_bytes().into();
+                // SAFETY: the box lives in the context until the completion.
+                let id = unsafe { st.rt.write(to as u32, buf.as_ptr(), addr, key, 8) }
+                    .unwrap_or_else(|e| {
+                        fatal(
+                            "shmem_barrier_all",
+                            format!("signal to PE {to} refused: {e}"),
+                        )
+                    });
+                st.internal_ctx.push(
+                    Pending {
+                        id,
+                        pe: to as u32,
+                        buf: Some(buf),
+                    },
+                    false,
+                );
+            }
+            None => unreachable!("the barrier flags are in the heap"),
+        }
+        wait_while(st, || f.load(Ordering::Acquire) >= epoch);
+        k += 1;
+        dist *= 2;
+    }
+}
+
+/// `shmem_barrier_all`: complete every context's puts, then synchronize.
+pub fn barrier_all(st: &State) {
+    st.for_each_ctx(|c| c.quiet());
+    sync_all(st);
+}
+
+/// `shmem_set_lock`: a test-and-set lock on the lock word of PE 0, with back-off.
+///
+/// # Safety
+/// `lock` symmetric, 8-aligned.
+pub unsafe fn set_lock(st: &State, lock: *mut i64) {
+    let me = st.me as u64 + 1;
+    let mut backoff = 1u32;
+    loop {
+        // SAFETY: caller.
+        let old = unsafe {
+            amo_bits(
+                st,
+                &st.internal_ctx,
+                "shmem_set_lock",
+                0,
+                lock as *mut u8,
+                8,
+                Amo::Cas(0, me),
+            )
+        };
+        if old == 0 {
+            std::sync::atomic::fence(Ordering::SeqCst);
+            return;
+        }
+        for _ in 0..backoff {
+            let _ = st.rt.progress();
+            std::thread::yield_now();
+        }
+        backoff = (backoff * 2).min(64);
+        st.check_exit_word();
+    }
+}
+
+/// `shmem_test_lock`: 0 if the lock was taken now, 1 if someone holds it.
+///
+/// # Safety
+/// As [`set_lock`].
+pub unsafe fn test_lock(st: &State, lock: *mut i64) -> c_int {
+    let me = st.me as u64 + 1;
+    // SAFETY: caller.
+    let old = unsafe {
+        amo_bits(
+            st,
+            &st.internal_ctx,
+            "shmem_test_lock",
+            0,
+            lock as *mut u8,
+            8,
+            Amo::Cas(0, me),
+        )
+    };
+    std::sync::atomic::fence(Ordering::SeqCst);
+    (old != 0) as c_int
+}
+
+/// `shmem_clear_lock`: complete this PE's puts, then release.
+///
+/// # Safety
+/// As [`set_lock`].
+pub unsafe fn clear_lock(st: &State, lock: *mut i64) {
+    st.for_each_ctx(|c| c.quiet());
+    // SAFETY: caller.
+    unsafe {
+        amo_bits(
+            st,
+            &st.internal_ctx,
+            "shmem_clear_lock",
+            0,
+            lock as *mut u8,
+            8,
+            Amo::Swap(0),
+        )
+    };
+}
