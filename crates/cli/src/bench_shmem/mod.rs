@@ -90,21 +90,24 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
     if ours.oshcc.parent().is_some_and(|d| d.ends_with("debug")) {
         eprintln!("bench shmem: note: {} is a debug build; measure a release build (`cargo build --release -p unpinned-shmem`, then --unpinned-bin target/release)", ours.oshcc.display());
     }
-    let ours_prog = tools::build(&ours, &build_dir)?;
+    let ours_built = tools::build(&ours, &build_dir)?;
+    let ours_prog = ours_built.program.clone();
     eprintln!(
         "bench shmem: built {} with {}",
         ours_prog.display(),
         ours.oshcc.display()
     );
+    let mut notes: Vec<String> = ours_built.note.into_iter().collect();
     let (peer, skipped) = match peer {
         Ok(t) => match tools::build(&t, &build_dir) {
-            Ok(p) => {
+            Ok(b) => {
                 eprintln!(
                     "bench shmem: built {} with {}",
-                    p.display(),
+                    b.program.display(),
                     t.oshcc.display()
                 );
-                (Some((t, p)), String::new())
+                notes.extend(b.note);
+                (Some((t, b.program)), String::new())
             }
             Err(e) => (
                 None,
@@ -115,6 +118,9 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
     };
     if !skipped.is_empty() {
         eprintln!("bench shmem: {skipped}; running unpinned only");
+    }
+    for n in &notes {
+        eprintln!("bench shmem: note: {n}");
     }
 
     let mut bench_args: Vec<String> = Vec::new();
@@ -300,6 +306,7 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
         "openmpi_oshcc": peer.as_ref().map(|(t, _)| tools::describe(t)),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "failures": failures,
+        "notes": notes,
         "skipped": skipped,
     });
     write_experiment(&args.out, "bench-shmem", &summary, &[], &meta)
@@ -353,7 +360,9 @@ fn print_table(
                 format!("{} {unit}", num(pv))
             },
         );
-        let ratio = r.ratio.map_or_else(|| "-".into(), |x| format!("{x:.2}x"));
+        let ratio = r
+            .ratio
+            .map_or_else(|| "-".into(), |x| format!("{}x", num(x)));
         let mark = match r.met {
             Some(false) => "  MISS",
             _ => "",
@@ -374,17 +383,13 @@ fn print_table(
     }
 }
 
-/// A value with 3 significant digits (at least 2 decimals below 10).
+/// A value with 3 significant digits (no exponent).
 fn num(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else if v >= 0.1 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
+    if !(v.is_finite() && v > 0.0) {
+        return format!("{v}");
     }
+    let decimals = (2 - v.log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// `table` as CSV (the same text as the experiments' tables).
@@ -397,4 +402,16 @@ fn write_csv(path: &std::path::Path, table: &Table) -> Result<(), String> {
         s.push('\n');
     }
     std::fs::write(path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_keep_three_significant_digits() {
+        assert_eq!(super::num(0.000123), "0.000123");
+        assert_eq!(super::num(0.0304), "0.0304");
+        assert_eq!(super::num(1.5), "1.50");
+        assert_eq!(super::num(81.31), "81.3");
+        assert_eq!(super::num(3845.2), "3845");
+    }
 }
