@@ -178,7 +178,7 @@ pub unsafe fn amo_bits(
     width: usize,
     op: Amo,
 ) -> u64 {
-    if (dest as usize) % width != 0 {
+    if !(dest as usize).is_multiple_of(width) {
         fatal(
             call,
             format!("address {dest:p} is not aligned to its {width}-byte type"),

@@ -27,18 +27,59 @@ pub struct Heap {
     pub fd: Option<i32>,
 }
 
+/// Alignment of the heap's base address: an allocation aligned to `a <= BASE_ALIGN` relative to
+/// the base is aligned in the address space too (`shmem_align`).
+pub const BASE_ALIGN: usize = 1 << 30;
+
+/// An address range of `size` bytes aligned to [`BASE_ALIGN`], reserved (PROT_NONE) for a
+/// MAP_FIXED mapping.
+fn aligned_hole(size: usize) -> Result<*mut u8, String> {
+    let total = size + BASE_ALIGN;
+    // SAFETY: a fresh inaccessible reservation; nothing else refers to it.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            total,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap: {}", std::io::Error::last_os_error()));
+    }
+    let start = p as usize;
+    let a = start.next_multiple_of(BASE_ALIGN);
+    // SAFETY: trimming our own reservation to [a, a+size).
+    unsafe {
+        if a > start {
+            libc::munmap(p, a - start);
+        }
+        let end = a + size;
+        if start + total > end {
+            libc::munmap(end as *mut libc::c_void, start + total - end);
+        }
+    }
+    Ok(a as *mut u8)
+}
+
 impl Heap {
-    /// Reserve `size` bytes (a multiple of the page size).
+    /// Reserve `size` bytes (a multiple of the page size) at a [`BASE_ALIGN`]-aligned base.
     pub fn reserve(size: usize, kind: HeapKind) -> Result<Heap, String> {
+        let hole = aligned_hole(size)?;
         match kind {
             HeapKind::PrivateAnonymous => {
-                // SAFETY: a fresh anonymous mapping; nothing else refers to it.
+                // SAFETY: replaces our own reservation at `hole`.
                 let p = unsafe {
                     libc::mmap(
-                        std::ptr::null_mut(),
+                        hole as *mut libc::c_void,
                         size,
                         libc::PROT_READ | libc::PROT_WRITE,
-                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                        libc::MAP_PRIVATE
+                            | libc::MAP_ANONYMOUS
+                            | libc::MAP_NORESERVE
+                            | libc::MAP_FIXED,
                         -1,
                         0,
                     )
@@ -62,7 +103,7 @@ impl Heap {
                 if unsafe { libc::ftruncate(fd, size as libc::off_t) } != 0 {
                     return Err(format!("ftruncate: {}", std::io::Error::last_os_error()));
                 }
-                let p = map_shared(fd, size)?;
+                let p = map_shared(fd, size, hole)?;
                 Ok(Heap {
                     base: p,
                     size,
@@ -81,21 +122,23 @@ impl Heap {
         if f < 0 {
             return None;
         }
-        let p = map_shared(f, size).ok();
+        let p = map_shared(f, size, std::ptr::null_mut()).ok();
         // SAFETY: our descriptor.
         unsafe { libc::close(f) };
         p
     }
 }
 
-fn map_shared(fd: i32, size: usize) -> Result<*mut u8, String> {
-    // SAFETY: a fresh shared mapping of a file we opened.
+/// Map `fd` shared, at `at` (a reservation of ours, replaced) or anywhere (null).
+fn map_shared(fd: i32, size: usize, at: *mut u8) -> Result<*mut u8, String> {
+    let fixed = if at.is_null() { 0 } else { libc::MAP_FIXED };
+    // SAFETY: a shared mapping of a file we opened, over nothing or our own reservation.
     let p = unsafe {
         libc::mmap(
-            std::ptr::null_mut(),
+            at as *mut libc::c_void,
             size,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
+            libc::MAP_SHARED | libc::MAP_NORESERVE | fixed,
             fd,
             0,
         )

@@ -139,7 +139,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .trim()
         .parse()
         .map_err(|_| "not a size (examples: 512M, 2G, 1048576)".to_string())?;
-    if !(v > 0.0) {
+    if v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Err("the size must be positive".into());
     }
     Ok((v * mul as f64) as usize)
@@ -312,10 +312,33 @@ pub fn init(call: &str, level: c_int) {
     if let Err(e) = st.rt.barrier() {
         fatal(call, format!("initial barrier failed: {e}"));
     }
+    if me == 0 {
+        print_requested_info(st, loadstore);
+    }
     std::thread::Builder::new()
         .name("shmem-exit-watch".into())
         .spawn(watch_exit_word)
         .expect("spawn the global-exit watcher");
+}
+
+/// The spec's `SHMEM_VERSION` (print the library version) and `SHMEM_INFO` (print the
+/// environment variables this implementation reads), on PE 0 at `shmem_init`.
+fn print_requested_info(st: &State, loadstore: bool) {
+    let set = |v: &str| std::env::var_os(v).is_some();
+    if set("SHMEM_VERSION") || set("SHMEM_INFO") {
+        println!("unpinned OpenSHMEM, specification 1.5 ({} PEs)", st.npes);
+    }
+    if set("SHMEM_INFO") {
+        println!(
+            "  SHMEM_SYMMETRIC_SIZE  symmetric heap per PE: 512M, 2G, bytes (now {} bytes; also SMA_SYMMETRIC_SIZE)\n  \
+             SHMEM_LOADSTORE       0: every transfer through PART, no on-node load/store path (now {})\n  \
+             SHMEM_VERSION         print the version at start\n  \
+             SHMEM_INFO            print this text\n  \
+             UNPINNED_SET          live runtime knobs (docs/knobs.md)",
+            st.heap.size,
+            if loadstore { 1 } else { 0 }
+        );
+    }
 }
 
 /// Ends this process when another PE called `shmem_global_exit` (its code is in our exit word).

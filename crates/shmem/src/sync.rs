@@ -50,12 +50,12 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
             return;
         }
         spins = spins.wrapping_add(1);
-        if spins % 32 == 0 {
+        if spins.is_multiple_of(PROGRESS_EVERY) {
             let _ = st.rt.progress();
         }
-        if spins > 256 {
+        if spins > SPIN_BEFORE_YIELD {
             std::thread::yield_now();
-            if spins % 1024 == 0 {
+            if spins.is_multiple_of(1024) {
                 st.check_exit_word();
             }
         } else {
@@ -63,6 +63,11 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
         }
     }
 }
+
+/// Polls of the watched memory between two engine turns driven by a waiter.
+const PROGRESS_EVERY: u32 = 128;
+/// Polls before a waiter starts yielding the CPU at each poll.
+const SPIN_BEFORE_YIELD: u32 = 4096;
 
 /// The barrier flag of round `k` in the heap of this PE (or at `base` of another's mapping).
 fn flag(base: *mut u8, k: usize) -> &'static AtomicU64 {

@@ -5,9 +5,11 @@
 //! Fortran and MPI programs are skipped and listed. The test fails only if a program listed
 //! in `tests/sos-expected.txt` does not pass.
 //!
-//! Knobs: `SOS_NPES` (default 2), `SOS_TRANSPORT` (shm | udp), `SOS_LOADSTORE=0` (every
-//! transfer through PART), `SOS_TIMEOUT_S` (default 30), `SOS_FILTER` (substring of names),
-//! `SOS_JOBS` (parallel builds, default 2).
+//! Each program runs once per configuration of `SOS_CONFIGS` (comma-separated, default
+//! `shm,part`): `shm` (shared-memory transport, on-node load/store path on), `part` (shared
+//! memory, load/store path off: every transfer through PART), `udp` (UDP, load/store off).
+//! Other knobs: `SOS_NPES` (default 2), `SOS_TIMEOUT_S` (per run, default 30), `SOS_FILTER`
+//! (substring of names), `SOS_JOBS` (parallel builds, default 2).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +41,6 @@ enum Outcome {
     Pass(f64),
     Fail(String),
     BuildFail(String),
-    Skip(String),
 }
 
 fn programs(root: &Path) -> (Vec<Prog>, Vec<(String, String)>) {
@@ -138,17 +139,27 @@ fn build(p: &Prog, root: &Path, out: &Path) -> Result<(), String> {
     }
 }
 
-fn run(bin: &Path, log: &Path) -> Outcome {
+/// How a program is run: (label, transport, load/store path on).
+type RunConfig = (&'static str, &'static str, bool);
+
+fn configs() -> Vec<RunConfig> {
+    let list = std::env::var("SOS_CONFIGS").unwrap_or_else(|_| "shm,part".into());
+    list.split(',')
+        .map(|c| match c.trim() {
+            "shm" => ("shm", "shm", true),
+            "part" => ("part", "shm", false),
+            "udp" => ("udp", "udp", false),
+            other => panic!("SOS_CONFIGS: unknown configuration {other:?} (valid: shm, part, udp)"),
+        })
+        .collect()
+}
+
+fn run(bin: &Path, log: &Path, cfg: RunConfig) -> Outcome {
     let npes = std::env::var("SOS_NPES").unwrap_or_else(|_| "2".into());
     let timeout = std::env::var("SOS_TIMEOUT_S").unwrap_or_else(|_| "30".into());
     let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
-    c.args(["-np", &npes, "--timeout", &timeout]);
-    if let Ok(t) = std::env::var("SOS_TRANSPORT") {
-        c.args(["--transport", &t]);
-    }
-    if let Ok(v) = std::env::var("SOS_LOADSTORE") {
-        c.env("SHMEM_LOADSTORE", v);
-    }
+    c.args(["-np", &npes, "--timeout", &timeout, "--transport", cfg.1]);
+    c.env("SHMEM_LOADSTORE", if cfg.2 { "1" } else { "0" });
     let f = std::fs::File::create(log).expect("log file");
     let t0 = Instant::now();
     let status = c
@@ -229,51 +240,59 @@ fn sos_unit_tests_and_spec_examples() {
         t0.elapsed().as_secs_f64()
     );
 
-    let mut results: Vec<(String, Outcome)> = Vec::new();
-    for (p, b) in progs.iter().zip(built) {
-        let o = match b.expect("built") {
-            Err(e) => Outcome::BuildFail(e),
-            Ok(()) => run(&work.join(&p.name), &work.join(format!("{}.log", p.name))),
-        };
-        let line = match &o {
-            Outcome::Pass(s) => format!("PASS       {} ({s:.1} s)", p.name),
-            Outcome::Fail(w) => format!("FAIL       {}: {w}", p.name),
-            Outcome::BuildFail(w) => format!("BUILD-FAIL {}: {w}", p.name),
-            Outcome::Skip(w) => format!("SKIP       {}: {w}", p.name),
-        };
-        println!("{line}");
-        results.push((p.name.clone(), o));
-    }
-    for (n, why) in &skipped {
-        println!("SKIP       {n}: {why}");
-    }
-    let passed = results
-        .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Pass(_)))
-        .count();
-    let failed = results.len() - passed;
-    println!(
-        "SOS: {passed} passed, {failed} failed ({} did not build), {} skipped, {:.0} s",
-        results
-            .iter()
-            .filter(|(_, o)| matches!(o, Outcome::BuildFail(_)))
-            .count(),
-        skipped.len(),
-        t0.elapsed().as_secs_f64()
-    );
     let expected =
         std::fs::read_to_string(Path::new(MANIFEST).join("tests/sos-expected.txt")).unwrap();
-    let mut regressions = Vec::new();
-    for name in expected
+    let expected: Vec<&str> = expected
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        match results.iter().find(|(n, _)| n == name) {
-            Some((_, Outcome::Pass(_))) => {}
-            Some(_) => regressions.push(name.to_string()),
-            None if filter.is_empty() => regressions.push(format!("{name} (not in the suite)")),
-            None => {}
+        .collect();
+    let mut regressions = Vec::new();
+    for cfg in configs() {
+        let t1 = Instant::now();
+        let mut results: Vec<(String, Outcome)> = Vec::new();
+        for (p, b) in progs.iter().zip(&built) {
+            let o = match b.as_ref().expect("built") {
+                Err(e) => Outcome::BuildFail(e.clone()),
+                Ok(()) => run(
+                    &work.join(&p.name),
+                    &work.join(format!("{}.log", p.name)),
+                    cfg,
+                ),
+            };
+            let line = match &o {
+                Outcome::Pass(s) => format!("PASS       {} ({s:.2} s)", p.name),
+                Outcome::Fail(w) => format!("FAIL       {}: {w}", p.name),
+                Outcome::BuildFail(w) => format!("BUILD-FAIL {}: {w}", p.name),
+            };
+            println!("[{}] {line}", cfg.0);
+            results.push((p.name.clone(), o));
+        }
+        for (n, why) in &skipped {
+            println!("[{}] SKIP       {n}: {why}", cfg.0);
+        }
+        let passed = results
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Pass(_)))
+            .count();
+        let failed = results.len() - passed;
+        println!(
+            "SOS [{}]: {passed} passed, {failed} failed ({} did not build), {} skipped, {:.0} s",
+            cfg.0,
+            results
+                .iter()
+                .filter(|(_, o)| matches!(o, Outcome::BuildFail(_)))
+                .count(),
+            skipped.len(),
+            t1.elapsed().as_secs_f64()
+        );
+        for name in &expected {
+            match results.iter().find(|(n, _)| n == name) {
+                Some((_, Outcome::Pass(_))) => {}
+                Some(_) => regressions.push(format!("{name} [{}]", cfg.0)),
+                None if filter.is_empty() => regressions.push(format!("{name} (not in the suite)")),
+                None => {}
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&work);

@@ -33,8 +33,9 @@ SHMEM_UP_SYNC_TYPES(SHMEM_UP_DECL_SYNC, _)
 /* Deprecated: wait while *ivar == cmp_value. */
 #define SHMEM_UP_DECL_DEP_WAIT(T, N, A) void shmem_##N##_wait(T *ivar, T cmp_value);
 SHMEM_UP_SYNC_TYPES(SHMEM_UP_DECL_DEP_WAIT, _)
-#if defined(__cplusplus) || !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
-/* Deprecated untyped names (long); in C11 the type-generic macros of shmem/generic.h. */
+#if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L)
+/* Deprecated untyped names (long); in C11 the type-generic macros, in C++ the overloads of
+ * shmem/generic.h. */
 void shmem_wait(long *ivar, long cmp_value);
 void shmem_wait_until(long *ivar, int cmp, long cmp_value);
 #endif

@@ -1,7 +1,12 @@
 //! The typed entry points: build.rs generates one line per C function (`typed.rs` in
 //! OUT_DIR), calling the generic helpers below.
 
-#![allow(missing_docs, clippy::missing_safety_doc, clippy::too_many_arguments)]
+#![allow(
+    missing_docs,
+    clippy::missing_safety_doc,
+    clippy::too_many_arguments,
+    clippy::identity_op
+)]
 
 use std::ffi::{c_int, c_void};
 
