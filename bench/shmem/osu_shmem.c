@@ -83,16 +83,7 @@ static long warmup_for(long most) {
 /* The time one line may take (warm-up + measurement), about. */
 static double budget_us(const struct opts *o) { return o->quick ? 20e3 : 250e3; }
 
-/* Measured iterations: `most`, or fewer if the warm-up's pace (`warm_us` for `warm`
- * iterations) says they would take longer than the line's budget (at least 2), so that a slow
- * transport (TCP) does not take minutes per line. */
-static long paced(const struct opts *o, long most, long warm, double warm_us) {
-    double per = warm_us / (double)warm;
-    long n = per > 0 ? (long)(budget_us(o) / per) : most;
-    return n > most ? most : n < 2 ? 2 : n;
-}
-
-static long *agreed; /* symmetric: the iteration count PE 0 chose, for collective tests */
+static long *agreed; /* symmetric: PE 0's decision, for collective tests */
 
 /* Collective: PE 0's `n` on every PE. */
 static long agree(int me, long n) {
@@ -119,9 +110,10 @@ static void check(const char *test, size_t size, const unsigned char *buf, unsig
 }
 
 /* Run the body (the last arguments; it may use `i`, the iteration number from 0) for the
- * warm-up (warmup_for(most) times, or fewer once it took a quarter of the line's budget),
- * choose `iters` from its pace, then run it `iters` times more and set `us` to the mean time
- * of one. */
+ * warm-up (warmup_for(most) times, or fewer once it took a quarter of the line's budget), then
+ * up to `most` times, stopping once the line's budget is spent (the clock is read every
+ * iteration when one takes more than a microsecond, else every 64th); `iters` is the count,
+ * `us` the mean time of one. */
 #define MEASURE(o, most, iters, us, ...)                                                       \
     do {                                                                                       \
         long warm_ = warmup_for(most), i = 0;                                                  \
@@ -130,29 +122,39 @@ static void check(const char *test, size_t size, const unsigned char *buf, unsig
             __VA_ARGS__;                                                                       \
             if (now_us() - t0_ > budget_us(o) / 4) warm_ = i + 1;                              \
         }                                                                                      \
-        (iters) = paced((o), (most), warm_, now_us() - t0_);                                   \
+        long every_ = (now_us() - t0_) / (double)warm_ > 1.0 ? 1 : 64;                         \
+        (iters) = 0;                                                                           \
         t0_ = now_us();                                                                        \
-        for (; i < warm_ + (iters); i++) {                                                     \
+        while ((iters) < (most)) {                                                             \
             __VA_ARGS__;                                                                       \
+            i++;                                                                               \
+            (iters)++;                                                                         \
+            if ((iters) % every_ == 0 && now_us() - t0_ > budget_us(o)) break;                 \
         }                                                                                      \
         (us) = (now_us() - t0_) / (double)(iters);                                             \
     } while (0)
 
-/* The same for collectives: every PE runs the whole warm-up (the PEs must agree on the number
- * of calls), PE 0 chooses `iters` for all. */
+/* The same for collectives: every PE runs the whole warm-up and the same chunks of up to 64
+ * iterations; between chunks (untimed) PE 0 tells every PE whether the budget allows another. */
 #define MEASURE_ALL(o, me, most, iters, us, ...)                                               \
     do {                                                                                       \
         long warm_ = warmup_for(most), i = 0;                                                  \
-        double t0_ = now_us();                                                                 \
         for (; i < warm_; i++) {                                                               \
             __VA_ARGS__;                                                                       \
         }                                                                                      \
-        (iters) = agree((me), paced((o), (most), warm_, now_us() - t0_));                      \
-        t0_ = now_us();                                                                        \
-        for (; i < warm_ + (iters); i++) {                                                     \
-            __VA_ARGS__;                                                                       \
+        double spent_ = 0;                                                                     \
+        (iters) = 0;                                                                           \
+        while ((iters) < (most)) {                                                             \
+            long chunk_ = (most) - (iters) < 64 ? (most) - (iters) : 64;                       \
+            double t0_ = now_us();                                                             \
+            for (long k_ = 0; k_ < chunk_; k_++, i++) {                                        \
+                __VA_ARGS__;                                                                   \
+            }                                                                                  \
+            spent_ += now_us() - t0_;                                                          \
+            (iters) += chunk_;                                                                 \
+            if (!agree((me), spent_ < budget_us(o))) break;                                    \
         }                                                                                      \
-        (us) = (now_us() - t0_) / (double)(iters);                                             \
+        (us) = spent_ / (double)(iters);                                                       \
     } while (0)
 
 /* Sizes, ascending: 8, then MAX / FACTOR^k >= 16. Returns the count. */
