@@ -425,13 +425,6 @@ fn main() {
                 c("add")
             ),
         );
-        one(
-            &mut o,
-            &format!("{n}_wait"),
-            &format!("ivar: *mut {t}, cmp_value: {t}"),
-            "",
-            "wait_until(ivar, CMP_NE, cmp_value)",
-        );
     }
     for (n, t) in EXT.iter().chain(DEP) {
         let c = |f: &str| format!("\"shmem_{n}_{f}\"");
@@ -469,6 +462,14 @@ fn main() {
     // Point-to-point synchronization.
     for (n, t) in SYNC {
         let st = "status: *const c_int";
+        // Deprecated: wait while *ivar == cmp_value.
+        one(
+            &mut o,
+            &format!("{n}_wait"),
+            &format!("ivar: *mut {t}, cmp_value: {t}"),
+            "",
+            "wait_until(ivar, CMP_NE, cmp_value)",
+        );
         one(
             &mut o,
             &format!("{n}_wait_until"),
@@ -539,13 +540,6 @@ fn main() {
             );
         }
     }
-    one(
-        &mut o,
-        "short_wait",
-        "ivar: *mut i16, cmp_value: i16",
-        "",
-        "wait_until(ivar, CMP_NE, cmp_value)",
-    );
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("typed.rs");
     std::fs::write(out, o).expect("write typed.rs");
     println!("cargo:rerun-if-changed=build.rs");

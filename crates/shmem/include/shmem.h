@@ -33,6 +33,13 @@ int _my_pe(void);
 int _num_pes(void);
 int my_pe(void);
 int num_pes(void);
+/* Deprecated cache management (OpenSHMEM 1.0): nothing to do on a cache-coherent host. */
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void *dest);
+void shmem_set_cache_line_inv(void *dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void *dest);
 
 /* ---- Memory management (collective over all PEs) ---- */
 void *shmem_malloc(size_t size);

@@ -137,3 +137,22 @@ pub extern "C" fn my_pe() -> c_int {
 pub extern "C" fn num_pes() -> c_int {
     state("num_pes").npes as c_int
 }
+
+/// Deprecated cache management: the host is cache coherent, nothing to do.
+#[no_mangle]
+pub extern "C" fn shmem_clear_cache_inv() {}
+
+#[no_mangle]
+pub extern "C" fn shmem_set_cache_inv() {}
+
+#[no_mangle]
+pub extern "C" fn shmem_clear_cache_line_inv(_dest: *mut c_void) {}
+
+#[no_mangle]
+pub extern "C" fn shmem_set_cache_line_inv(_dest: *mut c_void) {}
+
+#[no_mangle]
+pub extern "C" fn shmem_udcflush() {}
+
+#[no_mangle]
+pub extern "C" fn shmem_udcflush_line(_dest: *mut c_void) {}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
 
 fn usage(msg: &str) -> ! {
-    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--timeout SECONDS] [--set a.b=v]... [--] PROGRAM [ARGS...]");
+    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--] PROGRAM [ARGS...]\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --bind-to X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
     std::process::exit(2)
 }
 
@@ -19,6 +19,7 @@ fn main() {
     let mut transport = std::env::var("OSHRUN_TRANSPORT").unwrap_or_else(|_| "shm".into());
     let mut timeout = 600u64;
     let mut sets = Vec::new();
+    let mut env: Vec<(String, String)> = Vec::new();
     let mut program = None;
     while let Some(a) = args.next() {
         let mut val = |name: &str| {
@@ -40,6 +41,21 @@ fn main() {
                     .unwrap_or_else(|_| usage("--timeout needs seconds"))
             }
             "--set" => sets.push(val(&a)),
+            // Options of other launchers that Makefiles pass: the environment is inherited
+            // anyway (`-x NAME=VALUE` sets it), placement is the kernel's.
+            "-x" => {
+                let kv = val(&a);
+                if let Some((k, v)) = kv.split_once('=') {
+                    env.push((k.to_string(), v.to_string()));
+                }
+            }
+            "--map-by" | "--bind-to" | "--rank-by" | "--hostfile" | "-hostfile" | "--mca" => {
+                let _ = val(&a);
+                if a == "--mca" {
+                    let _ = val(&a);
+                }
+            }
+            "--oversubscribe" | "--allow-run-as-root" => {}
             "--" => {
                 program = args.next();
                 break;
@@ -58,6 +74,7 @@ fn main() {
     o.args = args.collect();
     o.transport = t;
     o.sets = sets;
+    o.env = env;
     o.timeout = Duration::from_secs(timeout);
     o.grace = Duration::from_secs(3);
     let report = match launch(&o) {
