@@ -78,7 +78,7 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
     if args.repeat == 0 {
         return Err("bench shmem: --repeat must be >= 1".into());
     }
-    if args.max_bytes < 8 || args.max_bytes % 8 != 0 {
+    if args.max_bytes < 8 || !args.max_bytes.is_multiple_of(8) {
         return Err("bench shmem: --max-bytes must be a multiple of 8, at least 8".into());
     }
     let started = Instant::now();
