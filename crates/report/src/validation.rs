@@ -395,8 +395,9 @@ mechanism (a cost their platform has and our model lacks, or the reverse, or a d
 differs) and stays.";
 
 /// Evaluate every entry against the CSVs in `dir` (written by the simulated experiments just
-/// before), write `dir/validation/validation-EXPERIMENT.{csv,json,svg}` per experiment and
-/// return the report section (one entry per experiment, in the order of validation.md).
+/// before), write `dir/validation.{csv,json}` (every row) and
+/// `dir/validation-EXPERIMENT.{csv,json,svg}` per experiment, and return the report section
+/// (one entry per experiment, in the order of validation.md).
 pub fn write_section(dir: &Path) -> io::Result<ReportSection> {
     let entries = entries().map_err(io::Error::other)?;
     let outcomes = evaluate(&entries, |name| read_csv(&dir.join(format!("{name}.csv"))));
@@ -406,7 +407,13 @@ pub fn write_section(dir: &Path) -> io::Result<ReportSection> {
             experiments.push(&o.entry.experiment);
         }
     }
-    let out = dir.join("validation");
+    let out = dir;
+    let all: Vec<&Outcome> = outcomes.iter().collect();
+    let mut meta = Metadata::new("validation", "validation");
+    meta.extra = serde_json::json!({
+        "source": "crates/report/validation/validation.toml (transcribed from validation.md)",
+    });
+    write_experiment(out, "validation", &table(&all), &[], &meta)?;
     let mut report = Vec::new();
     for exp in experiments {
         let mine: Vec<&Outcome> = outcomes
@@ -420,7 +427,7 @@ pub fn write_section(dir: &Path) -> io::Result<ReportSection> {
             "source": "crates/report/validation/validation.toml (transcribed from validation.md)",
             "ours": format!("read from {exp}.csv of this report"),
         });
-        let mut files = write_experiment(&out, &name, &t, &[], &meta)?;
+        let mut files = write_experiment(out, &name, &t, &[], &meta)?;
         let svg = plot(exp, &mine).map_err(io::Error::other)?;
         let path = out.join(svg_file_name(&name, ""));
         std::fs::write(&path, svg)?;
