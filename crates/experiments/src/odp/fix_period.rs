@@ -52,7 +52,7 @@ crate::declare_params! {
                   is always added, period_ratio 0)",
         },
         sides: Vec<String> {
-            default: "remote,local",
+            default: "local,remote",
             unit: "",
             check: crate::params::one_of(&["remote", "local", "both"]),
             doc: "ODP placements; the period refers to the remote, local or (both) summed \
@@ -228,13 +228,24 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         });
         (label, period_ns, run_reads(&b))
     });
-    let first_scale = p.fault_scales[0];
-    let first_faults: Vec<(OdpSide, f64)> = sides
+    // The plots show the fault scale nearest the profile's own (1).
+    let plot_scale = p
+        .fault_scales
+        .iter()
+        .copied()
+        .fold(p.fault_scales[0], |b, s| {
+            if (s.ln()).abs() < (b.ln()).abs() {
+                s
+            } else {
+                b
+            }
+        });
+    let plot_faults: Vec<(OdpSide, f64)> = sides
         .iter()
         .map(|&o| {
             let mut prof = base.clone();
-            prof.odp.local_fault_us *= first_scale;
-            prof.odp.remote_fault_us *= first_scale;
+            prof.odp.local_fault_us *= plot_scale;
+            prof.odp.remote_fault_us *= plot_scale;
             (o, reference_fault_us(&prof, o))
         })
         .collect();
@@ -266,7 +277,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     }
     Ok(ExperimentOutput {
         table: t,
-        plots: plots(&first_faults, &p.rnr_delays_us),
+        plots: plots(&plot_faults, &p.rnr_delays_us),
         sim_events: events,
         meta: json!({
             "vendor": base.name,
@@ -284,8 +295,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
 }
 
 /// Stall probability and mean execution time against the period ratio (bars: the mean over
-/// intervals and trials), per placement and RNR delay, series by READ count, at the first
-/// fault scale (`fault_us` of each placement given in `faults`).
+/// intervals and trials), per placement and RNR delay, series by READ count, at one fault
+/// scale (`fault_us` of each placement given in `faults`).
 fn plots(faults: &[(OdpSide, f64)], rnrs: &[u64]) -> Vec<PlotSpec> {
     let mut v = Vec::new();
     for &(odp, fault_us) in faults {
