@@ -356,6 +356,19 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
         }
     }
     let sim_s = sim_start.elapsed().as_secs_f64();
+    // The published results beside ours, read back from the CSVs just written.
+    let validation = if run_sim {
+        match unpinned_report::validation::write_section(&a.out) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("error: validation section: {e}");
+                failures.push(("validation".to_string(), e.to_string()));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let live_out = a.out.join("live");
     let live = if run_live {
         header(&format!(
@@ -414,20 +427,19 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
     let live_ran = live
         .as_ref()
         .map_or(0, |p| p.entries.len() + p.failures.len());
-    let sections = [
-        ReportSection {
-            id: "simulated".into(),
-            title: "Simulated experiments (deterministic)".into(),
-            note: sim_note,
-            entries: sim_entries,
-        },
-        ReportSection {
-            id: "live".into(),
-            title: "Live experiments: measured on this machine (not deterministic)".into(),
-            note: live_note,
-            entries: live.map(|p| p.entries).unwrap_or_default(),
-        },
-    ];
+    let mut sections = vec![ReportSection {
+        id: "simulated".into(),
+        title: "Simulated experiments (deterministic)".into(),
+        note: sim_note,
+        entries: sim_entries,
+    }];
+    sections.extend(validation);
+    sections.push(ReportSection {
+        id: "live".into(),
+        title: "Live experiments: measured on this machine (not deterministic)".into(),
+        note: live_note,
+        entries: live.map(|p| p.entries).unwrap_or_default(),
+    });
     let info = ReportInfo {
         version: unpinned_report::VERSION.to_string(),
         profile_name: setup.profile.name.clone(),

@@ -16,6 +16,12 @@ fn quick(name: &str) -> &'static [(&'static str, &'static str)] {
         "part-fault-frequency" => &[("seeds", "1")],
         "part-apps" => &[("nodes", "1,2"), ("seeds", "2")],
         "odp-fix" => &[("fix_periods_us", "1000")],
+        "odp-fix-period" => &[
+            ("ratios", "0.5,2"),
+            ("fault_scales", "1"),
+            ("intervals_us", "0,500"),
+            ("trials", "1"),
+        ],
         "aa-dht-scale" => &[("nodes", "1,4"), ("ops", "16")],
         "aa-dht-compute" => &[("ops", "16"), ("ratio_pct", "0,50")],
         "aa-dht-iotlb" => &[("entries", "8,128"), ("ops", "16")],

@@ -108,6 +108,8 @@ th { background: #f7f7f7; position: sticky; top: 0; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .note { color: #777; font-size: 0.85em; }
 .part { color: #444; background: #f7f7f7; border-left: 4px solid #bbb; padding: 0.4em 1em; }
+.finding { background: #eef6ee; border-left: 4px solid #7a7; padding: 0.4em 1em; }
+td.long { white-space: normal; min-width: 28em; }
 .skipped { background: #fffbe6; border: 1px solid #e0d090; padding: 0.3em 1em; }
 h1.part-title { margin-top: 1.5em; border-bottom: 2px solid #ccc; }
 ";
@@ -259,6 +261,13 @@ fn write_entry(h: &mut String, dir: &Path, e: &ReportEntry) {
             esc(skip)
         );
     }
+    for f in crate::findings::for_experiment(&e.name, &e.table) {
+        let _ = writeln!(
+            h,
+            "<p class=\"finding\"><strong>Finding (derived from the data):</strong> {}</p>",
+            esc(&f)
+        );
+    }
     if !e.files.svgs.is_empty() {
         h.push_str("<div class=\"plots\">\n");
         for svg in &e.files.svgs {
@@ -304,6 +313,9 @@ fn write_table(h: &mut String, t: &Table) {
         h.push_str("<tr>");
         for c in row {
             match c {
+                Cell::Str(s) if s.len() > 80 => {
+                    let _ = write!(h, "<td class=\"long\">{}</td>", esc(s));
+                }
                 Cell::Str(s) => {
                     let _ = write!(h, "<td>{}</td>", esc(s));
                 }

@@ -8,6 +8,7 @@
 //! behaviour). Parameters (`--set exp.NAME=VALUE`) are declared per experiment.
 
 mod fix;
+mod fix_period;
 mod pitfall;
 mod timeout_floor;
 mod trace;
@@ -26,6 +27,7 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &trace::SPEC,
         &pitfall::SPEC,
         &fix::SPEC,
+        &fix_period::SPEC,
         &vs_part::SPEC,
     ]
 }

@@ -1,7 +1,9 @@
 //! `part-breakdown`: where the time of one faulting transfer goes (all destination pages
 //! missing, PIA, retransmission by ERR only), per component, beside the measured end-to-end
-//! time. Components overlap in time (the link keeps sending while the host pages in), so their
-//! sum can exceed the measured latency.
+//! time, measured twice (part.md): `measured` with no timeout (NTO: only the ERR resumes a
+//! faulted block, so the components run one after the other) and `measured_timeout` with the
+//! profile's block timeout (default 1 ms: the timeout lets retransmission overlap the page-in,
+//! so it can be below the sum). The components are those of the NTO run.
 
 use serde_json::json;
 use unpinned_core::time::{serialization, Duration};
@@ -18,10 +20,7 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     profile: crate::ProfileKind::Part,
     backends: crate::Backends::Sim,
     params: Some(<Params as crate::Declared>::PARAMS),
-    fixed: &[crate::FixedField {
-        field: "engine.block_timeout_us",
-        instead: "nothing: the breakdown is of NTO, ERR only",
-    }],
+    fixed: &[],
     every_builtin_by_default: false,
     run,
 };
@@ -33,13 +32,27 @@ crate::declare_params! {
 
 fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let Params {} = ctx.params()?;
-    let results = par_map(&FAULT_SIZES, ctx.progress, |&size| {
+    // Per size: the NTO run (components and `measured`), then the run with the profile's
+    // block timeout (`measured_timeout`).
+    let points: Vec<(u64, bool)> = FAULT_SIZES
+        .iter()
+        .flat_map(|&s| [(s, false), (s, true)])
+        .collect();
+    let runs = par_map(&points, ctx.progress, |&(size, with_timeout)| {
         let mut w = WriteSetup::new(size, ctx.seed);
         w.dst = Residence::Absent;
-        w.timeout_us = Some(0.0); // NTO: only the ERR resumes a faulted block
+        if !with_timeout {
+            w.timeout_us = Some(0.0); // NTO: only the ERR resumes a faulted block
+        }
         one_write(&ctx.profile, &w)
     });
-    let results = super::collect(results)?;
+    let mut runs = super::collect(runs)?.into_iter();
+    let mut results = Vec::new();
+    let mut timed = Vec::new();
+    while let (Some(nto), Some(to)) = (runs.next(), runs.next()) {
+        results.push(nto);
+        timed.push(to);
+    }
     let p = &ctx.profile;
     let link = |bytes: u64| {
         let packets = bytes.div_ceil(p.engine.packet_bytes as u64);
@@ -50,8 +63,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     };
     let mut table = Table::new(&["size_bytes", "component", "time_us"]);
     let mut events = 0;
-    for (&size, r) in FAULT_SIZES.iter().zip(&results) {
-        events += r.events;
+    for ((&size, r), to) in FAULT_SIZES.iter().zip(&results).zip(&timed) {
+        events += r.events + to.events;
         let b = r.breakdown();
         let parts: [(&str, Duration); 10] = [
             ("initiation", Duration::from_us_f64(p.engine.initiation_us)),
@@ -78,6 +91,11 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         }
         table.push(vec![size.into(), "sum".into(), sum.as_us_f64().into()]);
         table.push(vec![size.into(), "measured".into(), r.latency_us().into()]);
+        table.push(vec![
+            size.into(),
+            "measured_timeout".into(),
+            to.latency_us().into(),
+        ]);
     }
     Ok(ExperimentOutput {
         table,
@@ -89,7 +107,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 Some("component"),
             )
             .log(true, true)
-            .only_any("component", &["sum", "measured"]),
+            .only_any("component", &["sum", "measured", "measured_timeout"]),
             PlotSpec::line(
                 "Time per component (all pages missing, PIA, ERR)",
                 "size_bytes",
@@ -102,7 +120,8 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         sim_events: events,
         meta: json!({
             "sizes_bytes": FAULT_SIZES,
-            "retransmission": "ERR only (NTO; the recovery timeout guards lost ERRs)",
+            "retransmission": "components and `measured`: ERR only (NTO; the recovery timeout guards lost ERRs); `measured_timeout`: ERR or the profile's block timeout, whichever first",
+            "block_timeout_us": p.engine.block_timeout_us,
             "note": "transmission/retransmission = link serialization of first/resent payload plus headers; host components are CPU time at both nodes.",
         }),
     })

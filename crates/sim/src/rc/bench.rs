@@ -111,6 +111,13 @@ pub struct ReadResult {
     pub exec_time: Duration,
     /// The client's ACK timer expired at least once.
     pub timed_out: bool,
+    /// Expiries of the client's ACK timer before the last application completion: the
+    /// execution time includes a hardware timeout (a stall).
+    pub stall_timeouts: u64,
+    /// Expiries after the last application completion: the timer fired on a request left
+    /// over when the application's READs were done (the fix's dummy), which the execution
+    /// time does not include.
+    pub late_timeouts: u64,
     /// Every READ completed successfully with the server's bytes.
     pub all_ok: bool,
     /// Client counters.
@@ -257,9 +264,12 @@ pub fn run_reads(b: &ReadBench) -> ReadResult {
         .expect("read");
     all_ok &= got == want;
     let first_psn = setup_first_psn(b.seed);
+    let stall_timeouts = sim.timeouts_at(0).iter().filter(|t| **t < end).count() as u64;
     ReadResult {
         exec_time: end - Instant::ZERO,
         timed_out: sim.stats(0).timeouts > 0,
+        stall_timeouts,
+        late_timeouts: sim.stats(0).timeouts - stall_timeouts,
         all_ok,
         client: sim.stats(0),
         server: sim.stats(1),

@@ -79,6 +79,8 @@ pub struct RcNode {
     tx_pending: bool,
     engine_timer: Option<Instant>,
     fix_timer: Option<Instant>,
+    /// When the engine's ACK timer expired (one entry per expiry), in order.
+    timeouts_at: Vec<Instant>,
 }
 
 enum Ev {
@@ -172,6 +174,7 @@ impl RcSim {
                 tx_pending: false,
                 engine_timer: None,
                 fix_timer: None,
+                timeouts_at: Vec::new(),
             })
             .collect();
         RcSim {
@@ -212,6 +215,12 @@ impl RcSim {
     /// Engine counters of a node.
     pub fn stats(&self, n: NodeId) -> RcStats {
         self.nodes[n as usize].engine.stats()
+    }
+    /// When node `n`'s ACK timer expired, in order (one entry per expiry counted in
+    /// [`RcStats::timeouts`]): tells a timeout the application waited for from one on a
+    /// request left over after its last completion.
+    pub fn timeouts_at(&self, n: NodeId) -> &[Instant] {
+        &self.nodes[n as usize].timeouts_at
     }
     /// Dummies posted by a node's fix.
     pub fn dummies(&self, n: NodeId) -> u64 {
@@ -345,7 +354,11 @@ impl RcSim {
                 let nd = &mut self.nodes[node as usize];
                 if nd.engine_timer == Some(now) {
                     nd.engine_timer = None;
+                    let before = nd.engine.stats().timeouts;
                     nd.engine.handle_timeout(now);
+                    let expired = nd.engine.stats().timeouts - before;
+                    nd.timeouts_at
+                        .extend(std::iter::repeat_n(now, expired as usize));
                 }
                 node
             }
