@@ -69,6 +69,8 @@ typedef enum up_error {
     UP_ERR_LOCAL_ACCESS = -21,   /* the local buffer is not mapped */
     UP_ERR_RETRY_EXCEEDED = -22, /* the peer stopped answering (dead or unreachable) */
     UP_ERR_WR_INVALID = -23,     /* the engine rejected the request as invalid */
+    UP_ERR_CANCELLED = -24,      /* withdrawn by up_cancel_all before it finished */
+    UP_ERR_PEER_GONE = -25,      /* the target rank exited, was killed or left the job */
     /* Errors of the C interface. */
     UP_ERR_NULL = -30,  /* a required pointer argument is NULL */
     UP_ERR_ARG = -31,   /* an argument is out of range (permission bits, array too small,
@@ -107,7 +109,8 @@ typedef struct up_completion {
     uint64_t len;   /* bytes moved: the full length on success; do not rely on it on failure */
     int32_t op;     /* UP_OP_WRITE or UP_OP_READ */
     int32_t status; /* UP_OK, or UP_ERR_REMOTE_ACCESS, UP_ERR_LOCAL_ACCESS,
-                       UP_ERR_RETRY_EXCEEDED, UP_ERR_WR_INVALID */
+                       UP_ERR_RETRY_EXCEEDED, UP_ERR_WR_INVALID, UP_ERR_CANCELLED,
+                       UP_ERR_PEER_GONE */
 } up_completion_t;
 
 /*
