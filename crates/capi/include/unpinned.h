@@ -244,6 +244,18 @@ int up_poll(up_runtime_t *rt, up_completion_t *out);
 int up_flush(up_runtime_t *rt);
 
 /*
+ * up_cancel_all: the way out of an error path. Withdraw every request this rank has in
+ * flight (writes, reads, atomics; they complete as UP_ERR_CANCELLED), and consume every
+ * queued completion (like up_flush, without waiting). When it returns, no request of the
+ * handle is outstanding and the runtime reads and writes none of their buffers again: they
+ * may be freed. What a cancelled request did at its peer is unknown (part of a write may have
+ * landed). Returns the number of requests cancelled (>= 0), or UP_ERR_NULL,
+ * UP_ERR_ENGINE_GONE. Thread-safety: any thread; requests other threads post concurrently
+ * are either cancelled or start after it.
+ */
+int up_cancel_all(up_runtime_t *rt);
+
+/*
  * up_barrier: block until every rank called up_barrier (a collective, see up_exchange). It
  * does not flush: call up_flush() (or wait for your requests) first if peers should see your
  * writes after the barrier. Errors: UP_ERR_NULL, UP_ERR_BOOTSTRAP, UP_ERR_NO_BOOTSTRAP.

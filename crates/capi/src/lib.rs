@@ -659,6 +659,33 @@ pub unsafe extern "C" fn up_flush(rt: *mut UpRuntime) -> c_int {
     })
 }
 
+/// See `up_cancel_all` in `unpinned.h`.
+///
+/// # Safety
+///
+/// `rt` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn up_cancel_all(rt: *mut UpRuntime) -> c_int {
+    guard("up_cancel_all", || {
+        // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
+        let h = unsafe { handle(rt) }?;
+        // Hold the map: a post racing with the cancel is either cancelled and consumed here,
+        // or posted after it and kept.
+        let mut map = h.outstanding();
+        let taken = h.rt.drain()?;
+        let mut cancelled = 0;
+        for c in &taken {
+            map.remove(&c.wr_id);
+            if c.status == Err(CompletionError::Cancelled) {
+                cancelled += 1;
+            }
+            // The layer keeps details of failures for `wait`; nobody will wait for these.
+            let _ = h.rt.failure_detail(c.wr_id);
+        }
+        Ok(cancelled)
+    })
+}
+
 /// See `up_barrier` in `unpinned.h`.
 ///
 /// # Safety

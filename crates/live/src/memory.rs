@@ -216,6 +216,10 @@ pub struct MemStats {
     /// Events the cache's reader thread read (unmap + remove + remap); each one invalidated
     /// every verdict.
     pub cache_events: u64,
+    /// Copies that faulted (memory unmapped between the check and the copy, or under a
+    /// request the application gave its buffer back from): answered `Unmapped`, never a
+    /// `SIGSEGV` ([`unpinned_os::safecopy`]).
+    pub copy_faults: u64,
 }
 
 /// How the engine reaches application memory: PART's residency check, or one of the two
@@ -394,7 +398,13 @@ pub struct LiveMemory {
     /// window over one of them stops at its end, like one over an exposure.
     small_locals: [(u64, u64); SMALL_LOCALS],
     small_victim: usize,
+    /// Addresses where copies faulted, newest last (at most [`FAULTS_KEPT`]), until the
+    /// runtime names them in a failure ([`LiveMemory::take_fault`]).
+    faults: Vec<u64>,
 }
+
+/// Faulted copy addresses remembered for failure messages.
+const FAULTS_KEPT: usize = 16;
 
 /// Posted local buffers below [`LOCAL_WATCH_MIN_BYTES`] remembered as scan-window bounds.
 const SMALL_LOCALS: usize = 4;
@@ -429,6 +439,7 @@ impl LiveMemory {
             scan_after: None,
             small_locals: [(0, 0); SMALL_LOCALS],
             small_victim: 0,
+            faults: Vec::new(),
         })
     }
 
@@ -1019,6 +1030,57 @@ impl LiveMemory {
         Ok(())
     }
 
+    /// The address where a copy within `[addr, addr+len)` faulted, if one did since the last
+    /// call for that range (the runtime names it in the failed request's message).
+    pub fn take_fault(&mut self, addr: u64, len: u64) -> Option<u64> {
+        let end = addr.saturating_add(len);
+        let i = self.faults.iter().rposition(|&a| a >= addr && a < end)?;
+        Some(self.faults.remove(i))
+    }
+
+    /// Copy `len` bytes, surviving memory that went away since the check: the address that
+    /// faulted (`app` + the bytes copied) is remembered, marked bad for [`BAD_PAGE_TTL`]
+    /// (later packets fail without touching it; every verdict is dropped), and the access is
+    /// answered [`MemError::Unmapped`].
+    ///
+    /// # Safety
+    ///
+    /// As [`unpinned_os::safecopy::copy`]; `app` is the application side (`dst` or `src`).
+    #[inline]
+    unsafe fn copy(
+        &mut self,
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+        app: u64,
+    ) -> Result<(), MemError> {
+        // SAFETY: forwarded contract.
+        match unsafe { unpinned_os::safecopy::copy(dst, src, len) } {
+            Ok(()) => Ok(()),
+            Err(done) => Err(self.copy_fault(app + done as u64)),
+        }
+    }
+
+    #[cold]
+    fn copy_fault(&mut self, at: u64) -> MemError {
+        self.stats.copy_faults += 1;
+        self.stats.unmapped += 1;
+        self.mark_bad(at, page_of(at) + PAGE_BYTES);
+        self.noted(MemError::Unmapped { addr: at })
+    }
+
+    /// Remember where an access found memory unmapped (for [`LiveMemory::take_fault`]).
+    #[cold]
+    fn noted(&mut self, e: MemError) -> MemError {
+        if let MemError::Unmapped { addr } = e {
+            if self.faults.len() >= FAULTS_KEPT {
+                self.faults.remove(0);
+            }
+            self.faults.push(addr);
+        }
+        e
+    }
+
     fn domain(&self, pdid: Pdid) -> Result<(), MemError> {
         if pdid == self.pdid {
             Ok(())
@@ -1031,7 +1093,9 @@ impl LiveMemory {
 impl Memory for LiveMemory {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.domain(pdid)?;
-        self.checked(addr, data.len(), Access::Write)?;
+        if let Err(e) = self.checked(addr, data.len(), Access::Write) {
+            return Err(self.noted(e));
+        }
         // SAFETY: in `Part` mode every page of [addr, addr+len) was just seen present and
         // writable without a copy-on-write fault in this process's page table (pagemap); in the
         // baseline modes the range may fault on the CPU, which is safe (the kernel resolves it)
@@ -1040,10 +1104,9 @@ impl Memory for LiveMemory {
         // writes ranges that the application exposed for writing (or gave as the destination
         // of its own read), which is the application's promise that the memory stays mapped and
         // that it does not hold Rust references to it during the transfer. `data` is the
-        // engine's own buffer and cannot overlap application memory being written.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
-        };
+        // engine's own buffer and cannot overlap application memory being written. Memory
+        // unmapped against that promise (or since the check) is reported, not faulted on.
+        unsafe { self.copy(addr as usize as *mut u8, data.as_ptr(), data.len(), addr)? };
         self.stats.bytes_written += data.len() as u64;
         Ok(())
     }
@@ -1087,14 +1150,22 @@ impl Memory for LiveMemory {
 
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         self.domain(pdid)?;
-        self.checked(addr, out.len(), Access::Read)?;
+        if let Err(e) = self.checked(addr, out.len(), Access::Read) {
+            return Err(self.noted(e));
+        }
         // SAFETY: in `Part` mode every page of [addr, addr+len) was just seen present in this
         // process's page table (in the baseline modes it is mapped and readable by the
         // promises above, and may take a CPU fault the kernel resolves); the range is the source the application gave to a write (or exposed for
         // reading), which it promised to keep mapped until the completion. `out` is the engine's
-        // own buffer.
+        // own buffer. Memory unmapped against that promise (or since the check) is reported,
+        // not faulted on.
         unsafe {
-            std::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len())
+            self.copy(
+                out.as_mut_ptr(),
+                addr as usize as *const u8,
+                out.len(),
+                addr,
+            )?
         };
         self.stats.bytes_read += out.len() as u64;
         Ok(())
