@@ -539,7 +539,11 @@ fn entry_points_on_in_process_runtimes() {
         let n = up_cancel_all(a);
         assert!((0..=16).contains(&n), "{n}");
         assert_eq!(up_poll(a, &mut c), 0, "everything was consumed");
-        assert_eq!(up_wait(a, ids[0], &mut c), UP_ERR_ARG, "not outstanding any more");
+        assert_eq!(
+            up_wait(a, ids[0], &mut c),
+            UP_ERR_ARG,
+            "not outstanding any more"
+        );
         assert_eq!(up_flush(a), UP_OK);
         assert_eq!(up_cancel_all(a), 0);
 

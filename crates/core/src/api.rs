@@ -145,7 +145,9 @@ pub enum CompletionError {
     Invalid,
     /// The application cancelled the request (`cancel_all`) before it finished: the engine
     /// no longer touches its buffers; how much of it reached the peer is unknown.
-    #[error("cancelled: the request was withdrawn before it finished (its buffers are no longer used)")]
+    #[error(
+        "cancelled: the request was withdrawn before it finished (its buffers are no longer used)"
+    )]
     Cancelled,
     /// The peer is gone: its process exited or was killed, or it closed its runtime. The
     /// driver knows this from outside the protocol (PART alone sees only silence,

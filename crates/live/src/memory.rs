@@ -1039,7 +1039,7 @@ impl LiveMemory {
     }
 
     /// Copy `len` bytes, surviving memory that went away since the check: the address that
-    /// faulted (`app` + the bytes copied) is remembered, marked bad for [`BAD_PAGE_TTL`]
+    /// faulted is remembered, marked bad for [`BAD_PAGE_TTL`]
     /// (later packets fail without touching it; every verdict is dropped), and the access is
     /// answered [`MemError::Unmapped`].
     ///
@@ -1057,7 +1057,7 @@ impl LiveMemory {
         // SAFETY: forwarded contract.
         match unsafe { unpinned_os::safecopy::copy(dst, src, len) } {
             Ok(()) => Ok(()),
-            Err(done) => Err(self.copy_fault(app + done as u64)),
+            Err(f) => Err(self.copy_fault(f.addr.max(app))),
         }
     }
 

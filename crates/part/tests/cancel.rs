@@ -132,7 +132,14 @@ fn cancel_completes_each_request_once_and_never_touches_its_buffers_again() {
     // Writes from the first half of A's memory, reads into the second half, one atomic.
     let mut ids = Vec::new();
     for i in 0..8u64 {
-        let w = wr(i + 1, Op::Write, BASE + i * 65536, BASE + i * 65536, key, 65536);
+        let w = wr(
+            i + 1,
+            Op::Write,
+            BASE + i * 65536,
+            BASE + i * 65536,
+            key,
+            65536,
+        );
         a.post(Instant(0), w).unwrap();
         ids.push(i + 1);
     }
