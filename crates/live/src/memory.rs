@@ -106,19 +106,25 @@
 //! trip more (`bench live` measures both). File-backed memory (a disk read) and
 //! larger transfers (the page-in would hold every other transfer) keep the NACK path.
 //!
-//! # The race that remains
+//! # The race that remains, and why it cannot crash the engine
 //!
 //! A page can leave between the check and the copy (reclaim, `munmap`, `madvise(DONTNEED)` by
-//! another thread). Then the CPU takes the fault the check tried to avoid: for reclaim it is an
-//! ordinary (major or minor) fault that the kernel resolves transparently, only slower; for an
-//! `munmap` of memory under an outstanding transfer the process gets `SIGSEGV`, as it would
-//! with any RDMA implementation writing into memory the application gave back. Without swap,
-//! anonymous pages are never reclaimed; file-backed pages can be dropped by the kernel at any
-//! time (that path is a major fault, resolved by the kernel).
+//! another thread). For reclaim the copy takes an ordinary (major or minor) fault that the
+//! kernel resolves transparently, only slower. For memory that is gone (`munmap` of a buffer
+//! under an outstanding transfer, a file truncated under a mapping) the copy itself reports
+//! it: every copy to or from application memory goes through [`unpinned_os::safecopy`], which
+//! answers the fault instead of letting it kill the process, so the access fails as
+//! [`MemError::Unmapped`] naming the address (a write's source: `LocalAccess`; a read's
+//! destination: `LocalAccess`; an exposure: a protection NACK), the page is marked bad for
+//! [`BAD_PAGE_TTL`] and the runtime names the buffer in the failure. An application that
+//! wants to give buffers back while requests are in flight cancels them first
+//! (`Runtime::cancel_all`). Without swap, anonymous pages are never reclaimed; file-backed
+//! pages can be dropped by the kernel at any time (that path is a major fault, resolved by
+//! the kernel).
 //!
 //! Changing the protection of exposed memory whose pages are present (`mprotect(PROT_NONE)`)
-//! is not detected either: x86 keeps such PTEs "present" in pagemap, and the copy would raise
-//! `SIGSEGV`; like `munmap`, it breaks the application's promise made at `expose`.
+//! is not detected by the check (x86 keeps such PTEs "present" in pagemap); the copy's fault
+//! is reported as above.
 //!
 //! Protection (read-only mappings, `PROT_NONE`) is checked when a range is exposed, from
 //! `/proc/self/maps` (see [`check_mapped`]), not per access. A page on which the fault handler's
