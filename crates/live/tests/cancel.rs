@@ -168,9 +168,15 @@ fn a_buffer_unmapped_under_a_transfer_fails_it_naming_the_address() {
     // A write whose source loses its second half right after the post.
     let src = filled(LEN, 1);
     let src_addr = src.addr();
-    // SAFETY: deliberately broken below: the test is about what the engine does then.
-    let id = unsafe { a.write(1, src.ptr(), dst.addr(), key, LEN).expect("post") };
-    let (_src, hole) = Punched::new(src);
+    // The target's engine is held while the write starts and its source goes: at most one
+    // window of it (16 blocks) can leave before the hole, however the threads are scheduled.
+    let (id, (_src, hole)) = b
+        .with_engine_locked(|| {
+            // SAFETY: deliberately broken below: the test is about what the engine does then.
+            let id = unsafe { a.write(1, src.ptr(), dst.addr(), key, LEN).expect("post") };
+            (id, Punched::new(src))
+        })
+        .expect("engine");
     match a.wait(id) {
         Err(LiveError::Failed {
             error: CompletionError::LocalAccess,
@@ -193,9 +199,14 @@ fn a_buffer_unmapped_under_a_transfer_fails_it_naming_the_address() {
 
     // A read whose destination loses its second half right after the post.
     let back = Mapping::anon(LEN).expect("map");
-    // SAFETY: as above.
-    let id = unsafe { a.read(1, back.ptr(), dst.addr(), key, LEN).expect("post") };
-    let _back = Punched::new(back);
+    // The target's engine is held: no response arrives before the hole.
+    let (id, _back) = b
+        .with_engine_locked(|| {
+            // SAFETY: as above.
+            let id = unsafe { a.read(1, back.ptr(), dst.addr(), key, LEN).expect("post") };
+            (id, Punched::new(back))
+        })
+        .expect("engine");
     match a.wait(id) {
         Err(LiveError::Failed {
             error: CompletionError::LocalAccess,
@@ -224,9 +235,14 @@ fn a_source_unmapped_before_its_packets_fails_the_write() {
     let key = unsafe { b.expose(dst.ptr(), dst.len(), Perms::RW).expect("expose") };
     let src = filled(LEN, 2);
     let src_addr = src.addr();
-    // SAFETY: deliberately broken below.
-    let id = unsafe { a.write(1, src.ptr(), dst.addr(), key, LEN).expect("post") };
-    let _src = Punched::new(src);
+    // As above: the target's engine is held until the source is gone.
+    let (id, _src) = b
+        .with_engine_locked(|| {
+            // SAFETY: deliberately broken below.
+            let id = unsafe { a.write(1, src.ptr(), dst.addr(), key, LEN).expect("post") };
+            (id, Punched::new(src))
+        })
+        .expect("engine");
     match a.wait(id) {
         Err(LiveError::Failed {
             error: CompletionError::LocalAccess,
