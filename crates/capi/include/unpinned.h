@@ -69,6 +69,8 @@ typedef enum up_error {
     UP_ERR_LOCAL_ACCESS = -21,   /* the local buffer is not mapped */
     UP_ERR_RETRY_EXCEEDED = -22, /* the peer stopped answering (dead or unreachable) */
     UP_ERR_WR_INVALID = -23,     /* the engine rejected the request as invalid */
+    UP_ERR_CANCELLED = -24,      /* withdrawn by up_cancel_all before it finished */
+    UP_ERR_PEER_GONE = -25,      /* the target rank exited, was killed or left the job */
     /* Errors of the C interface. */
     UP_ERR_NULL = -30,  /* a required pointer argument is NULL */
     UP_ERR_ARG = -31,   /* an argument is out of range (permission bits, array too small,
@@ -107,7 +109,8 @@ typedef struct up_completion {
     uint64_t len;   /* bytes moved: the full length on success; do not rely on it on failure */
     int32_t op;     /* UP_OP_WRITE or UP_OP_READ */
     int32_t status; /* UP_OK, or UP_ERR_REMOTE_ACCESS, UP_ERR_LOCAL_ACCESS,
-                       UP_ERR_RETRY_EXCEEDED, UP_ERR_WR_INVALID */
+                       UP_ERR_RETRY_EXCEEDED, UP_ERR_WR_INVALID, UP_ERR_CANCELLED,
+                       UP_ERR_PEER_GONE */
 } up_completion_t;
 
 /*
@@ -239,6 +242,18 @@ int up_poll(up_runtime_t *rt, up_completion_t *out);
  * Errors: UP_ERR_NULL, completion codes, UP_ERR_TIMEOUT, UP_ERR_ENGINE_GONE. Thread-safe.
  */
 int up_flush(up_runtime_t *rt);
+
+/*
+ * up_cancel_all: the way out of an error path. Withdraw every request this rank has in
+ * flight (writes, reads, atomics; they complete as UP_ERR_CANCELLED), and consume every
+ * queued completion (like up_flush, without waiting). When it returns, no request of the
+ * handle is outstanding and the runtime reads and writes none of their buffers again: they
+ * may be freed. What a cancelled request did at its peer is unknown (part of a write may have
+ * landed). Returns the number of requests cancelled (>= 0), or UP_ERR_NULL,
+ * UP_ERR_ENGINE_GONE. Thread-safety: any thread; requests other threads post concurrently
+ * are either cancelled or start after it.
+ */
+int up_cancel_all(up_runtime_t *rt);
 
 /*
  * up_barrier: block until every rank called up_barrier (a collective, see up_exchange). It

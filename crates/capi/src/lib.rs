@@ -78,6 +78,11 @@ pub const UP_ERR_LOCAL_ACCESS: c_int = -21;
 pub const UP_ERR_RETRY_EXCEEDED: c_int = -22;
 /// `CompletionError::Invalid` (via `LiveError::Failed`).
 pub const UP_ERR_WR_INVALID: c_int = -23;
+/// `CompletionError::Cancelled` (via `LiveError::Failed`): withdrawn by `up_cancel_all`.
+pub const UP_ERR_CANCELLED: c_int = -24;
+/// `CompletionError::PeerGone` (via `LiveError::Failed`): the target rank exited, was killed
+/// or left the job.
+pub const UP_ERR_PEER_GONE: c_int = -25;
 /// C ABI only: a required pointer argument was NULL.
 pub const UP_ERR_NULL: c_int = -30;
 /// C ABI only: an argument is out of range (permission bits, array too small, unknown id).
@@ -123,6 +128,8 @@ pub fn completion_error_code(e: CompletionError) -> c_int {
         CompletionError::LocalAccess => UP_ERR_LOCAL_ACCESS,
         CompletionError::RetryExceeded => UP_ERR_RETRY_EXCEEDED,
         CompletionError::Invalid => UP_ERR_WR_INVALID,
+        CompletionError::Cancelled => UP_ERR_CANCELLED,
+        CompletionError::PeerGone => UP_ERR_PEER_GONE,
     }
 }
 
@@ -144,6 +151,8 @@ const CODES: &[(c_int, &str, &CStr)] = &[
     (UP_ERR_LOCAL_ACCESS, "UP_ERR_LOCAL_ACCESS", c"local access error: the local buffer is not mapped"),
     (UP_ERR_RETRY_EXCEEDED, "UP_ERR_RETRY_EXCEEDED", c"retry count exceeded: the peer did not answer"),
     (UP_ERR_WR_INVALID, "UP_ERR_WR_INVALID", c"the engine rejected the work request as invalid"),
+    (UP_ERR_CANCELLED, "UP_ERR_CANCELLED", c"cancelled by up_cancel_all before it finished (its buffers are no longer used)"),
+    (UP_ERR_PEER_GONE, "UP_ERR_PEER_GONE", c"the target rank is gone (exited, killed, or left the job)"),
     (UP_ERR_NULL, "UP_ERR_NULL", c"a required pointer argument is NULL"),
     (UP_ERR_ARG, "UP_ERR_ARG", c"an argument is out of range"),
     (UP_ERR_PANIC, "UP_ERR_PANIC", c"internal error (a caught panic; please report it)"),
@@ -647,6 +656,33 @@ pub unsafe extern "C" fn up_flush(rt: *mut UpRuntime) -> c_int {
         }
         res?;
         Ok(UP_OK)
+    })
+}
+
+/// See `up_cancel_all` in `unpinned.h`.
+///
+/// # Safety
+///
+/// `rt` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn up_cancel_all(rt: *mut UpRuntime) -> c_int {
+    guard("up_cancel_all", || {
+        // SAFETY: `rt` is NULL or a live handle (this function's contract); NULL is checked.
+        let h = unsafe { handle(rt) }?;
+        // Hold the map: a post racing with the cancel is either cancelled and consumed here,
+        // or posted after it and kept.
+        let mut map = h.outstanding();
+        let taken = h.rt.drain()?;
+        let mut cancelled = 0;
+        for c in &taken {
+            map.remove(&c.wr_id);
+            if c.status == Err(CompletionError::Cancelled) {
+                cancelled += 1;
+            }
+            // The layer keeps details of failures for `wait`; nobody will wait for these.
+            let _ = h.rt.failure_detail(c.wr_id);
+        }
+        Ok(cancelled)
     })
 }
 

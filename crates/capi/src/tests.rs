@@ -76,6 +76,7 @@ fn every_error_variant_has_its_own_code() {
             LiveError::Failed {
                 wr_id: 1,
                 error: CompletionError::RemoteAccess,
+                detail: String::new(),
             },
             UP_ERR_REMOTE_ACCESS,
         ),
@@ -83,6 +84,7 @@ fn every_error_variant_has_its_own_code() {
             LiveError::Failed {
                 wr_id: 1,
                 error: CompletionError::LocalAccess,
+                detail: String::new(),
             },
             UP_ERR_LOCAL_ACCESS,
         ),
@@ -90,6 +92,7 @@ fn every_error_variant_has_its_own_code() {
             LiveError::Failed {
                 wr_id: 1,
                 error: CompletionError::RetryExceeded,
+                detail: String::new(),
             },
             UP_ERR_RETRY_EXCEEDED,
         ),
@@ -97,8 +100,25 @@ fn every_error_variant_has_its_own_code() {
             LiveError::Failed {
                 wr_id: 1,
                 error: CompletionError::Invalid,
+                detail: String::new(),
             },
             UP_ERR_WR_INVALID,
+        ),
+        (
+            LiveError::Failed {
+                wr_id: 1,
+                error: CompletionError::Cancelled,
+                detail: String::new(),
+            },
+            UP_ERR_CANCELLED,
+        ),
+        (
+            LiveError::Failed {
+                wr_id: 1,
+                error: CompletionError::PeerGone,
+                detail: "rank 1 exited or was killed".into(),
+            },
+            UP_ERR_PEER_GONE,
         ),
     ];
     let mut seen = HashSet::new();
@@ -115,12 +135,15 @@ fn every_error_variant_has_its_own_code() {
         CompletionError::LocalAccess,
         CompletionError::RetryExceeded,
         CompletionError::Invalid,
+        CompletionError::Cancelled,
+        CompletionError::PeerGone,
     ] {
         assert_eq!(
             completion_error_code(ce),
             live_error_code(&LiveError::Failed {
                 wr_id: 7,
-                error: ce
+                error: ce,
+                detail: String::new(),
             })
         );
     }
@@ -215,6 +238,7 @@ fn header_matches_the_rust_constants() {
         "up_wait",
         "up_poll",
         "up_flush",
+        "up_cancel_all",
         "up_barrier",
         "up_strerror",
         "up_last_error_message",
@@ -257,6 +281,7 @@ fn null_pointers_give_up_err_null_and_a_message() {
         assert_eq!(up_wait(null_mut(), 1, &mut c), UP_ERR_NULL);
         assert_eq!(up_poll(null_mut(), &mut c), UP_ERR_NULL);
         assert_eq!(up_flush(null_mut()), UP_ERR_NULL);
+        assert_eq!(up_cancel_all(null_mut()), UP_ERR_NULL);
         assert_eq!(up_barrier(null_mut()), UP_ERR_NULL);
         assert!(last().contains("up_barrier: rt is NULL"), "{}", last());
     }
@@ -492,6 +517,35 @@ fn entry_points_on_in_process_runtimes() {
             "past the end of the exposure"
         );
         assert_eq!(up_flush(a), UP_OK);
+
+        // Cancel: every request posted before is completed (as it did, or cancelled) and
+        // consumed; none is outstanding afterwards.
+        let mut ids = Vec::new();
+        for i in 0..16u64 {
+            assert_eq!(
+                up_write(
+                    a,
+                    1,
+                    src.as_ptr() as *const c_void,
+                    addr + (i % 2) * 8,
+                    key,
+                    LEN - 8,
+                    &mut id
+                ),
+                UP_OK
+            );
+            ids.push(id);
+        }
+        let n = up_cancel_all(a);
+        assert!((0..=16).contains(&n), "{n}");
+        assert_eq!(up_poll(a, &mut c), 0, "everything was consumed");
+        assert_eq!(
+            up_wait(a, ids[0], &mut c),
+            UP_ERR_ARG,
+            "not outstanding any more"
+        );
+        assert_eq!(up_flush(a), UP_OK);
+        assert_eq!(up_cancel_all(a), 0);
 
         // Revoke: later writes are refused.
         assert_eq!(up_revoke(b, key), 1);

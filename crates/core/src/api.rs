@@ -143,6 +143,17 @@ pub enum CompletionError {
     /// The request itself is invalid (e.g. address range wraps around).
     #[error("invalid work request")]
     Invalid,
+    /// The application cancelled the request (`cancel_all`) before it finished: the engine
+    /// no longer touches its buffers; how much of it reached the peer is unknown.
+    #[error(
+        "cancelled: the request was withdrawn before it finished (its buffers are no longer used)"
+    )]
+    Cancelled,
+    /// The peer is gone: its process exited or was killed, or it closed its runtime. The
+    /// driver knows this from outside the protocol (PART alone sees only silence,
+    /// `RetryExceeded`).
+    #[error("peer gone: the target rank exited, was killed or left the job")]
+    PeerGone,
 }
 
 /// A finished work request.

@@ -605,8 +605,54 @@ impl Runtime {
         crate::trace::mark(self.rank, crate::trace::Point::WaitReturn, 0);
         match c.status {
             Ok(()) => Ok(c),
-            Err(error) => Err(LiveError::Failed { wr_id, error }),
+            Err(error) => Err(self.failed(wr_id, error)),
         }
+    }
+
+    /// The error of a failed request, with what the runtime knows about it.
+    fn failed(&self, wr_id: WrId, error: unpinned_core::api::CompletionError) -> LiveError {
+        LiveError::Failed {
+            wr_id,
+            error,
+            detail: self.shared.take_detail(wr_id).unwrap_or_default(),
+        }
+    }
+
+    /// What the runtime knows about the failure of `wr_id` beyond its completion's error
+    /// (the peer rank, the local buffer, the address that faulted), for a completion taken
+    /// with [`Runtime::poll_completion`]; `wait` and `flush` put it in their error. Taken
+    /// once.
+    pub fn failure_detail(&self, wr_id: WrId) -> Option<String> {
+        self.shared.take_detail(wr_id)
+    }
+
+    /// Withdraw every request of this rank still in flight (writes, reads, atomics): each
+    /// completes now with [`CompletionError::Cancelled`](unpinned_core::api::CompletionError::Cancelled)
+    /// (queued like any completion), and once this returns the engine reads and writes none
+    /// of their buffers again: they may be freed. Requests that completed before stay as they
+    /// completed. Returns how many were cancelled. What a cancelled write or read did at the
+    /// peer is unknown (some blocks may have landed).
+    ///
+    /// The way out of an error path: cancel, then free the buffers.
+    pub fn cancel_all(&self) -> Result<usize, LiveError> {
+        Ok(self.core()?.cancel_all())
+    }
+
+    /// [`Runtime::cancel_all`], then take every queued completion: afterwards no request of
+    /// this rank is outstanding or queued. Returns the completions taken (each request posted
+    /// and not yet consumed appears once, as it completed or as cancelled).
+    pub fn drain(&self) -> Result<Vec<Completion>, LiveError> {
+        self.cancel_all()?;
+        let mut q = self.shared.completions.lock().expect("completion queue");
+        Ok(q.drain(..).collect())
+    }
+
+    /// This rank bails out of the job: tell the peers (over shared memory: they then fail
+    /// their requests to this rank with `PeerGone` naming it, instead of a remote access
+    /// error when its memory goes away) and [`Runtime::cancel_all`]. Returns how many
+    /// requests were cancelled. The runtime keeps answering packets until dropped.
+    pub fn leave(&self) -> Result<usize, LiveError> {
+        Ok(self.core()?.leave())
     }
 
     /// Wait until every request posted so far has completed, consume all queued completions,
@@ -620,10 +666,7 @@ impl Runtime {
         self.wait_for(|q| {
             while let Some(c) = q.pop_front() {
                 if let (Err(error), None) = (c.status, &first_err) {
-                    first_err = Some(LiveError::Failed {
-                        wr_id: c.wr_id,
-                        error,
-                    });
+                    first_err = Some(self.failed(c.wr_id, error));
                 }
             }
             (shared.delivered.load(Ordering::Acquire) >= target).then_some(())

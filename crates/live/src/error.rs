@@ -51,12 +51,15 @@ pub enum LiveError {
     #[error("invalid work request: {0}")]
     Invalid(String),
     /// A work request completed with an error.
-    #[error("work request {wr_id} failed: {error}")]
+    #[error("work request {wr_id} failed: {error}{}", if detail.is_empty() { String::new() } else { format!(" ({detail})") })]
     Failed {
         /// Its id.
         wr_id: WrId,
         /// Why.
         error: CompletionError,
+        /// What the runtime knows beyond `error`: the peer rank, the local buffer and the
+        /// address that faulted (empty if nothing).
+        detail: String,
     },
     /// Waiting took longer than the configured operation timeout.
     #[error("timed out after {0:?} waiting for a completion (is the peer alive? raise timeouts.op_ms for very slow page-ins)")]

@@ -106,19 +106,25 @@
 //! trip more (`bench live` measures both). File-backed memory (a disk read) and
 //! larger transfers (the page-in would hold every other transfer) keep the NACK path.
 //!
-//! # The race that remains
+//! # The race that remains, and why it cannot crash the engine
 //!
 //! A page can leave between the check and the copy (reclaim, `munmap`, `madvise(DONTNEED)` by
-//! another thread). Then the CPU takes the fault the check tried to avoid: for reclaim it is an
-//! ordinary (major or minor) fault that the kernel resolves transparently, only slower; for an
-//! `munmap` of memory under an outstanding transfer the process gets `SIGSEGV`, as it would
-//! with any RDMA implementation writing into memory the application gave back. Without swap,
-//! anonymous pages are never reclaimed; file-backed pages can be dropped by the kernel at any
-//! time (that path is a major fault, resolved by the kernel).
+//! another thread). For reclaim the copy takes an ordinary (major or minor) fault that the
+//! kernel resolves transparently, only slower. For memory that is gone (`munmap` of a buffer
+//! under an outstanding transfer, a file truncated under a mapping) the copy itself reports
+//! it: every copy to or from application memory goes through [`unpinned_os::safecopy`], which
+//! answers the fault instead of letting it kill the process, so the access fails as
+//! [`MemError::Unmapped`] naming the address (a write's source: `LocalAccess`; a read's
+//! destination: `LocalAccess`; an exposure: a protection NACK), the page is marked bad for
+//! [`BAD_PAGE_TTL`] and the runtime names the buffer in the failure. An application that
+//! wants to give buffers back while requests are in flight cancels them first
+//! (`Runtime::cancel_all`). Without swap, anonymous pages are never reclaimed; file-backed
+//! pages can be dropped by the kernel at any time (that path is a major fault, resolved by
+//! the kernel).
 //!
 //! Changing the protection of exposed memory whose pages are present (`mprotect(PROT_NONE)`)
-//! is not detected either: x86 keeps such PTEs "present" in pagemap, and the copy would raise
-//! `SIGSEGV`; like `munmap`, it breaks the application's promise made at `expose`.
+//! is not detected by the check (x86 keeps such PTEs "present" in pagemap); the copy's fault
+//! is reported as above.
 //!
 //! Protection (read-only mappings, `PROT_NONE`) is checked when a range is exposed, from
 //! `/proc/self/maps` (see [`check_mapped`]), not per access. A page on which the fault handler's
@@ -216,6 +222,10 @@ pub struct MemStats {
     /// Events the cache's reader thread read (unmap + remove + remap); each one invalidated
     /// every verdict.
     pub cache_events: u64,
+    /// Copies that faulted (memory unmapped between the check and the copy, or under a
+    /// request the application gave its buffer back from): answered `Unmapped`, never a
+    /// `SIGSEGV` ([`unpinned_os::safecopy`]).
+    pub copy_faults: u64,
 }
 
 /// How the engine reaches application memory: PART's residency check, or one of the two
@@ -394,7 +404,13 @@ pub struct LiveMemory {
     /// window over one of them stops at its end, like one over an exposure.
     small_locals: [(u64, u64); SMALL_LOCALS],
     small_victim: usize,
+    /// Addresses where copies faulted, newest last (at most [`FAULTS_KEPT`]), until the
+    /// runtime names them in a failure ([`LiveMemory::take_fault`]).
+    faults: Vec<u64>,
 }
+
+/// Faulted copy addresses remembered for failure messages.
+const FAULTS_KEPT: usize = 16;
 
 /// Posted local buffers below [`LOCAL_WATCH_MIN_BYTES`] remembered as scan-window bounds.
 const SMALL_LOCALS: usize = 4;
@@ -429,6 +445,7 @@ impl LiveMemory {
             scan_after: None,
             small_locals: [(0, 0); SMALL_LOCALS],
             small_victim: 0,
+            faults: Vec::new(),
         })
     }
 
@@ -1019,6 +1036,57 @@ impl LiveMemory {
         Ok(())
     }
 
+    /// The address where a copy within `[addr, addr+len)` faulted, if one did since the last
+    /// call for that range (the runtime names it in the failed request's message).
+    pub fn take_fault(&mut self, addr: u64, len: u64) -> Option<u64> {
+        let end = addr.saturating_add(len);
+        let i = self.faults.iter().rposition(|&a| a >= addr && a < end)?;
+        Some(self.faults.remove(i))
+    }
+
+    /// Copy `len` bytes, surviving memory that went away since the check: the address that
+    /// faulted is remembered, marked bad for [`BAD_PAGE_TTL`]
+    /// (later packets fail without touching it; every verdict is dropped), and the access is
+    /// answered [`MemError::Unmapped`].
+    ///
+    /// # Safety
+    ///
+    /// As [`unpinned_os::safecopy::copy`]; `app` is the application side (`dst` or `src`).
+    #[inline]
+    unsafe fn copy(
+        &mut self,
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+        app: u64,
+    ) -> Result<(), MemError> {
+        // SAFETY: forwarded contract.
+        match unsafe { unpinned_os::safecopy::copy(dst, src, len) } {
+            Ok(()) => Ok(()),
+            Err(f) => Err(self.copy_fault(f.addr.max(app))),
+        }
+    }
+
+    #[cold]
+    fn copy_fault(&mut self, at: u64) -> MemError {
+        self.stats.copy_faults += 1;
+        self.stats.unmapped += 1;
+        self.mark_bad(at, page_of(at) + PAGE_BYTES);
+        self.noted(MemError::Unmapped { addr: at })
+    }
+
+    /// Remember where an access found memory unmapped (for [`LiveMemory::take_fault`]).
+    #[cold]
+    fn noted(&mut self, e: MemError) -> MemError {
+        if let MemError::Unmapped { addr } = e {
+            if self.faults.len() >= FAULTS_KEPT {
+                self.faults.remove(0);
+            }
+            self.faults.push(addr);
+        }
+        e
+    }
+
     fn domain(&self, pdid: Pdid) -> Result<(), MemError> {
         if pdid == self.pdid {
             Ok(())
@@ -1031,7 +1099,9 @@ impl LiveMemory {
 impl Memory for LiveMemory {
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.domain(pdid)?;
-        self.checked(addr, data.len(), Access::Write)?;
+        if let Err(e) = self.checked(addr, data.len(), Access::Write) {
+            return Err(self.noted(e));
+        }
         // SAFETY: in `Part` mode every page of [addr, addr+len) was just seen present and
         // writable without a copy-on-write fault in this process's page table (pagemap); in the
         // baseline modes the range may fault on the CPU, which is safe (the kernel resolves it)
@@ -1040,10 +1110,9 @@ impl Memory for LiveMemory {
         // writes ranges that the application exposed for writing (or gave as the destination
         // of its own read), which is the application's promise that the memory stays mapped and
         // that it does not hold Rust references to it during the transfer. `data` is the
-        // engine's own buffer and cannot overlap application memory being written.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
-        };
+        // engine's own buffer and cannot overlap application memory being written. Memory
+        // unmapped against that promise (or since the check) is reported, not faulted on.
+        unsafe { self.copy(addr as usize as *mut u8, data.as_ptr(), data.len(), addr)? };
         self.stats.bytes_written += data.len() as u64;
         Ok(())
     }
@@ -1087,14 +1156,22 @@ impl Memory for LiveMemory {
 
     fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
         self.domain(pdid)?;
-        self.checked(addr, out.len(), Access::Read)?;
+        if let Err(e) = self.checked(addr, out.len(), Access::Read) {
+            return Err(self.noted(e));
+        }
         // SAFETY: in `Part` mode every page of [addr, addr+len) was just seen present in this
         // process's page table (in the baseline modes it is mapped and readable by the
         // promises above, and may take a CPU fault the kernel resolves); the range is the source the application gave to a write (or exposed for
         // reading), which it promised to keep mapped until the completion. `out` is the engine's
-        // own buffer.
+        // own buffer. Memory unmapped against that promise (or since the check) is reported,
+        // not faulted on.
         unsafe {
-            std::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len())
+            self.copy(
+                out.as_mut_ptr(),
+                addr as usize as *const u8,
+                out.len(),
+                addr,
+            )?
         };
         self.stats.bytes_read += out.len() as u64;
         Ok(())

@@ -88,8 +88,10 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, TryLockError};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
+use rustc_hash::FxHashMap;
 use unpinned_core::api::{
-    Completion, CompletionError, FaultRecord, FaultSide, Perms, RemoteKey, WorkRequest,
+    Completion, CompletionError, FaultRecord, FaultSide, NodeId, Op, Perms, RemoteKey, WorkRequest,
+    WrId,
 };
 use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::time::Instant;
@@ -255,6 +257,11 @@ pub(crate) struct Shared {
     /// Waits left that skip [`LoopOptions::wait_spin`] (set to [`SPIN_BACKOFF`] by a spin
     /// that ran out without its completion; see [`SPIN_BACKOFF`]).
     pub wait_spin_skip: AtomicU32,
+    /// What the runtime knows about failed requests beyond their [`CompletionError`] (the
+    /// peer rank, the local buffer, the address that faulted), by request, until taken by
+    /// `wait` / `flush` / `Runtime::failure_detail`. Only failures other than `Cancelled`
+    /// put an entry here.
+    pub details: Mutex<FxHashMap<WrId, String>>,
 }
 
 impl Shared {
@@ -270,7 +277,13 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             drivers: AtomicUsize::new(0),
             sleeps: AtomicU64::new(0),
+            details: Mutex::new(FxHashMap::default()),
         }
+    }
+
+    /// Take what is known about the failure of `wr_id` (see [`Shared::details`]).
+    pub fn take_detail(&self, wr_id: WrId) -> Option<String> {
+        self.details.lock().expect("failure details").remove(&wr_id)
     }
 
     pub fn push(&self, c: Completion) {
@@ -320,7 +333,29 @@ pub(crate) struct Core<M = LiveMemory, H = NoHook> {
     rank: u32,
     /// Turns since the last one that did work (deadline checks of idle turns).
     idle_turns: u32,
+    /// The application's requests in the engine (posted through [`Core::post`] /
+    /// [`Core::post_atomic`], not yet completed): what `cancel_all` withdraws, and what names
+    /// the peer and buffer of a failure. A layer's own requests are not in it.
+    outstanding: FxHashMap<WrId, Posted>,
+    /// Peers the transport reported gone (their requests were failed with `PeerGone`).
+    gone: Vec<bool>,
+    /// When peers' liveness was last asked of the transport (at most every
+    /// [`GONE_CHECK_INTERVAL`], on turns whose deadlines fired).
+    gone_checked: Option<StdInstant>,
 }
+
+/// An application request in the engine.
+#[derive(Clone, Copy, Debug)]
+struct Posted {
+    peer: NodeId,
+    op: Op,
+    local: u64,
+    len: u64,
+}
+
+/// Peers' liveness is asked of the transport at most this often, and only when a deadline of
+/// the engine fired (a silent peer; never on the fast path).
+pub const GONE_CHECK_INTERVAL: StdDuration = StdDuration::from_millis(1);
 
 impl<M: EngineMemory, H: TurnHook> Core<M, H> {
     /// Assemble a core; buffers are sized for the larger of the transport's and the engine's
@@ -378,6 +413,9 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
             stats: RuntimeStats::default(),
             rank,
             idle_turns: 0,
+            outstanding: FxHashMap::default(),
+            gone: vec![false; n],
+            gone_checked: None,
         }
     }
 
@@ -388,7 +426,17 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
         let now = self.clock.at(t);
         // A candidate for the translation cache if large (unpinned_os::residency_cache).
         self.mem.as_mut().watch_local(wr.local_addr, wr.len);
+        self.outstanding.insert(
+            wr.wr_id,
+            Posted {
+                peer: wr.peer,
+                op: wr.op,
+                local: wr.local_addr,
+                len: wr.len,
+            },
+        );
         if self.engine.post(now, wr).is_err() {
+            self.outstanding.remove(&wr.wr_id);
             self.shared.push(Completion {
                 wr_id: wr.wr_id,
                 op: wr.op,
@@ -422,7 +470,17 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
     /// Post a remote atomic; one the engine refuses completes at once with `Invalid`.
     pub fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) {
         let now = self.clock.now();
+        self.outstanding.insert(
+            r.wr_id,
+            Posted {
+                peer: r.peer,
+                op: Op::Read,
+                local: r.local_addr,
+                len: 8,
+            },
+        );
         if self.engine.post_atomic(now, r).is_err() {
+            self.outstanding.remove(&r.wr_id);
             self.shared.push(Completion {
                 wr_id: r.wr_id,
                 op: unpinned_core::api::Op::Read,
@@ -515,6 +573,101 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
         self.engine.post_err(rec.transfer, rec.block, rec.block_seq);
         crate::trace::mark(self.rank, crate::trace::Point::PageInEnd, 0);
         true
+    }
+
+    /// Withdraw every request of the application still in the engine: each completes now
+    /// with `Cancelled` (queued for the application), and the engine touches none of their
+    /// buffers afterwards (the lock is held: no copy is under way). Returns how many.
+    pub fn cancel_all(&mut self) -> usize {
+        let now = self.clock.now();
+        let outstanding = &self.outstanding;
+        let n = self.engine.cancel(now, |id| outstanding.contains_key(&id));
+        self.route_events();
+        n
+    }
+
+    /// This rank leaves the job: tell the peers (where the transport can: shm), then
+    /// [`Core::cancel_all`]. Peers then fail their requests to this rank with `PeerGone`.
+    pub fn leave(&mut self) -> usize {
+        self.transport.leave();
+        self.cancel_all()
+    }
+
+    /// Ask the transport which peers are gone (at most every [`GONE_CHECK_INTERVAL`]) and
+    /// fail every request towards a newly gone one with `PeerGone`.
+    fn check_peers(&mut self, now: Instant) {
+        let t = StdInstant::now();
+        if self
+            .gone_checked
+            .is_some_and(|c| t.saturating_duration_since(c) < GONE_CHECK_INTERVAL)
+        {
+            return;
+        }
+        self.gone_checked = Some(t);
+        for p in 0..self.gone.len() as NodeId {
+            if p == self.rank || self.gone[p as usize] {
+                continue;
+            }
+            if let Some(why) = self.transport.gone(p) {
+                self.gone[p as usize] = true;
+                let ids: Vec<WrId> = self
+                    .outstanding
+                    .iter()
+                    .filter(|(_, x)| x.peer == p)
+                    .map(|(&id, _)| id)
+                    .collect();
+                {
+                    let mut d = self.shared.details.lock().expect("failure details");
+                    for id in ids {
+                        d.insert(id, format!("rank {p} {why}"));
+                    }
+                }
+                self.engine.fail_peer(now, p, CompletionError::PeerGone);
+            }
+        }
+    }
+
+    /// A failed completion of the application's request `posted`: name what is known (the
+    /// peer, the buffer, the address that faulted), and report a peer the transport knows to
+    /// be gone as `PeerGone` instead of the silence or refusal its leaving caused.
+    fn explain_failure(&mut self, c: &mut Completion, posted: Option<Posted>) {
+        let Err(err) = c.status else { return };
+        if err == CompletionError::Cancelled {
+            return;
+        }
+        let Some(p) = posted else { return };
+        let gone = match err {
+            CompletionError::RetryExceeded | CompletionError::RemoteAccess => {
+                self.transport.gone(p.peer)
+            }
+            _ => None,
+        };
+        if gone.is_some() {
+            c.status = Err(CompletionError::PeerGone);
+        }
+        let mut d = self.shared.details.lock().expect("failure details");
+        if d.contains_key(&c.wr_id) {
+            return; // `check_peers` named it already
+        }
+        let what = match p.op {
+            Op::Write => "source",
+            Op::Read => "destination",
+        };
+        let detail = match (gone, err) {
+            (Some(why), _) => format!("rank {} {why}", p.peer),
+            (None, CompletionError::RetryExceeded) => format!("rank {} did not answer", p.peer),
+            (None, CompletionError::LocalAccess) => {
+                match self.mem.as_mut().take_fault(p.local, p.len) {
+                    Some(a) => format!(
+                        "{what} buffer [{:#x}, +{}) is not mapped at {a:#x}",
+                        p.local, p.len
+                    ),
+                    None => format!("{what} buffer [{:#x}, +{}) is not mapped", p.local, p.len),
+                }
+            }
+            _ => format!("at rank {}", p.peer),
+        };
+        d.insert(c.wr_id, detail);
     }
 
     /// Counters so far.
@@ -636,6 +789,8 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
                 if deadline <= t {
                     work = true;
                     self.engine.handle_timeout(t);
+                    // A peer is silent (or packets were lost): is it still there?
+                    self.check_peers(t);
                 }
             }
         }
@@ -747,8 +902,12 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
             match ev {
                 // The layer's own requests (e.g. reply writes) stay out of the application's queue.
                 Event::Completion(c) if self.hook.completed(&c) => {}
-                Event::Completion(c) => {
+                Event::Completion(mut c) => {
                     crate::trace::mark(self.rank, crate::trace::Point::Completion, c.len as u32);
+                    let posted = self.outstanding.remove(&c.wr_id);
+                    if c.status.is_err() {
+                        self.explain_failure(&mut c, posted);
+                    }
                     self.shared.push(c)
                 }
                 Event::Fault(rec) => {
@@ -786,6 +945,10 @@ pub(crate) trait Driver: Send {
     fn turn(&mut self) -> bool;
     /// [`Core::turn_at`].
     fn turn_at(&mut self, now: StdInstant) -> bool;
+    /// [`Core::cancel_all`].
+    fn cancel_all(&mut self) -> usize;
+    /// [`Core::leave`].
+    fn leave(&mut self) -> usize;
 }
 
 impl<M: EngineMemory, H: TurnHook> Driver for Core<M, H> {
@@ -812,6 +975,12 @@ impl<M: EngineMemory, H: TurnHook> Driver for Core<M, H> {
     }
     fn turn_at(&mut self, now: StdInstant) -> bool {
         Core::turn_at(self, now)
+    }
+    fn cancel_all(&mut self) -> usize {
+        Core::cancel_all(self)
+    }
+    fn leave(&mut self) -> usize {
+        Core::leave(self)
     }
 }
 

@@ -9,6 +9,7 @@
 //!   built on it (write-protect and missing-page events that invalidate residency verdicts).
 //! - [`mapping`]: owned anonymous and file-backed mappings (tests, benchmarks, applications).
 //! - [`affinity`]: pinning threads to CPUs.
+//! - [`safecopy`]: copies that report an unmapped source or destination instead of faulting.
 
 #![warn(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod maps;
 pub mod populate;
 pub mod procmap;
 pub mod residency_cache;
+pub mod safecopy;
 pub mod scan;
 pub mod uffd_abi;
 

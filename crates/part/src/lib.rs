@@ -30,12 +30,15 @@
 //! - [`bitmap`]: which packets of a block arrived (the first 64 bits inline).
 //! - [`atomics`]: remote atomics (CAS, fetch-and-add, swap): execute-once at the target,
 //!   resend on timeout or ERR at the initiator.
+//! - [`cancel`]: requests ended from outside the protocol: withdrawn by the host
+//!   (`cancel`), or towards a peer the host knows is gone (`fail_peer`).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod atomics;
 pub mod bitmap;
+pub mod cancel;
 pub mod completer;
 pub mod config;
 pub mod engine;

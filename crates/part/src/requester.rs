@@ -552,7 +552,12 @@ impl PartEngine {
         self.finish_transfer(now, slot, Err(err));
     }
 
-    fn finish_transfer(&mut self, now: Instant, slot: u32, status: Result<(), CompletionError>) {
+    pub(crate) fn finish_transfer(
+        &mut self,
+        now: Instant,
+        slot: u32,
+        status: Result<(), CompletionError>,
+    ) {
         let t = self.tx[slot as usize].take().expect("live slot");
         self.tx_index.remove(&t.key);
         self.tx_free.push(slot);

@@ -152,6 +152,13 @@ fn dht(args: &[String]) -> Result<(), String> {
             return Err(format!("rank {me}: absent key {absent:#x} found"));
         }
     }
+    // Every rank's lookups end before any delete starts. A delete of the key in a slot's
+    // first word moves the chain's first cell into the slot (crates/aa's `local_delete`:
+    // key, then next pointer); an RMA lookup reads the slot's key and then its next pointer,
+    // so one that reads the old key and the new pointer skips the moved key: "not found"
+    // for a key that is there (3 of 300 runs before this barrier). Lookups are not atomic
+    // against concurrent deletes of the same slot; this program checks each phase on its own.
+    rt.barrier().map_err(|e| e.to_string())?;
     if scheme == Scheme::Aa {
         let del: Vec<u64> = mine.iter().copied().step_by(2).collect();
         d.delete(&del).map_err(|e| e.to_string())?;

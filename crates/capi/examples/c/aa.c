@@ -52,9 +52,14 @@ static void on_entry(const up_aa_entry_t *e, void *arg) {
     t->sum += v;
 }
 
-static int fail(const char *what, int code, int rank) {
+/* The error path: report, withdraw every request still in flight (up_cancel_all: their
+ * buffers are not used any more once it returns; the process then exits, which frees them),
+ * finalize. */
+static int fail(up_runtime_t *rt, const char *what, int code, int rank) {
     fprintf(stderr, "rank %d: %s failed: %s (%s)\n", rank, what, up_strerror(code),
             up_last_error_message());
+    up_cancel_all(rt);
+    up_finalize(rt);
     return 1;
 }
 
@@ -69,27 +74,27 @@ int main(int argc, char **argv) {
     int me = up_rank(rt), n = up_size(rt);
     unsigned char *buf = NULL;
     if (posix_memalign((void **)&buf, PAGE, 3 * PAGE) != 0) {
-        return fail("posix_memalign", UP_ERR_ARG, me);
+        return fail(rt, "posix_memalign", UP_ERR_ARG, me);
     }
     memset(buf, 0, 3 * PAGE);
     uint32_t key = 0;
     struct tally tally = {0, 0, 0};
     if ((rc = up_expose(rt, buf, 3 * PAGE, UP_PERM_READ | UP_PERM_WRITE, &key)) != UP_OK)
-        return fail("up_expose", rc, me);
+        return fail(rt, "up_expose", rc, me);
     if ((rc = up_aa_create_log(rt, IUID, 1u << 14)) != UP_OK)
-        return fail("up_aa_create_log", rc, me);
+        return fail(rt, "up_aa_create_log", rc, me);
     if ((rc = up_aa_assoc_pages(rt, buf, PAGE, UP_AA_ACTIVE_PUT, IUID)) != UP_OK)
-        return fail("up_aa_assoc_pages (mailbox)", rc, me);
+        return fail(rt, "up_aa_assoc_pages (mailbox)", rc, me);
     if ((rc = up_aa_assoc_pages(rt, buf + PAGE, PAGE, UP_AA_FLUSH_PAGE, IUID)) != UP_OK)
-        return fail("up_aa_assoc_pages (flush page)", rc, me);
+        return fail(rt, "up_aa_assoc_pages (flush page)", rc, me);
     if ((rc = up_aa_handler_start(rt, IUID, notify, on_entry, &tally)) != UP_OK)
-        return fail("up_aa_handler_start", rc, me);
+        return fail(rt, "up_aa_handler_start", rc, me);
 
     up_region_t *regions = calloc((size_t)n, sizeof *regions);
     unsigned long long *vals = calloc(ROUNDS, sizeof *vals);
-    if (regions == NULL || vals == NULL) return fail("calloc", UP_ERR_ARG, me);
+    if (regions == NULL || vals == NULL) return fail(rt, "calloc", UP_ERR_ARG, me);
     if ((rc = up_exchange(rt, buf, 3 * PAGE, key, regions, (size_t)n)) != UP_OK)
-        return fail("up_exchange", rc, me);
+        return fail(rt, "up_exchange", rc, me);
 
     for (unsigned i = 0; i < ROUNDS; i++) vals[i] = (unsigned long long)me * 1000u + i + 1u;
     for (int p = 0; p < n; p++) {
@@ -97,23 +102,23 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < ROUNDS; i++) {
             rc = up_write(rt, (uint32_t)p, &vals[i], regions[p].addr + 8u * (i % 512u),
                           regions[p].key, sizeof vals[i], NULL);
-            if (rc != UP_OK) return fail("up_write", rc, me);
+            if (rc != UP_OK) return fail(rt, "up_write", rc, me);
         }
         /* The other rank's handler has processed all of them when this returns. */
         if ((rc = up_aa_flush(rt, (uint32_t)p, regions[p].addr + PAGE, regions[p].key)) != UP_OK)
-            return fail("up_aa_flush", rc, me);
+            return fail(rt, "up_aa_flush", rc, me);
     }
     if (me != 0) {
         uint64_t old = 0;
         rc = up_atomic(rt, 0, regions[0].addr + 2 * PAGE, regions[0].key, UP_ATOMIC_FETCH_ADD,
                        (uint64_t)me + 1u, 0, &old);
-        if (rc != UP_OK) return fail("up_atomic", rc, me);
+        if (rc != UP_OK) return fail(rt, "up_atomic", rc, me);
     }
-    if ((rc = up_barrier(rt)) != UP_OK) return fail("up_barrier", rc, me);
+    if ((rc = up_barrier(rt)) != UP_OK) return fail(rt, "up_barrier", rc, me);
 
     up_aa_handler_stats_t st;
     if ((rc = up_aa_handler_stop(rt, IUID, &st)) != UP_OK)
-        return fail("up_aa_handler_stop", rc, me);
+        return fail(rt, "up_aa_handler_stop", rc, me);
     unsigned long long want_count = (unsigned long long)(n - 1) * ROUNDS, want_sum = 0;
     for (int r = 0; r < n; r++) {
         if (r == me) continue;
@@ -137,7 +142,7 @@ int main(int argc, char **argv) {
                 want_counter);
         return 1;
     }
-    if ((rc = up_barrier(rt)) != UP_OK) return fail("up_barrier", rc, me);
+    if ((rc = up_barrier(rt)) != UP_OK) return fail(rt, "up_barrier", rc, me);
     printf("rank %d of %d: aa ok: %llu active puts handled (%s), sum %llu, %llu wake-ups, "
            "notification median %llu ns\n",
            me, n, tally.count, notify == UP_AA_POLL ? "poll" : "sleep", tally.sum,

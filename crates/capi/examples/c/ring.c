@@ -56,8 +56,10 @@ static size_t check_message(const unsigned char *p, unsigned r, unsigned n) {
     return HALF;
 }
 
-/* Report a failed call with both the code's description and the detailed message. */
-static int fail(const char *what, int code, int rank) {
+/* Report a failed call with both the code's description and the detailed message. The error
+ * path: withdraw every request still in flight (their buffers are not used any more once
+ * up_cancel_all returns; here the process then exits, which frees them) and finalize. */
+static int fail(up_runtime_t *rt, const char *what, int code, int rank) {
     if (rank >= 0) {
         fprintf(stderr, "ring: rank %d: ", rank);
     } else {
@@ -65,6 +67,10 @@ static int fail(const char *what, int code, int rank) {
     }
     fprintf(stderr, "%s failed: %s (%d): %s\n", what, up_strerror(code), code,
             up_last_error_message());
+    if (rt != NULL) {
+        up_cancel_all(rt);
+        up_finalize(rt);
+    }
     return 1;
 }
 
@@ -82,7 +88,7 @@ int main(void) {
 
     rc = up_init(&rt);
     if (rc != UP_OK) {
-        return fail("up_init", rc, -1);
+        return fail(NULL, "up_init", rc, -1);
     }
     rank = (unsigned)up_rank(rt);
     size = (unsigned)up_size(rt);
@@ -104,23 +110,23 @@ int main(void) {
     fill_message(buf + HALF, rank, size); /* the outbox; the inbox stays untouched */
 
     if ((rc = up_expose(rt, buf, 2 * HALF, UP_PERM_READ | UP_PERM_WRITE, &key)) != UP_OK) {
-        return fail("up_expose", rc, (int)rank);
+        return fail(rt, "up_expose", rc, (int)rank);
     }
     if ((rc = up_exchange(rt, buf, 2 * HALF, key, regions, size)) != UP_OK) {
-        return fail("up_exchange", rc, (int)rank);
+        return fail(rt, "up_exchange", rc, (int)rank);
     }
 
     /* My message into my right neighbour's inbox; my left neighbour's outbox into `got`. */
     rc = up_write(rt, right, buf + HALF, regions[right].addr, regions[right].key, HALF, &wr_write);
     if (rc != UP_OK) {
-        return fail("up_write", rc, (int)rank);
+        return fail(rt, "up_write", rc, (int)rank);
     }
     rc = up_read(rt, left, got, regions[left].addr + HALF, regions[left].key, HALF, &wr_read);
     if (rc != UP_OK) {
-        return fail("up_read", rc, (int)rank);
+        return fail(rt, "up_read", rc, (int)rank);
     }
     if ((rc = up_wait(rt, wr_write, &c)) != UP_OK) {
-        return fail("up_wait (write)", rc, (int)rank);
+        return fail(rt, "up_wait (write)", rc, (int)rank);
     }
     if (c.op != UP_OP_WRITE || c.len != HALF || c.wr_id != wr_write) {
         fprintf(stderr, "ring: rank %u: unexpected write completion\n", rank);
@@ -131,7 +137,7 @@ int main(void) {
     while (!have_read) {
         rc = up_poll(rt, &c);
         if (rc < 0) {
-            return fail("up_poll", rc, (int)rank);
+            return fail(rt, "up_poll", rc, (int)rank);
         }
         if (rc == 1) {
             if (c.wr_id != wr_read || c.op != UP_OP_READ) {
@@ -140,7 +146,7 @@ int main(void) {
                 return 1;
             }
             if (c.status != UP_OK) {
-                return fail("up_read (completion)", c.status, (int)rank);
+                return fail(rt, "up_read (completion)", c.status, (int)rank);
             }
             have_read = 1;
         } else if (time(NULL) - start > 30) {
@@ -151,11 +157,11 @@ int main(void) {
         }
     }
     if ((rc = up_flush(rt)) != UP_OK) {
-        return fail("up_flush", rc, (int)rank);
+        return fail(rt, "up_flush", rc, (int)rank);
     }
     /* After the barrier every rank's write into my inbox has completed. */
     if ((rc = up_barrier(rt)) != UP_OK) {
-        return fail("up_barrier", rc, (int)rank);
+        return fail(rt, "up_barrier", rc, (int)rank);
     }
 
     if ((bad = check_message(buf, left, size)) != HALF) {
@@ -175,7 +181,7 @@ int main(void) {
     /* Peers stopped accessing my memory before the first barrier (each waited for its own
      * requests); the second one just lets every rank finish its checks before any shuts down. */
     if ((rc = up_barrier(rt)) != UP_OK) {
-        return fail("up_barrier", rc, (int)rank);
+        return fail(rt, "up_barrier", rc, (int)rank);
     }
     up_finalize(rt);
     free(regions);

@@ -5,8 +5,11 @@
 //!   partially present and file-backed (page cache dropped) memory of every other rank,
 //!   concurrently; targets check the result byte for byte, writers read it back; out-of-range
 //!   and wrong-key accesses must fail and write nothing.
-//! - `kill`: rank 1 kills itself (SIGKILL) while rank 0 writes to it; rank 0 must get a
-//!   `RetryExceeded` completion, not hang.
+//! - `kill`: rank 1 kills itself (SIGKILL) while rank 0's write to it is in flight; rank 0
+//!   must get an error completion that says the rank is gone (`PeerGone` where the transport
+//!   can tell, as over shared memory; `RetryExceeded` elsewhere), not hang. Rank 1 holds its
+//!   engine from before the write is posted until it dies, so the write cannot finish first
+//!   however the processes are scheduled.
 //! - `lossy`: two ranks, meant for a lossy link (the netns UDP test drops packets with
 //!   nftables): each rank writes a set of sizes (1 B .. 1 MiB) at disjoint offsets into the
 //!   other's fresh memory, all outstanding at once, reads every range back into fresh memory
@@ -27,7 +30,9 @@
 //! `unpinned-live-selftest launch N TIMEOUT_S SCENARIO` is a launcher for the tests: it runs
 //! `launch` on N ranks of this program (shm, grace 1 s) and exits 0 only if every rank did.
 //!
-//! Exit code 0 on success, 1 on a failed check (the message says which).
+//! Exit code 0 on success, 1 on a failed check (the message says which). On a failure a
+//! scenario leaves the job before its buffers are freed ([`BailOut`]): requests still in
+//! flight are cancelled, and peers report this rank as gone.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -64,6 +69,40 @@ impl Drop for Revoke<'_> {
 
 fn fail(msg: String) -> Result<(), String> {
     Err(msg)
+}
+
+/// The error path of a scenario: declared after the buffers its requests use (so dropped
+/// before them), it leaves the job on an early return ([`Runtime::leave`]: peers are told this
+/// rank is gone, and every request still in flight is cancelled, so the engine touches none
+/// of the buffers freed next). [`BailOut::done`] disarms it on success.
+struct BailOut<'a> {
+    rt: &'a Runtime,
+    armed: bool,
+}
+
+impl<'a> BailOut<'a> {
+    fn new(rt: &'a Runtime) -> BailOut<'a> {
+        BailOut { rt, armed: true }
+    }
+    fn done(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for BailOut<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        match self.rt.leave() {
+            Ok(0) => {}
+            Ok(n) => eprintln!(
+                "selftest rank {}: cancelled {n} requests in flight before freeing their buffers",
+                self.rt.rank()
+            ),
+            Err(e) => eprintln!("selftest rank {}: cannot cancel: {e}", self.rt.rank()),
+        }
+    }
 }
 
 /// Size of the slice every writer owns in every target buffer.
@@ -143,6 +182,8 @@ fn transfers(rt: &Runtime) -> Result<(), String> {
     let fkey = unsafe { rt.expose(file.ptr(), FILE_LEN, Perms::RW).map_err(e)? };
     let _revoke_file = Revoke(rt, fkey);
     let files = rt.exchange(file.addr(), FILE_LEN as u64, fkey).map_err(e)?;
+    // Dropped before the buffers above (and the exposures' revocations).
+    let bail = BailOut::new(rt);
     rt.barrier().map_err(e)?;
 
     // 1. Writes into every other rank's target (all ranks concurrently).
@@ -293,6 +334,7 @@ fn transfers(rt: &Runtime) -> Result<(), String> {
         st.handler.page_in_ns as f64 / 1e6
     );
     rt.barrier().map_err(e)?;
+    bail.done();
     Ok(())
 }
 
@@ -373,6 +415,10 @@ fn lossy(rt: &Runtime) -> Result<(), String> {
     // 1. Every write outstanding at once.
     let plan = lossy_plan(me);
     let lens: Vec<usize> = plan.iter().map(|(_, b)| b.len()).collect();
+    let mut backs: Vec<Mapping> = Vec::new();
+    // Dropped before `backs`, `plan` and `buf`: a failure with requests in flight cancels them
+    // before their buffers go.
+    let bail = BailOut::new(rt);
     let mut ids = Vec::new();
     for (off, bytes) in &plan {
         // SAFETY: `plan` outlives every completion (collected below).
@@ -390,11 +436,9 @@ fn lossy(rt: &Runtime) -> Result<(), String> {
     exactly_once(rt, "writes", &ids, &lens)?;
 
     // 2. Read every range back into fresh memory, all at once.
-    let backs: Vec<Mapping> = lens
-        .iter()
-        .map(|&l| Mapping::anon(l))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+    for &l in &lens {
+        backs.push(Mapping::anon(l).map_err(|e| e.to_string())?);
+    }
     let mut ids = Vec::new();
     for ((off, bytes), back) in plan.iter().zip(&backs) {
         // SAFETY: `back` is not accessed until its completion arrived.
@@ -446,6 +490,7 @@ fn lossy(rt: &Runtime) -> Result<(), String> {
         st.engine.nacks_fault_sent,
     );
     rt.barrier().map_err(e)?;
+    bail.done();
     Ok(())
 }
 
@@ -459,35 +504,50 @@ fn kill(rt: &Runtime) -> Result<(), String> {
     match rt.rank() {
         0 => {
             let src = Mapping::anon(LEN).map_err(|e| e.to_string())?;
+            let bail = BailOut::new(rt);
+            // Rank 1 holds its engine from here on.
+            rt.barrier().map_err(e)?;
             let t = Instant::now();
-            // SAFETY: src outlives the wait.
+            // SAFETY: src outlives the wait (or the cancel of `bail`).
             let id = unsafe {
                 rt.write(1, src.ptr(), regions[1].addr, regions[1].key, LEN)
                     .map_err(e)?
             };
-            match rt.wait(id) {
-                Err(LiveError::Failed {
-                    error: CompletionError::RetryExceeded,
-                    ..
-                }) => {
+            // The write is posted and its first packets sent: rank 1 may die.
+            rt.barrier().map_err(e)?;
+            let r = match rt.wait(id) {
+                Err(
+                    x @ LiveError::Failed {
+                        error: CompletionError::PeerGone | CompletionError::RetryExceeded,
+                        ..
+                    },
+                ) if x.to_string().contains("rank 1") => {
                     println!(
-                        "rank 0: write to the killed rank failed with RetryExceeded after {:.1} ms",
+                        "rank 0: the write to the killed rank failed after {:.1} ms: {x}",
                         t.elapsed().as_secs_f64() * 1e3
                     );
                     Ok(())
                 }
-                other => fail(format!("expected RetryExceeded, got {other:?}")),
+                other => fail(format!(
+                    "expected PeerGone or RetryExceeded naming rank 1, got {other:?}"
+                )),
+            };
+            if r.is_ok() {
+                bail.done();
             }
+            r
         }
         1 => {
-            // Let the transfer start, then die without any cleanup.
-            let t = Instant::now();
-            while target.present_pages() < 16 && t.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            // SAFETY: raising SIGKILL on ourselves: the process ends here.
-            unsafe { libc::raise(libc::SIGKILL) };
-            unreachable!("SIGKILL")
+            // Hold the engine: no packet of rank 0's write is handled here, so the write
+            // cannot complete before this process dies, however late it is scheduled.
+            rt.with_engine_locked(|| -> Result<(), String> {
+                rt.barrier().map_err(e)?;
+                rt.barrier().map_err(e)?;
+                // SAFETY: raising SIGKILL on ourselves: the process ends here, engine held.
+                unsafe { libc::raise(libc::SIGKILL) };
+                unreachable!("SIGKILL")
+            })
+            .map_err(e)?
         }
         _ => Ok(()),
     }

@@ -103,6 +103,17 @@ pub trait Transport: Send {
     fn reliable(&self) -> bool {
         false
     }
+    /// Whether rank `peer` is known to be gone, and how (`"exited or was killed"`, `"left
+    /// the job"`): its requests then fail with `PeerGone` instead of waiting for the
+    /// protocol's retry limit. Asked only when a peer is silent or refused a request. The
+    /// default knows nothing (UDP, in-process queues).
+    fn gone(&mut self, peer: NodeId) -> Option<&'static str> {
+        let _ = peer;
+        None
+    }
+    /// This rank is leaving the job (its runtime is closing, or the application bails out):
+    /// tell the peers where the transport can. The default cannot.
+    fn leave(&mut self) {}
     /// A [`Sleeper`] for this rank. The default cannot see packets arrive: it sleeps at most
     /// 100 us, so a transport without its own sleeper costs at most that in wake-up latency.
     fn sleeper(&self) -> Sleeper {

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! page 0     header: magic, version, ranks n, slots per ring, slot bytes, descriptors per ring
-//!            per rank r: doorbell[r] (u32 futex word), sleeping[r] (u32), 64-byte spaced
+//!            per rank r: doorbell[r] (u32 futex word), sleeping[r] (u32), pid[r] (u32, set
+//!            at open), left[r] (u32, set when r closes its transport), 64-byte spaced
 //! page 1..   n * n rings, ring (i -> j) at index i * n + j (the diagonal is unused):
 //!              +0    head: u64, written by the producer i only
 //!              +64   tail: u64, written by the consumer j only
@@ -52,7 +53,10 @@
 //!
 //! A dead rank stops consuming: its rings fill and `send` answers [`SendError::Full`]; the
 //! engine loop drops packets to a destination that stays full, and the engine's timers turn the
-//! silence into `RetryExceeded` completions.
+//! silence into `RetryExceeded` completions, unless the engine loop asks first
+//! ([`Transport::gone`]): a rank whose `left` word is set, or whose process has ended (a
+//! `pidfd` of its `pid` polls readable, zombies included), is gone, and the requests towards
+//! it fail with `PeerGone` naming it.
 
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -270,6 +274,47 @@ impl Mapping {
     fn sleeping(&self, r: u32) -> &AtomicU32 {
         self.u32_at(HDR_DOORBELLS + r as usize * LINE + 4)
     }
+
+    /// The process id of rank `r` (0 until it opened the segment).
+    fn pid(&self, r: u32) -> &AtomicU32 {
+        self.u32_at(HDR_DOORBELLS + r as usize * LINE + 8)
+    }
+
+    /// Rank `r` closed its transport (left the job).
+    fn left(&self, r: u32) -> &AtomicU32 {
+        self.u32_at(HDR_DOORBELLS + r as usize * LINE + 12)
+    }
+}
+
+/// Whether process `pid` has ended (exited or killed, reaped or not). `fd` caches its pidfd.
+fn process_ended(pid: u32, fd: &mut Option<std::os::fd::OwnedFd>) -> bool {
+    use std::os::fd::FromRawFd;
+    if fd.is_none() {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            if e == Some(libc::ESRCH) {
+                return true;
+            }
+            // No pidfds (old kernel, seccomp): a signal 0 tells whether the pid exists
+            // (a zombie still does, until the launcher reaps it).
+            // SAFETY: kill with signal 0 only checks for existence and permission.
+            let k = unsafe { libc::kill(pid as libc::pid_t, 0) };
+            return k != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        }
+        // SAFETY: `r` is a new descriptor we own.
+        *fd = Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(r as i32) });
+    }
+    let Some(f) = fd else { return false };
+    let mut p = libc::pollfd {
+        fd: f.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait; a pidfd polls readable once the process ended.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & libc::POLLIN != 0
 }
 
 fn futex_wake(word: &AtomicU32) {
@@ -366,6 +411,8 @@ pub struct ShmTransport {
     /// Per source: slots given back so far (our own `returned`, kept here to avoid reading
     /// the shared word back).
     returned: Vec<u64>,
+    /// Per rank: a pidfd of its process, once looked at ([`Transport::gone`]).
+    pidfds: Vec<Option<std::os::fd::OwnedFd>>,
 }
 
 impl ShmTransport {
@@ -436,6 +483,8 @@ impl ShmTransport {
                     .load(Ordering::Acquire)
             })
             .collect();
+        map.pid(rank).store(std::process::id(), Ordering::Release);
+        map.left(rank).store(0, Ordering::Release);
         Ok(ShmTransport {
             map,
             geo,
@@ -444,6 +493,7 @@ impl ShmTransport {
             out,
             heads,
             returned,
+            pidfds: (0..n).map(|_| None).collect(),
         })
     }
 
@@ -544,9 +594,32 @@ fn sleep_on_doorbell(map: &Mapping, geo: &ShmGeometry, rank: u32, timeout: Durat
     sleeping.store(0, Ordering::Relaxed);
 }
 
+impl Drop for ShmTransport {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
 impl Transport for ShmTransport {
     fn rank(&self) -> NodeId {
         self.rank
+    }
+    fn gone(&mut self, peer: NodeId) -> Option<&'static str> {
+        if peer >= self.geo.ranks || peer == self.rank {
+            return None;
+        }
+        if self.map.left(peer).load(Ordering::Acquire) != 0 {
+            return Some("left the job (closed its runtime)");
+        }
+        let pid = self.map.pid(peer).load(Ordering::Acquire);
+        // Ranks of one process (tests) share the pid: only `left` tells then.
+        if pid == 0 || pid == std::process::id() {
+            return None;
+        }
+        process_ended(pid, &mut self.pidfds[peer as usize]).then_some("exited or was killed")
+    }
+    fn leave(&mut self) {
+        self.map.left(self.rank).store(1, Ordering::Release);
     }
     fn size(&self) -> u32 {
         self.geo.ranks
