@@ -104,7 +104,11 @@ mod tests {
                 let w = b.window(base, packets);
                 for i in 0..64u32 {
                     let held = want.get((base + i) as usize).copied().unwrap_or(false);
-                    assert_eq!(w >> i & 1 != 0, held, "{packets} packets, window {base} bit {i}");
+                    assert_eq!(
+                        w >> i & 1 != 0,
+                        held,
+                        "{packets} packets, window {base} bit {i}"
+                    );
                 }
             }
             b.reset(packets);

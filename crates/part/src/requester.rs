@@ -540,7 +540,8 @@ impl PartEngine {
         received: u64,
     ) {
         let found = self.find_block(transfer, block);
-        let Some((slot, idx)) = found.filter(|_| self.cfg.retransmit == RetransmitPolicy::Selective)
+        let Some((slot, idx)) =
+            found.filter(|_| self.cfg.retransmit == RetransmitPolicy::Selective)
         else {
             self.stats.stale_dropped += 1;
             return;
@@ -548,8 +549,8 @@ impl PartEngine {
         let t = self.tx[slot as usize].as_mut().expect("live slot");
         t.peer_answered();
         let b = &mut t.window[idx];
-        let stale = crate::responder::seq_older(seq, b.sack_seq)
-            || crate::responder::seq_older(b.seq, seq);
+        let stale =
+            crate::responder::seq_older(seq, b.sack_seq) || crate::responder::seq_older(b.seq, seq);
         if stale || b.state == BlockState::Acked {
             self.stats.stale_dropped += 1;
             return;

@@ -92,8 +92,11 @@ fn run(
         .unwrap();
     // The read fetches bytes the write does not touch, into bytes it does not send.
     let far = LEN / 2;
-    a.post(Instant(0), wr(2, Op::Read, BASE + far, BASE + far, read_len))
-        .unwrap();
+    a.post(
+        Instant(0),
+        wr(2, Op::Read, BASE + far, BASE + far, read_len),
+    )
+    .unwrap();
     let mut link = Lossy {
         state: seed,
         loss_percent,
@@ -152,7 +155,10 @@ fn selective_retransmission_completes_every_transfer_at_20_percent_loss() {
         for c in &done {
             assert_eq!(c.status, Ok(()), "seed {seed}: {c:?}");
         }
-        assert!(ma.0[..WRITE as usize] == mb.0[..WRITE as usize], "seed {seed}: write bytes");
+        assert!(
+            ma.0[..WRITE as usize] == mb.0[..WRITE as usize],
+            "seed {seed}: write bytes"
+        );
         let far = (LEN / 2) as usize;
         assert!(
             ma.0[far..far + READ as usize] == mb.0[far..far + READ as usize],
@@ -184,7 +190,10 @@ fn whole_block_retransmission_gives_up_where_selective_does_not() {
 fn without_loss_selective_sends_what_block_sends() {
     for policy in RetransmitPolicy::ALL {
         let (done, ma, mb, a, _) = run(policy, 7, 0, 300_000, 5000);
-        assert!(done.iter().all(|c| c.status.is_ok()), "{policy:?}: {done:?}");
+        assert!(
+            done.iter().all(|c| c.status.is_ok()),
+            "{policy:?}: {done:?}"
+        );
         assert!(ma.0[..300_000] == mb.0[..300_000]);
         let s = a.stats();
         assert_eq!(s.data_bytes_sent, 300_000, "{policy:?}");

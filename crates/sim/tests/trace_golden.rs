@@ -42,7 +42,10 @@ fn randomized_runs_keep_their_trace_hashes() {
     }
     for (seed, rate, events, hash) in GOLDEN_SELECTIVE {
         let r = random_run_with(seed, rate, RetransmitPolicy::Selective).expect("randomized run");
-        println!("selective ({seed}, {rate:?}, {}, {:#018x}),", r.events, r.trace_hash);
+        println!(
+            "selective ({seed}, {rate:?}, {}, {:#018x}),",
+            r.events, r.trace_hash
+        );
         if (r.events, r.trace_hash) != (events, hash) {
             wrong.push(seed);
         }

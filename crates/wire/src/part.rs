@@ -1404,8 +1404,8 @@ mod tests {
         assert_eq!(
             &buf[..25],
             &[
-                0x50, 0x41, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 11, 12, 13, 14, 15, 16, 17,
-                18, 19, 20
+                0x50, 0x41, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 11, 12, 13, 14, 15, 16, 17, 18,
+                19, 20
             ]
         );
         assert_eq!(&buf[25..], &crc32fast::hash(&buf[..25]).to_be_bytes());
@@ -1772,7 +1772,18 @@ mod tests {
                 proptest::collection::vec(any::<u8>(), 0..=4096),
             )
                 .prop_map(
-                    |(pdid, rkey, ids, rr, sel, offset, block_len, xfer_base, xfer_len, payload)| {
+                    |(
+                        pdid,
+                        rkey,
+                        ids,
+                        rr,
+                        sel,
+                        offset,
+                        block_len,
+                        xfer_base,
+                        xfer_len,
+                        payload,
+                    )| {
                         Arb::Data {
                             pdid,
                             rkey,
