@@ -65,6 +65,39 @@ pub struct EngineProfile {
     pub fault_recovery_timeout_us: f64,
     /// Receive-side per-block state idle this long is discarded, us.
     pub rx_state_idle_us: f64,
+    /// What a retransmission resends: `block` (the whole block, spec part.md mechanism 7; the
+    /// reference experiments) or `selective` (only the packets the receiver does not hold).
+    /// Absent from a profile file means `block`.
+    #[serde(default)]
+    pub retransmit: RetransmitPolicy,
+}
+
+/// What a PART retransmission resends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetransmitPolicy {
+    /// The whole block, as a new attempt that the receiver takes afresh (spec part.md,
+    /// mechanisms 1 and 7). A block of `n` packets needs all `n` to survive one attempt: at a
+    /// packet loss rate `p` an attempt succeeds with probability `(1 - p)^n`.
+    #[default]
+    Block,
+    /// Only the packets the receiver does not hold: the receiver keeps a block's packets
+    /// across attempts, the last packet of each attempt asks for a selective acknowledgement
+    /// (SACK: a bitmap of the packets held), and the next attempt resends the missing ones.
+    Selective,
+}
+
+impl RetransmitPolicy {
+    /// Both policies.
+    pub const ALL: [RetransmitPolicy; 2] = [RetransmitPolicy::Block, RetransmitPolicy::Selective];
+
+    /// Lower-case name as in profiles and CSVs (`block`, `selective`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RetransmitPolicy::Block => "block",
+            RetransmitPolicy::Selective => "selective",
+        }
+    }
 }
 
 /// IOMMU parameters.

@@ -45,6 +45,10 @@ use crate::runtime::{LoopOptions, SPIN_YIELD_POLLS};
 ///   worse than 8 or 32 in the sets measured, and leaves more slack for a descheduled target.
 ///   Silent *periods* of a peer, not block timers, count against `max_timeouts` (crates/part
 ///   `requester.rs`), so a wide window does not use up the timeouts of one silent period.
+/// - `engine.retransmit=selective`: a retransmission resends only the packets the receiver
+///   lacks (its SACK says which), not the whole block. On a lossy network (UDP) a block of
+///   `n` packets otherwise needs all `n` to survive one attempt; on shared memory nothing is
+///   lost and the two policies send the same packets.
 ///
 /// Measurements behind these values: docs/performance.md, "Live runtime: the default
 /// profile".
@@ -53,6 +57,7 @@ pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.max_timeouts=30",
     "engine.packet_bytes=16384",
     "engine.max_outstanding_blocks=16",
+    "engine.retransmit=selective",
 ];
 
 /// Engine overrides the live runtime applies on top of `forth-arm` (see
@@ -618,6 +623,7 @@ pub const KNOB_DOCS: &[(&str, &str)] = &[
     ("engine.max_timeouts", "silent timeout periods before a transfer fails with RetryExceeded"),
     ("engine.fault_recovery_timeout_us", "a faulted block waits this long for its ERR before retransmitting anyway"),
     ("engine.rx_state_idle_us", "receive-side block state idle this long is discarded"),
+    ("engine.retransmit", "what a retransmission resends: selective (the packets the receiver lacks, from its SACK) or block (the whole block, as the spec)"),
     ("handler.policy", "pages one fault brings in: pio (the page), pi4 (its block), pia (the rest of the transfer)"),
     ("handler.send_err", "send an ERR after a page-in (false: only the block timeout retransmits)"),
     ("progress.batch_packets", "packets received, and sent, per engine turn at most"),

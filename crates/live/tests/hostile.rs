@@ -51,7 +51,10 @@ fn data(
         transfer_id: id,
         block_id: 0,
         block_seq: 0,
-        flags: DataFlags { read_response },
+        flags: DataFlags {
+            read_response,
+            ..DataFlags::default()
+        },
         offset: 0,
         block_len: payload.len() as u32,
         xfer_base: base,

@@ -9,5 +9,6 @@
 pub mod bench;
 pub mod calibrate;
 pub mod exp;
+pub mod netns;
 mod os;
 pub mod schemes;

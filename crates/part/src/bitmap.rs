@@ -53,6 +53,21 @@ impl PacketBitmap {
         *word |= 1 << (index % 64);
     }
 
+    /// The first packet of `packets` not received (`packets` when all were).
+    pub fn first_missing(&self, packets: u32) -> u32 {
+        (0..packets)
+            .find(|&i| !self.contains(i as usize))
+            .unwrap_or(packets)
+    }
+
+    /// Packets `base..base + 64` (those below `packets`), one bit each, least significant
+    /// first: the window a SACK reports.
+    pub fn window(&self, base: u32, packets: u32) -> u64 {
+        (base..packets.min(base.saturating_add(64)))
+            .filter(|&i| self.contains(i as usize))
+            .fold(0, |w, i| w | 1 << (i - base))
+    }
+
     /// The allocation beyond the inline word, for reuse (the bitmap keeps the inline word).
     pub fn take_rest(&mut self) -> Vec<u64> {
         std::mem::take(&mut self.rest)
@@ -81,6 +96,19 @@ mod tests {
                 want[i] = true;
                 for (j, &w) in want.iter().enumerate() {
                     assert_eq!(b.contains(j), w, "{packets} packets, bit {j}");
+                }
+            }
+            let first = want.iter().position(|&w| !w).unwrap_or(want.len()) as u32;
+            assert_eq!(b.first_missing(packets), first, "{packets} packets");
+            for base in [0, first, packets.saturating_sub(3)] {
+                let w = b.window(base, packets);
+                for i in 0..64u32 {
+                    let held = want.get((base + i) as usize).copied().unwrap_or(false);
+                    assert_eq!(
+                        w >> i & 1 != 0,
+                        held,
+                        "{packets} packets, window {base} bit {i}"
+                    );
                 }
             }
             b.reset(packets);

@@ -1,6 +1,6 @@
 //! Engine parameters.
 
-use unpinned_core::profile::EngineProfile;
+use unpinned_core::profile::{EngineProfile, RetransmitPolicy};
 use unpinned_core::time::Duration;
 
 /// Parameters of one PART engine. Build with [`EngineConfig::from_profile`].
@@ -24,6 +24,9 @@ pub struct EngineConfig {
     pub rx_idle: Duration,
     /// Salt for remote keys handed out by `expose` (drivers pass a seeded random value).
     pub key_salt: u64,
+    /// What a retransmission resends (the whole block, or the packets the receiver lacks).
+    /// Only the sender's policy matters: its data packets tell the receiver which one it uses.
+    pub retransmit: RetransmitPolicy,
 }
 
 impl EngineConfig {
@@ -39,6 +42,7 @@ impl EngineConfig {
             max_timeouts: p.max_timeouts,
             rx_idle: Duration::from_us_f64(p.rx_state_idle_us),
             key_salt: 0x5eed,
+            retransmit: p.retransmit,
         }
     }
 

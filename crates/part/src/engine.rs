@@ -86,6 +86,10 @@ pub struct EngineStats {
     pub malformed_dropped: u64,
     /// Read requests resent after a silent peer.
     pub read_requests_resent: u64,
+    /// Block retransmissions started by a SACK (selective policy: the missing packets).
+    pub retransmits_sack: u64,
+    /// SACKs sent (selective policy: answers to polls of incomplete blocks).
+    pub sacks_sent: u64,
 }
 
 /// A control packet waiting to be sent.
@@ -107,6 +111,11 @@ pub(crate) enum Ctrl {
         transfer: TransferKey,
         block: u32,
         seq: u16,
+    },
+    /// The packets of a block held here (read from the receive state when sent).
+    Sack {
+        transfer: TransferKey,
+        block: u32,
     },
     ReadReq {
         id: u32,
@@ -267,6 +276,16 @@ impl PartEngine {
     /// The host's page-in task asks for the retransmission of a faulted block (send an ERR to
     /// the transfer's data source).
     pub fn post_err(&mut self, transfer: TransferKey, block: u32, block_seq: u16) {
+        // A selective sender learns first which packets need resending.
+        let sack = transfer.data_dst == self.node
+            && self
+                .rx
+                .get(crate::responder::rx_key(transfer, block))
+                .is_some_and(|e| e.selective && e.seq == block_seq && e.received < e.expected);
+        if sack {
+            self.ctrl
+                .push_back((transfer.data_src, Ctrl::Sack { transfer, block }));
+        }
         self.ctrl.push_back((
             transfer.data_src,
             Ctrl::Err {
@@ -460,6 +479,22 @@ impl PartEngine {
                 status,
                 old,
             } => self.on_atomic_response(now, src, transfer_id, status, old, mem),
+            PartRepr::Sack {
+                transfer_id,
+                block_id,
+                block_seq,
+                read_response,
+                base,
+                received,
+            } => {
+                let transfer = TransferKey {
+                    data_src: self.node,
+                    data_dst: src,
+                    id: transfer_id,
+                    read_response,
+                };
+                self.on_sack(now, transfer, block_id, block_seq, base, received);
+            }
         }
         Ok(())
     }
@@ -605,6 +640,20 @@ impl PartEngine {
                     read_response: transfer.read_response,
                 }
             }
+            Ctrl::Sack { transfer, block } => {
+                // The state may be gone (idle sweep): then there is nothing to report.
+                let e = self.rx.get(crate::responder::rx_key(transfer, block))?;
+                let base = e.bitmap.first_missing(e.expected).min(u16::MAX as u32);
+                self.stats.sacks_sent += 1;
+                PartRepr::Sack {
+                    transfer_id: transfer.id,
+                    block_id: block,
+                    block_seq: e.seq,
+                    read_response: transfer.read_response,
+                    base: base as u16,
+                    received: e.bitmap.window(base, e.expected),
+                }
+            }
             Ctrl::ReadReq { id } => {
                 let r = self.reads.get(&id)?;
                 PartRepr::ReadReq {
@@ -688,8 +737,8 @@ impl PartEngine {
         for (key, e) in self.rx.iter() {
             let (k, b) = crate::responder::rx_key_parts(key, self.node);
             s += &format!(
-                "  rx {k:?} block {b} seq {} {}/{} failed {} done {}\n",
-                e.seq, e.received, e.expected, e.failed, e.done
+                "  rx {k:?} block {b} seq {} {}/{} failed {} done {} selective {}\n",
+                e.seq, e.received, e.expected, e.failed, e.done, e.selective
             );
         }
         s += &format!("  stats {:?}\n", self.stats);

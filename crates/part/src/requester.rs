@@ -4,11 +4,22 @@
 //! most `max_outstanding` blocks are unacknowledged at once; a NACK or a missing ACK holds the
 //! window (the transfer is suspended until the block is acknowledged). A retransmission resends
 //! only the failed block, with its sequence number incremented.
+//!
+//! What the new attempt carries depends on [`RetransmitPolicy`]: the whole block (`Block`, the
+//! spec), or only the packets the receiver is not known to hold (`Selective`): the last packet
+//! of every selective attempt carries the poll flag, the receiver answers an incomplete block
+//! with a SACK (the packets it holds), and a SACK for the current attempt starts the next one
+//! at once with the missing packets; a CRC NACK or an ERR resends what the last SACK did not
+//! report. A timeout (the poll or its SACK was lost) resends only the last of those packets,
+//! as a probe: its SACK then names exactly what is missing, instead of the whole block going
+//! again whenever a poll is lost. A SACK replaces what the sender knew, so a receiver that dropped an idle
+//! block's state (and reports fewer packets) gets the others again.
 
 use unpinned_core::api::{
     CompletionError, FaultRecord, FaultSide, Op, RemoteKey, TransferKey, WrId,
 };
 use unpinned_core::memory::{AccessOrigin, MemError, Memory, Pdid};
+use unpinned_core::profile::RetransmitPolicy;
 use unpinned_core::time::Instant;
 use unpinned_wire::{emit_data_in_place, DataFlags, DataHeader, NackReason, DATA_PAYLOAD_OFFSET};
 
@@ -45,6 +56,42 @@ pub struct TxBlock {
     pub deadline: Option<Instant>,
     /// This block has been sent at least once before (payload counts as resent).
     pub resending: bool,
+    /// Selective policy: packets `0..known_base` are at the receiver (its last SACK).
+    pub known_base: u32,
+    /// Selective policy: packet `known_base + i` is at the receiver if bit `i` is set.
+    pub known_bits: u64,
+    /// The attempt named by the last SACK applied (an older SACK is stale).
+    pub sack_seq: u16,
+    /// Selective policy: this attempt is a probe (one packet, which polls).
+    pub probe: bool,
+}
+
+impl TxBlock {
+    fn new(id: u32) -> TxBlock {
+        TxBlock {
+            id,
+            seq: 0,
+            state: BlockState::Sending,
+            next_offset: 0,
+            deadline: None,
+            resending: false,
+            known_base: 0,
+            known_bits: 0,
+            sack_seq: 0,
+            probe: false,
+        }
+    }
+
+    /// Whether packet `i` is known to be at the receiver (selective policy).
+    fn known(&self, i: u32) -> bool {
+        i < self.known_base
+            || (i - self.known_base < 64 && self.known_bits >> (i - self.known_base) & 1 != 0)
+    }
+
+    /// The first packet from `from` (of `packets`) not known to be at the receiver.
+    fn next_unknown(&self, from: u32, packets: u32) -> Option<u32> {
+        (from..packets).find(|&i| !self.known(i))
+    }
 }
 
 /// A transfer whose data this node sends.
@@ -152,14 +199,7 @@ impl PartEngine {
         let max = self.cfg.max_outstanding as usize;
         let t = self.tx[slot as usize].as_mut().expect("live slot");
         while t.window.len() < max && t.next_block < t.nblocks {
-            t.window.push(TxBlock {
-                id: t.next_block,
-                seq: 0,
-                state: BlockState::Sending,
-                next_offset: 0,
-                deadline: None,
-                resending: false,
-            });
+            t.window.push(TxBlock::new(t.next_block));
             t.next_block += 1;
         }
         if t.has_sendable() && !t.in_ready {
@@ -176,13 +216,34 @@ impl PartEngine {
         }
     }
 
-    /// Restart block `idx` of the window as a new attempt.
-    fn retransmit(&mut self, slot: u32, idx: usize) {
+    /// Restart block `idx` of the window as a new attempt: from its first packet (block
+    /// policy), or from its first packet the receiver is not known to hold (selective; with
+    /// `probe`, only the last such packet).
+    fn retransmit(&mut self, slot: u32, idx: usize, probe: bool) {
         let t = self.tx[slot as usize].as_mut().expect("live slot");
+        let block_len = t.block_len(t.window[idx].id, self.cfg.block_bytes);
         let b = &mut t.window[idx];
         b.seq = b.seq.wrapping_add(1);
         b.state = BlockState::Sending;
         b.next_offset = 0;
+        b.probe = false;
+        if self.cfg.retransmit == RetransmitPolicy::Selective {
+            let packets = self.cfg.packets_in(block_len);
+            match b.next_unknown(0, packets) {
+                Some(i) if probe => {
+                    let last = (i..packets).rev().find(|&j| !b.known(j)).unwrap_or(i);
+                    b.next_offset = last * self.cfg.packet_bytes;
+                    b.probe = true;
+                }
+                Some(i) => b.next_offset = i * self.cfg.packet_bytes,
+                // Every packet reported held, yet no ACK (it was lost): send the block again,
+                // its last packet polls, and the receiver answers with the ACK.
+                None => {
+                    b.known_base = 0;
+                    b.known_bits = 0;
+                }
+            }
+        }
         b.deadline = None;
         b.resending = true;
         self.make_ready(slot);
@@ -271,6 +332,18 @@ impl PartEngine {
                     continue;
                 }
             }
+            // Where this attempt continues: the next packet (block policy), or the next one the
+            // receiver is not known to hold (selective; the last one polls for a SACK).
+            let selective = self.cfg.retransmit == RetransmitPolicy::Selective;
+            let next = if selective {
+                let pb = self.cfg.packet_bytes;
+                let index = block.next_offset / pb;
+                let rest = self.cfg.packets_in(block_len) * !block.probe as u32;
+                block.next_unknown(index + 1, rest).map(|i| i * pb)
+            } else {
+                let n = block.next_offset + plen as u32;
+                (n < block_len).then_some(n)
+            };
             let h = DataHeader {
                 pdid: t.remote_pdid,
                 rkey: t.rkey,
@@ -279,6 +352,8 @@ impl PartEngine {
                 block_seq: block.seq,
                 flags: DataFlags {
                     read_response: t.key.read_response,
+                    selective,
+                    poll: selective && next.is_none(),
                 },
                 offset,
                 block_len,
@@ -289,14 +364,14 @@ impl PartEngine {
                 .expect("caller buffer holds a data packet");
             let dst = t.key.data_dst;
             let b = &mut t.window[idx];
-            b.next_offset += plen as u32;
+            b.next_offset = next.unwrap_or(block_len);
             if b.resending {
                 self.stats.data_bytes_resent += plen as u64;
             } else {
                 self.stats.data_bytes_sent += plen as u64;
             }
             self.stats.data_packets_sent += 1;
-            if b.next_offset >= block_len {
+            if next.is_none() {
                 b.state = BlockState::AwaitAck;
                 let at = now + self.cfg.ack_timeout();
                 b.deadline = Some(at);
@@ -411,7 +486,7 @@ impl PartEngine {
         match reason {
             NackReason::Crc => {
                 self.stats.retransmits_crc += 1;
-                self.retransmit(slot, idx);
+                self.retransmit(slot, idx, false);
             }
             NackReason::PageFault => {
                 if matches!(b.state, BlockState::Sending | BlockState::AwaitAck) {
@@ -451,6 +526,44 @@ impl PartEngine {
         }
     }
 
+    /// A SACK: which packets of `block` the receiver holds (the answer to our poll, or sent
+    /// with an ERR). It replaces what we knew; when it answers the current attempt, the next
+    /// one starts at once with the missing packets. Ignored under the block policy.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_sack(
+        &mut self,
+        _now: Instant,
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+        base: u16,
+        received: u64,
+    ) {
+        let found = self.find_block(transfer, block);
+        let Some((slot, idx)) =
+            found.filter(|_| self.cfg.retransmit == RetransmitPolicy::Selective)
+        else {
+            self.stats.stale_dropped += 1;
+            return;
+        };
+        let t = self.tx[slot as usize].as_mut().expect("live slot");
+        t.peer_answered();
+        let b = &mut t.window[idx];
+        let stale =
+            crate::responder::seq_older(seq, b.sack_seq) || crate::responder::seq_older(b.seq, seq);
+        if stale || b.state == BlockState::Acked {
+            self.stats.stale_dropped += 1;
+            return;
+        }
+        b.known_base = base as u32;
+        b.known_bits = received;
+        b.sack_seq = seq;
+        if seq == b.seq && b.state == BlockState::AwaitAck {
+            self.stats.retransmits_sack += 1;
+            self.retransmit(slot, idx, false);
+        }
+    }
+
     pub(crate) fn on_err(&mut self, _now: Instant, transfer: TransferKey, block: u32, seq: u16) {
         let Some((slot, idx)) = self.find_block(transfer, block) else {
             self.stats.stale_dropped += 1;
@@ -466,7 +579,7 @@ impl PartEngine {
             return;
         }
         self.stats.retransmits_err += 1;
-        self.retransmit(slot, idx);
+        self.retransmit(slot, idx, false);
     }
 
     /// A source-side fault was resolved by the host: resume the block where it stopped.
@@ -529,7 +642,7 @@ impl PartEngine {
             return;
         }
         self.stats.retransmits_timeout += 1;
-        self.retransmit(slot, idx);
+        self.retransmit(slot, idx, true);
     }
 
     /// End a transfer with an error completion (writes) or silently (read responses).

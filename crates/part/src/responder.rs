@@ -5,6 +5,11 @@
 //! then protection (exposed range, key, permission, PDID) for writes, or a matching pending read
 //! for read responses. A missing page answers the block with one page-fault NACK and one fault
 //! record per attempt; later packets keep flowing ("hit under previous fault").
+//!
+//! A block attempt is taken afresh (block policy, the spec) unless its packets carry the
+//! selective flag: then the packets already held are kept across attempts (duplicates are
+//! dropped unwritten), and a packet with the poll flag is answered with a SACK (the packets
+//! held) while the block is incomplete, or with its ACK (again, if need be) once it is whole.
 
 use unpinned_core::api::{
     CompletionError, FaultRecord, FaultSide, NodeId, Perms, RemoteKey, TransferKey,
@@ -32,6 +37,9 @@ pub struct RxBlock {
     pub failed: bool,
     /// Acknowledged: later packets of this attempt are duplicates.
     pub done: bool,
+    /// The sender retransmits selectively (its packets carry the selective flag): packets
+    /// held are kept across attempts.
+    pub selective: bool,
     /// Last packet seen.
     pub last: Instant,
 }
@@ -140,18 +148,24 @@ impl PartEngine {
                 NackReason::Protection,
                 xfer_base + offset,
                 None,
+                flags.selective,
             );
             return;
         }
         // Attempt bookkeeping.
         let expected = self.cfg.packets_in(block_len);
-        let Some(entry) = self.rx_attempt(now, transfer, block_id, block_seq, expected) else {
+        let keep = flags.selective;
+        let Some(entry) = self.rx_attempt(now, transfer, block_id, block_seq, expected, keep)
+        else {
             self.stats.stale_dropped += 1;
             return;
         };
         let index = crate::config::div_size(offset - block_start, pb) as usize;
         if entry.done || entry.bitmap.contains(index) {
             self.stats.stale_dropped += 1;
+            if flags.poll {
+                self.answer_poll(now, src, transfer, block_id, block_seq);
+            }
             return;
         }
         let dst_addr = dst_base + offset;
@@ -189,6 +203,14 @@ impl PartEngine {
                     if transfer.read_response {
                         self.on_read_block_done(now, transfer_id, block_id);
                     }
+                } else if flags.poll && !entry.failed {
+                    self.ctrl.push_back((
+                        src,
+                        Ctrl::Sack {
+                            transfer,
+                            block: block_id,
+                        },
+                    ));
                 }
             }
             Err(MemError::NotPresent { page_addr }) => {
@@ -214,6 +236,7 @@ impl PartEngine {
                     NackReason::PageFault,
                     page_addr,
                     Some(rec),
+                    keep,
                 );
             }
             Err(MemError::Unmapped { addr }) => {
@@ -225,6 +248,7 @@ impl PartEngine {
                     NackReason::Protection,
                     addr,
                     None,
+                    keep,
                 );
                 if transfer.read_response {
                     self.fail_read(now, src, transfer_id, CompletionError::LocalAccess);
@@ -239,6 +263,7 @@ impl PartEngine {
                     NackReason::Protection,
                     dst_addr,
                     None,
+                    keep,
                 );
                 if transfer.read_response {
                     self.fail_read(now, src, transfer_id, CompletionError::LocalAccess);
@@ -259,13 +284,14 @@ impl PartEngine {
         reason: NackReason,
         addr: u64,
         rec: Option<FaultRecord>,
+        keep: bool,
     ) {
         // The packet count is irrelevant for a failed attempt: keep what the entry has.
         let expected = self
             .rx
             .get(rx_key(transfer, block))
             .map_or(1, |e| e.expected);
-        let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected) else {
+        let Some(entry) = self.rx_attempt(now, transfer, block, seq, expected, keep) else {
             return;
         };
         if entry.failed {
@@ -288,7 +314,8 @@ impl PartEngine {
     }
 
     /// The receive state of attempt `seq` of a block: created on first sight, reset when a
-    /// newer attempt starts; `None` for a packet of an older attempt (to be dropped).
+    /// newer attempt starts (unless `keep`: a selective sender's packets already held stay);
+    /// `None` for a packet of an older attempt (to be dropped).
     #[inline(always)]
     fn rx_attempt(
         &mut self,
@@ -297,6 +324,7 @@ impl PartEngine {
         block: u32,
         seq: u16,
         expected: u32,
+        keep: bool,
     ) -> Option<&mut RxBlock> {
         if self.rx.is_empty() {
             self.arm_rx_gc(now);
@@ -315,12 +343,18 @@ impl PartEngine {
                 expected,
                 failed: false,
                 done: false,
+                selective: keep,
                 last: now,
             });
         if seq_older(seq, entry.seq) {
             return None;
         }
-        if seq != entry.seq || entry.expected != expected {
+        if keep && entry.selective && seq != entry.seq && entry.expected == expected {
+            // A new selective attempt: the packets held stay, the attempt may succeed.
+            entry.seq = seq;
+            entry.failed = false;
+        } else if seq != entry.seq || entry.expected != expected {
+            entry.selective = keep;
             entry.seq = seq;
             entry.bitmap.reset(expected);
             entry.received = 0;
@@ -330,6 +364,42 @@ impl PartEngine {
         }
         entry.last = now;
         Some(entry)
+    }
+
+    /// A duplicate packet polls (selective policy): ACK the block if it is whole (again: the
+    /// ACK may have been lost), else report the packets held in a SACK. A failed attempt is
+    /// not answered: its ERR or the sender's timer resumes it.
+    fn answer_poll(
+        &mut self,
+        now: Instant,
+        src: NodeId,
+        transfer: TransferKey,
+        block: u32,
+        seq: u16,
+    ) {
+        let Some(e) = self.rx.get_mut(rx_key(transfer, block)) else {
+            return;
+        };
+        if e.failed {
+            return;
+        }
+        if e.received == e.expected {
+            let newly = !e.done;
+            e.done = true;
+            self.ctrl.push_back((
+                src,
+                Ctrl::Ack {
+                    transfer,
+                    block,
+                    seq,
+                },
+            ));
+            if newly && transfer.read_response {
+                self.on_read_block_done(now, transfer.id, block);
+            }
+        } else {
+            self.ctrl.push_back((src, Ctrl::Sack { transfer, block }));
+        }
     }
 
     /// A data packet failed its checksum: NACK its block so the source resends at once

@@ -77,6 +77,12 @@ impl RxTable {
         self.find(key).map(|s| &self.slots[s].1)
     }
 
+    /// The state of `key`, if held, to change it.
+    pub(crate) fn get_mut(&mut self, key: u128) -> Option<&mut RxBlock> {
+        debug_assert_ne!(key, FREE);
+        self.find(key).map(|s| &mut self.slots[s].1)
+    }
+
     /// The state of `key`, created by `make` if not held (the memo check is inlined into the
     /// per-packet caller; a miss goes through [`RxTable::get_or_insert_slow`]).
     #[inline(always)]
@@ -153,6 +159,7 @@ mod tests {
             expected: 1,
             failed: false,
             done: false,
+            selective: false,
             last: Instant::ZERO,
         }
     }

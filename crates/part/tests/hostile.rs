@@ -97,6 +97,7 @@ proptest! {
         xfer_len in 0u64..(3 * LEN),
         plen in 0usize..600,
         read_response in any::<bool>(),
+        (selective, poll) in any::<(bool, bool)>(),
     ) {
         let (mut e, key, mut mem) = engine();
         let payload = vec![0xabu8; plen];
@@ -106,7 +107,7 @@ proptest! {
             transfer_id: 9,
             block_id,
             block_seq,
-            flags: DataFlags { read_response },
+            flags: DataFlags { read_response, selective, poll },
             offset,
             block_len,
             xfer_base: (BASE as i64 + base_off) as u64,

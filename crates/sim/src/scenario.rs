@@ -4,7 +4,7 @@
 
 use unpinned_core::api::{Op, Perms, WorkRequest};
 use unpinned_core::os::PageInPolicy;
-use unpinned_core::profile::Profile;
+use unpinned_core::profile::{Profile, RetransmitPolicy};
 use unpinned_core::rng::{rng_for, Rng};
 use unpinned_core::time::{Duration, Instant};
 
@@ -29,7 +29,19 @@ pub struct RandomRun {
 }
 
 /// Run one randomized scenario for `seed`; `fault_rate` scales the injected packet faults.
+/// The retransmission policy is drawn too (from its own sub-seed, so the rest of a seed's
+/// scenario is the same under either policy).
 pub fn random_run(seed: u64, fault_rate: f64) -> Result<RandomRun, SimError> {
+    let policy = RetransmitPolicy::ALL[rng_for(seed, "retransmit").gen_range(0..2)];
+    random_run_with(seed, fault_rate, policy)
+}
+
+/// [`random_run`] with the retransmission policy given.
+pub fn random_run_with(
+    seed: u64,
+    fault_rate: f64,
+    retransmit: RetransmitPolicy,
+) -> Result<RandomRun, SimError> {
     let mut rng = rng_for(seed, "scenario");
     let mut profile = Profile::forth_arm();
     if rng.gen_bool(0.5) {
@@ -44,6 +56,7 @@ pub fn random_run(seed: u64, fault_rate: f64) -> Result<RandomRun, SimError> {
     }
     // Enough retries that injected loss alone rarely exhausts them.
     profile.engine.max_timeouts = 30;
+    profile.engine.retransmit = retransmit;
     let nodes = rng.gen_range(2..=4u32);
     let cfg = SimConfig {
         profile,

@@ -33,3 +33,22 @@ fn same_seed_same_trace() {
         random_run(4, 0.01).unwrap().trace_hash
     );
 }
+
+/// The selective retransmission policy at five times the packet-fault rate above (each kind:
+/// loss, duplication, reordering, corruption, delay): every invariant holds, and no run hits
+/// the liveness limit.
+#[test]
+fn selective_runs_at_high_fault_rates_keep_every_invariant() {
+    use unpinned_core::profile::RetransmitPolicy;
+    use unpinned_sim::scenario::random_run_with;
+    let mut ok = 0;
+    unpinned_testkit::for_each_seed(
+        "cargo test -p unpinned-sim --test random selective",
+        100,
+        |seed| match random_run_with(seed, 0.05, RetransmitPolicy::Selective) {
+            Ok(r) => ok += r.ok,
+            Err(e) => panic!("selective run failed (seed {seed}): {e}"),
+        },
+    );
+    assert!(ok > 0);
+}

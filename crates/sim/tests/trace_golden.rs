@@ -6,8 +6,12 @@
 //! of the model itself (a protocol or cost change) legitimately changes them: then record the
 //! new values (`cargo test -p unpinned-sim --test trace_golden -- --nocapture` prints them)
 //! and say so in the commit. A change meant only to be faster must leave them alone.
+//!
+//! The scenarios run with the spec's whole-block retransmission (the values predate the
+//! selective policy, which left them unchanged) and, separately, with the selective policy.
 
-use unpinned_sim::scenario::random_run;
+use unpinned_core::profile::RetransmitPolicy;
+use unpinned_sim::scenario::random_run_with;
 
 /// (seed, packet-fault rate, events, trace hash).
 const GOLDEN: [(u64, f64, u64, u64); 6] = [
@@ -19,12 +23,29 @@ const GOLDEN: [(u64, f64, u64, u64); 6] = [
     (5, 0.01, 4075, 0xd909dfbc86e8baa9),
 ];
 
+/// The same with the selective retransmission policy (recorded when it was added).
+const GOLDEN_SELECTIVE: [(u64, f64, u64, u64); 3] = [
+    (1, 0.01, 7181, 0x15f001765faa4053),
+    (2, 0.01, 10589, 0x8d781c915663ff9e),
+    (3, 0.01, 5756, 0x8081c8fb13da9c4b),
+];
+
 #[test]
 fn randomized_runs_keep_their_trace_hashes() {
     let mut wrong = Vec::new();
     for (seed, rate, events, hash) in GOLDEN {
-        let r = random_run(seed, rate).expect("randomized run");
+        let r = random_run_with(seed, rate, RetransmitPolicy::Block).expect("randomized run");
         println!("({seed}, {rate:?}, {}, {:#018x}),", r.events, r.trace_hash);
+        if (r.events, r.trace_hash) != (events, hash) {
+            wrong.push(seed);
+        }
+    }
+    for (seed, rate, events, hash) in GOLDEN_SELECTIVE {
+        let r = random_run_with(seed, rate, RetransmitPolicy::Selective).expect("randomized run");
+        println!(
+            "selective ({seed}, {rate:?}, {}, {:#018x}),",
+            r.events, r.trace_hash
+        );
         if (r.events, r.trace_hash) != (events, hash) {
             wrong.push(seed);
         }

@@ -12,7 +12,7 @@
 //! |-------|---------|----------------------------------------------------|
 //! | 0..2  | magic   | `0x5041` ("PA")                                    |
 //! | 2     | version | `1`                                                |
-//! | 3     | type    | 1 = Data, 2 = Ack, 3 = Nack, 4 = Err, 5 = ReadReq, 6 = AtomicReq, 7 = AtomicResp |
+//! | 3     | type    | 1 = Data, 2 = Ack, 3 = Nack, 4 = Err, 5 = ReadReq, 6 = AtomicReq, 7 = AtomicResp, 8 = Sack |
 //!
 //! Data (type 1), `DATA_HEADER_LEN` = 55 bytes plus the payload:
 //!
@@ -23,7 +23,7 @@
 //! | 10..14       | transfer_id |
 //! | 14..18       | block_id    |
 //! | 18..20       | block_seq   |
-//! | 20           | flags (bit 0 = read_response, other bits must be 0) |
+//! | 20           | flags (bit 0 = read_response, bit 1 = selective, bit 2 = poll; other bits must be 0) |
 //! | 21..29       | offset      |
 //! | 29..33       | block_len   |
 //! | 33..41       | xfer_base   |
@@ -89,6 +89,19 @@
 //! | 9..17  | old         |
 //! | 17..21 | crc32       |
 //!
+//! Sack (type 8), 29 bytes (selective acknowledgement: which packets of a block the receiver
+//! holds, the answer to a data packet with the poll flag):
+//!
+//! | bytes  | field       |
+//! |--------|-------------|
+//! | 4..8   | transfer_id |
+//! | 8..12  | block_id    |
+//! | 12..14 | block_seq   |
+//! | 14     | flags (bit 0 = read_response, other bits must be 0) |
+//! | 15..17 | base: packets `0..base` of the block were received |
+//! | 17..25 | received: bit `i` (least significant first) = packet `base + i` was received |
+//! | 25..29 | crc32       |
+//!
 //! # Parsing order
 //!
 //! [`PartRepr::parse`] checks, in order: the common header is present (`Truncated`), magic and
@@ -140,6 +153,12 @@ pub enum WireError {
 pub struct DataFlags {
     /// The data belongs to an RDMA read response (sent by the read's target).
     pub read_response: bool,
+    /// The sender retransmits selectively: the receiver keeps the packets it already holds
+    /// across attempts of the block instead of starting each attempt afresh.
+    pub selective: bool,
+    /// The last packet of a selective attempt: the receiver answers with a
+    /// [`PartRepr::Sack`] (or an ACK when it holds the whole block).
+    pub poll: bool,
 }
 
 /// NACK qualifier (part.md, mechanism 3 and 6).
@@ -327,6 +346,24 @@ pub enum PartRepr<'a> {
         /// Previous value of the word (0 when refused).
         old: u64,
     },
+    /// Selective acknowledgement: which packets of a block the receiver holds (the answer to
+    /// a poll while the block is incomplete). Packets `0..base` were received; packet
+    /// `base + i` was received if bit `i` of `received` is set; packets past `base + 63` are
+    /// not reported.
+    Sack {
+        /// Transfer id.
+        transfer_id: u32,
+        /// Block index.
+        block_id: u32,
+        /// Attempt whose poll this answers.
+        block_seq: u16,
+        /// Transfer is a read response.
+        read_response: bool,
+        /// Packets below this index were all received.
+        base: u16,
+        /// Packets `base..base + 64` received, one bit each (least significant first).
+        received: u64,
+    },
 }
 
 /// Byte ranges of the fields (see the module docs for the table).
@@ -412,6 +449,18 @@ mod field {
         pub const CRC: Range<usize> = 39..43;
     }
 
+    /// Selective acknowledgement.
+    pub mod sack {
+        use super::*;
+        pub const TRANSFER_ID: Range<usize> = 4..8;
+        pub const BLOCK_ID: Range<usize> = 8..12;
+        pub const BLOCK_SEQ: Range<usize> = 12..14;
+        pub const FLAGS: Field = 14;
+        pub const BASE: Range<usize> = 15..17;
+        pub const RECEIVED: Range<usize> = 17..25;
+        pub const CRC: Range<usize> = 25..29;
+    }
+
     /// Atomic response.
     pub mod atomic_resp {
         use super::*;
@@ -439,10 +488,15 @@ mod kind {
     pub const READ_REQ: u8 = 5;
     pub const ATOMIC_REQ: u8 = 6;
     pub const ATOMIC_RESP: u8 = 7;
+    pub const SACK: u8 = 8;
 }
 
 /// Flag bits.
 const FLAG_READ_RESPONSE: u8 = 0x01;
+/// Data flag: the sender retransmits selectively.
+const FLAG_SELECTIVE: u8 = 0x02;
+/// Data flag: answer with a SACK or an ACK.
+const FLAG_POLL: u8 = 0x04;
 
 /// Header bytes of a data packet (everything but the payload, i.e. common header, data fields
 /// and trailing CRC), for link-time accounting: a data packet occupies
@@ -460,6 +514,8 @@ pub const READ_REQ_LEN: usize = field::read_req::CRC.end;
 pub const ATOMIC_REQ_LEN: usize = field::atomic_req::CRC.end;
 /// Length of an atomic response.
 pub const ATOMIC_RESP_LEN: usize = field::atomic_resp::CRC.end;
+/// Length of a selective acknowledgement.
+pub const SACK_LEN: usize = field::sack::CRC.end;
 /// Largest payload a data packet can carry (the payload length field is 16 bits).
 pub const MAX_PAYLOAD_LEN: usize = u16::MAX as usize;
 
@@ -532,6 +588,26 @@ fn read_response_flag(byte: u8) -> Result<bool, WireError> {
     Ok(byte & FLAG_READ_RESPONSE != 0)
 }
 
+/// Decode the flags byte of a data packet.
+#[inline(always)]
+fn data_flags(byte: u8) -> Result<DataFlags, WireError> {
+    if byte & !(FLAG_READ_RESPONSE | FLAG_SELECTIVE | FLAG_POLL) != 0 {
+        return Err(WireError::Malformed("flags"));
+    }
+    Ok(DataFlags {
+        read_response: byte & FLAG_READ_RESPONSE != 0,
+        selective: byte & FLAG_SELECTIVE != 0,
+        poll: byte & FLAG_POLL != 0,
+    })
+}
+
+#[inline(always)]
+fn data_flag_byte(f: DataFlags) -> u8 {
+    flag_byte(f.read_response)
+        | if f.selective { FLAG_SELECTIVE } else { 0 }
+        | if f.poll { FLAG_POLL } else { 0 }
+}
+
 #[inline(always)]
 fn flag_byte(read_response: bool) -> u8 {
     if read_response {
@@ -599,6 +675,7 @@ impl<'a> PartRepr<'a> {
             kind::READ_REQ => READ_REQ_LEN,
             kind::ATOMIC_REQ => ATOMIC_REQ_LEN,
             kind::ATOMIC_RESP => ATOMIC_RESP_LEN,
+            kind::SACK => SACK_LEN,
             other => return Err(WireError::UnknownType(other)),
         };
         if have < total {
@@ -627,14 +704,14 @@ impl<'a> PartRepr<'a> {
                         need: DATA_HEADER_LEN,
                         have,
                     })?;
-                let read_response = read_response_flag(b[f::FLAGS])?;
+                let flags = data_flags(b[f::FLAGS])?;
                 PartRepr::Data {
                     pdid: get_u16(b, f::PDID),
                     rkey: get_u32(b, f::RKEY),
                     transfer_id: get_u32(b, f::TRANSFER_ID),
                     block_id: get_u32(b, f::BLOCK_ID),
                     block_seq: get_u16(b, f::BLOCK_SEQ),
-                    flags: DataFlags { read_response },
+                    flags,
                     offset: get_u64(b, f::OFFSET),
                     block_len: get_u32(b, f::BLOCK_LEN),
                     xfer_base: get_u64(b, f::XFER_BASE),
@@ -712,6 +789,17 @@ impl<'a> PartRepr<'a> {
                     old: get_u64(b, f::OLD),
                 }
             }
+            kind::SACK => {
+                use field::sack as f;
+                PartRepr::Sack {
+                    transfer_id: get_u32(b, f::TRANSFER_ID),
+                    block_id: get_u32(b, f::BLOCK_ID),
+                    block_seq: get_u16(b, f::BLOCK_SEQ),
+                    read_response: read_response_flag(b[f::FLAGS])?,
+                    base: get_u16(b, f::BASE),
+                    received: get_u64(b, f::RECEIVED),
+                }
+            }
             // The type was matched above; keep the error rather than a panic.
             other => return Err(WireError::UnknownType(other)),
         })
@@ -731,6 +819,7 @@ impl<'a> PartRepr<'a> {
             PartRepr::ReadReq { .. } => READ_REQ_LEN,
             PartRepr::AtomicReq { .. } => ATOMIC_REQ_LEN,
             PartRepr::AtomicResp { .. } => ATOMIC_RESP_LEN,
+            PartRepr::Sack { .. } => SACK_LEN,
         }
     }
 
@@ -881,6 +970,23 @@ impl<'a> PartRepr<'a> {
                 out[f::STATUS] = status.code();
                 put_u64(out, f::OLD, old);
             }
+            PartRepr::Sack {
+                transfer_id,
+                block_id,
+                block_seq,
+                read_response,
+                base,
+                received,
+            } => {
+                use field::sack as f;
+                out[field::TYPE] = kind::SACK;
+                put_u32(out, f::TRANSFER_ID, transfer_id);
+                put_u32(out, f::BLOCK_ID, block_id);
+                put_u16(out, f::BLOCK_SEQ, block_seq);
+                out[f::FLAGS] = flag_byte(read_response);
+                put_u16(out, f::BASE, base);
+                put_u64(out, f::RECEIVED, received);
+            }
         }
 
         finish(out, checksum);
@@ -985,7 +1091,7 @@ fn put_data_header(out: &mut [u8], h: &DataHeader, payload_len: usize) {
     put_u32(out, f::TRANSFER_ID, h.transfer_id);
     put_u32(out, f::BLOCK_ID, h.block_id);
     put_u16(out, f::BLOCK_SEQ, h.block_seq);
-    out[f::FLAGS] = flag_byte(h.flags.read_response);
+    out[f::FLAGS] = data_flag_byte(h.flags);
     put_u64(out, f::OFFSET, h.offset);
     put_u32(out, f::BLOCK_LEN, h.block_len);
     put_u64(out, f::XFER_BASE, h.xfer_base);
@@ -1015,6 +1121,9 @@ const _: () = {
     assert!(READ_REQ_LEN == 44);
     assert!(ATOMIC_REQ_LEN == 43);
     assert!(ATOMIC_RESP_LEN == 21);
+    assert!(SACK_LEN == 29);
+    assert!(field::sack::TRANSFER_ID.start == field::HEADER_END);
+    assert!(field::sack::RECEIVED.end == field::sack::CRC.start);
     assert!(field::atomic_req::PDID.start == field::HEADER_END);
     assert!(field::atomic_resp::TRANSFER_ID.start == field::HEADER_END);
     assert!(field::ctrl::TRANSFER_ID.start == field::HEADER_END);
@@ -1097,6 +1206,7 @@ mod tests {
                 block_seq: 2,
                 flags: DataFlags {
                     read_response: true,
+                    ..DataFlags::default()
                 },
                 offset: 3 * 16384 + 256,
                 block_len: 16384,
@@ -1176,6 +1286,31 @@ mod tests {
                 status: AtomicStatus::Refused,
                 old: 0x0102_0304_0506_0708,
             },
+            PartRepr::Sack {
+                transfer_id: 12,
+                block_id: 4,
+                block_seq: 3,
+                read_response: true,
+                base: 17,
+                received: 0x8000_0000_0000_0005,
+            },
+            PartRepr::Data {
+                pdid: 2,
+                rkey: 3,
+                transfer_id: 4,
+                block_id: 5,
+                block_seq: 6,
+                flags: DataFlags {
+                    read_response: false,
+                    selective: true,
+                    poll: true,
+                },
+                offset: 5 * 1024,
+                block_len: 1024,
+                xfer_base: 0x1000,
+                xfer_len: 8 << 10,
+                payload,
+            },
         ]
     }
 
@@ -1253,6 +1388,31 @@ mod tests {
             &[0x50, 0x41, 1, 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1]
         );
         assert_eq!(&buf[15..], &crc32fast::hash(&buf[..15]).to_be_bytes());
+    }
+
+    #[test]
+    fn known_bytes_of_a_sack_and_of_data_flags() {
+        let buf = emit_vec(&PartRepr::Sack {
+            transfer_id: 0x0102_0304,
+            block_id: 0x0506_0708,
+            block_seq: 0x090a,
+            read_response: false,
+            base: 0x0b0c,
+            received: 0x0d0e_0f10_1112_1314,
+        });
+        assert_eq!(buf.len(), SACK_LEN);
+        assert_eq!(
+            &buf[..25],
+            &[
+                0x50, 0x41, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 11, 12, 13, 14, 15, 16, 17, 18,
+                19, 20
+            ]
+        );
+        assert_eq!(&buf[25..], &crc32fast::hash(&buf[..25]).to_be_bytes());
+        let p = payload();
+        let s = samples(&p);
+        assert_eq!(emit_vec(&s[0])[field::data::FLAGS], 0x01);
+        assert_eq!(emit_vec(&s[11])[field::data::FLAGS], 0x06);
     }
 
     #[test]
@@ -1384,7 +1544,7 @@ mod tests {
         bad[field::VERSION] = 2;
         assert_eq!(PartRepr::parse(&bad), Err(WireError::BadMagic));
 
-        for ty in [0u8, 8, 0x80, 0xff] {
+        for ty in [0u8, 9, 0x80, 0xff] {
             let mut bad = good.clone();
             bad[field::TYPE] = ty;
             assert_eq!(PartRepr::parse(&bad), Err(WireError::UnknownType(ty)));
@@ -1414,14 +1574,17 @@ mod tests {
         }
 
         // Unknown flag bits, in every packet type that has flags.
-        for (i, at) in [
-            (0, field::data::FLAGS),
-            (2, field::ctrl::FLAGS),
-            (3, field::nack::FLAGS),
-            (6, field::ctrl::FLAGS),
+        for (i, at, bit) in [
+            (0, field::data::FLAGS, 0x08),
+            (0, field::data::FLAGS, 0x80),
+            (2, field::ctrl::FLAGS, 0x02),
+            (3, field::nack::FLAGS, 0x02),
+            (6, field::ctrl::FLAGS, 0x02),
+            (10, field::sack::FLAGS, 0x02),
+            (10, field::sack::FLAGS, 0x04),
         ] {
             let mut buf = emit_vec(&s[i]);
-            buf[at] |= 0x02;
+            buf[at] |= bit;
             fix_crc(&mut buf);
             assert_eq!(PartRepr::parse(&buf), Err(WireError::Malformed("flags")));
         }
@@ -1507,6 +1670,7 @@ mod tests {
             rkey: u32,
             ids: (u32, u32, u16),
             rr: bool,
+            sel: (bool, bool),
             offset: u64,
             block_len: u32,
             xfer_base: u64,
@@ -1517,6 +1681,7 @@ mod tests {
         Nack((u32, u32, u16), bool, NackReason, u64),
         Err((u32, u32, u16), bool),
         ReadReq(u16, u32, u32, u16, u64, u64, u64),
+        Sack((u32, u32, u16), bool, u16, u64),
     }
 
     impl Arb {
@@ -1527,6 +1692,7 @@ mod tests {
                     rkey,
                     ids,
                     rr,
+                    sel,
                     offset,
                     block_len,
                     xfer_base,
@@ -1538,7 +1704,11 @@ mod tests {
                     transfer_id: ids.0,
                     block_id: ids.1,
                     block_seq: ids.2,
-                    flags: DataFlags { read_response: *rr },
+                    flags: DataFlags {
+                        read_response: *rr,
+                        selective: sel.0,
+                        poll: sel.1,
+                    },
                     offset: *offset,
                     block_len: *block_len,
                     xfer_base: *xfer_base,
@@ -1574,6 +1744,14 @@ mod tests {
                     local_addr: *local,
                     len: *len,
                 },
+                Arb::Sack(ids, rr, base, received) => PartRepr::Sack {
+                    transfer_id: ids.0,
+                    block_id: ids.1,
+                    block_seq: ids.2,
+                    read_response: *rr,
+                    base: *base,
+                    received: *received,
+                },
             }
         }
     }
@@ -1586,6 +1764,7 @@ mod tests {
                 any::<u32>(),
                 ids,
                 any::<bool>(),
+                any::<(bool, bool)>(),
                 any::<u64>(),
                 any::<u32>(),
                 any::<u64>(),
@@ -1593,12 +1772,24 @@ mod tests {
                 proptest::collection::vec(any::<u8>(), 0..=4096),
             )
                 .prop_map(
-                    |(pdid, rkey, ids, rr, offset, block_len, xfer_base, xfer_len, payload)| {
+                    |(
+                        pdid,
+                        rkey,
+                        ids,
+                        rr,
+                        sel,
+                        offset,
+                        block_len,
+                        xfer_base,
+                        xfer_len,
+                        payload,
+                    )| {
                         Arb::Data {
                             pdid,
                             rkey,
                             ids,
                             rr,
+                            sel,
                             offset,
                             block_len,
                             xfer_base,
@@ -1621,6 +1812,8 @@ mod tests {
                 any::<u64>(),
             )
                 .prop_map(|(a, b, c, d, e, f, g)| Arb::ReadReq(a, b, c, d, e, f, g)),
+            (ids, any::<bool>(), any::<u16>(), any::<u64>())
+                .prop_map(|(ids, rr, base, bits)| Arb::Sack(ids, rr, base, bits)),
         ]
     }
 
@@ -1641,7 +1834,7 @@ mod tests {
         /// Random bytes behind a valid header reach the deeper checks too.
         #[test]
         fn prop_parse_never_panics_with_valid_header(
-            ty in 0u8..8,
+            ty in 0u8..10,
             rest in proptest::collection::vec(any::<u8>(), 0..200),
         ) {
             let mut bytes = vec![0x50, 0x41, VERSION, ty];

@@ -3,7 +3,7 @@
 //! The PART experiments part-latency, -fault-small, -fault-all, -fault-frequency and -timeout
 //! are the simulator's, written once over a testbed ([`part`], [`testbed::LiveTestbed`]), so
 //! live and simulated tables have the same columns; `live-hol`,
-//! `live-stale` and `live-peers` exist only live. The Active Access `aa-dht-link` keeps the
+//! `live-stale`, `live-loss` and `live-peers` exist only live. The Active Access `aa-dht-link` keeps the
 //! simulator's name and columns (plus `driver`); `aa-notify` exists only live (issue 5).
 //! `dsm-roundtrip` and `dsm-protect` measure the live DSM (crates/dsm-live); `dsm-apps` and
 //! `dsm-load` run the DSM applications on it, each rank a real process (the only live
@@ -22,6 +22,7 @@ mod dsm_apps;
 mod dsm_protect;
 mod dsm_roundtrip;
 pub mod hol;
+mod loss;
 pub mod part;
 pub mod peers;
 pub mod residency;
@@ -54,6 +55,7 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &part::TIMEOUT,
         &hol::SPEC,
         &stale::SPEC,
+        &loss::SPEC,
         &residency::SPEC,
         &peers::SPEC,
         &vs_sim::SPEC,

@@ -8,7 +8,7 @@ use super::{field, get_u16, get_u64, kind, DATA_HEADER_LEN, FLAG_READ_RESPONSE, 
 /// What a packet may write in its receiver's memory when it is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteTarget {
-    /// Nothing: an ACK, NACK, ERR or read request.
+    /// Nothing: an ACK, NACK, ERR, SACK or read request.
     Nothing,
     /// At most `[start, end)` of address space `pdid` (a data packet of a write).
     Range {
@@ -38,7 +38,7 @@ pub fn write_target(bytes: &[u8]) -> WriteTarget {
         return WriteTarget::Any;
     }
     match bytes[field::TYPE] {
-        kind::ACK | kind::NACK | kind::ERR | kind::READ_REQ => WriteTarget::Nothing,
+        kind::ACK | kind::NACK | kind::ERR | kind::READ_REQ | kind::SACK => WriteTarget::Nothing,
         kind::DATA if bytes.len() >= DATA_HEADER_LEN => {
             if bytes[field::data::FLAGS] & FLAG_READ_RESPONSE != 0 {
                 return WriteTarget::ReadResponse;
@@ -80,7 +80,10 @@ mod tests {
             transfer_id: 1,
             block_id: 0,
             block_seq: 0,
-            flags: DataFlags { read_response },
+            flags: DataFlags {
+                read_response,
+                ..DataFlags::default()
+            },
             offset: 512,
             block_len: 1024,
             xfer_base: 0x1000,
