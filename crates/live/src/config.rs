@@ -23,6 +23,10 @@ use crate::fault_handler::PageInConfig;
 use crate::memory::{MemoryMode, LOCAL_PDID, RESIDENCY_TTL};
 use crate::runtime::{LoopOptions, SPIN_YIELD_POLLS};
 
+/// Sections of the overrides that belong to layers on top of the runtime, not to [`Config`]:
+/// the launcher and the PMIx join leave them to the ranks ([`crate::edge::Edge::take_section`]).
+pub const LAYER_SECTIONS: &[&str] = &["dsm"];
+
 /// Profile overrides the live runtime applies on top of `forth-arm` before the user's own.
 ///
 /// - `engine.block_timeout_us=10000`: on the reference platform a page-in takes ~20 us, so a

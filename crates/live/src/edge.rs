@@ -8,7 +8,7 @@
 //!
 //! A program started by a PMIx launcher (`mpirun`, `prterun`, `srun`: [`ENV_PMIX_RANK`] and
 //! [`ENV_PMIX_NAMESPACE`] set, [`ENV_RANK`] not) joins its job through PMIx instead
-//! ([`crate::pmix::job`]): rank, size and endpoints from the launcher, the transport from
+//! ([`crate::pmix_job`]): rank, size and endpoints from the launcher, the transport from
 //! [`ENV_TRANSPORT`] (`shm`, the default, or `udp`, publishing [`ENV_UDP_IP`] if set), the
 //! bootstrap collectives through PMIx.
 
@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use crate::api::Runtime;
 use crate::config::{split_assignments, Config};
 use crate::error::{LiveError, TransportKind};
-use crate::pmix::job::PmixTransport;
+use crate::pmix_job::PmixTransport;
 
 /// Environment variable: this process's rank.
 pub const ENV_RANK: &str = "UNPINNED_RANK";
@@ -46,9 +46,7 @@ pub const ENV_PMIX_NAMESPACE: &str = "PMIX_NAMESPACE";
 /// address).
 pub const ENV_UDP_IP: &str = "UNPINNED_UDP_IP";
 
-/// Sections of the overrides that belong to layers on top of the runtime, not to [`Config`]:
-/// the launcher leaves them to the ranks ([`Edge::take_section`]).
-pub const LAYER_SECTIONS: &[&str] = &["dsm"];
+pub use crate::config::LAYER_SECTIONS;
 
 /// What the launcher told this rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,7 +161,7 @@ impl Edge {
             }
         };
         let sets = overrides_from_env();
-        let job = crate::pmix::job::join(transport, &sets)?;
+        let job = crate::pmix_job::join(transport, &sets)?;
         Ok(Edge {
             rank: job.rank,
             size: job.size,

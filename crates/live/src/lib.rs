@@ -43,6 +43,7 @@ pub mod layer;
 pub mod memory;
 pub mod msg;
 pub mod pmix;
+pub mod pmix_job;
 pub mod runtime;
 pub mod trace;
 pub mod transport;

@@ -11,7 +11,6 @@
 
 mod events;
 pub mod ffi;
-pub mod job;
 
 use std::ffi::CString;
 use std::path::PathBuf;

@@ -11,10 +11,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{unlink_after_fence, Client, PmixError};
 use crate::config::Config;
-use crate::edge::LAYER_SECTIONS;
+use crate::config::LAYER_SECTIONS;
 use crate::error::{LiveError, TransportKind};
+use crate::pmix::{unlink_after_fence, Client, PmixError};
 use crate::transport::shm::{create_segment, ShmGeometry};
 
 /// The key under which rank 0 publishes the segment's path (`!` + error if it failed).
