@@ -565,7 +565,7 @@ impl<'rt> Dht<'rt> {
             if f.wr.is_some() {
                 inflight.push_back(f);
             } else {
-                st.remote_ops += f.ins.ops() as u64;
+                st.remote_ops += f.ins.remote_ops() as u64;
                 st.collisions += u64::from(f.ins.collided());
             }
         }

@@ -362,3 +362,49 @@ fn live_residency_rows_and_the_cache_removes_the_target_scans() {
     };
     assert!((exp::find("live-residency").unwrap().run)(&ctx).is_err());
 }
+
+#[test]
+fn aa_dht_link_is_the_simulators_experiment_on_the_same_inserts() {
+    let params = [
+        ("collision_pct", "0,50"),
+        ("ops", "256"),
+        ("window", "16"),
+        ("reps", "1"),
+    ];
+    let live = run("aa-dht-link", &params);
+    let sim_spec = unpinned_experiments::find("aa-dht-link").expect("simulated aa-dht-link");
+    let ctx = RunContext {
+        profile: unpinned_core::profile::Profile::forth_arm(),
+        kind_profile: None,
+        seed: 1,
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        progress: &|_, _| {},
+    };
+    let sim = (sim_spec.run)(&ctx).expect("simulated run");
+    assert_eq!(live.table.columns, sim.table.columns);
+    assert_eq!(live.table.rows.len(), 8); // 2 collision shares x 4 schemes
+    assert_eq!(live.table.rows.len(), sim.table.rows.len());
+    for r in 0..live.table.rows.len() {
+        for key in ["scheme", "collision_pct"] {
+            assert_eq!(text(&live.table, r, key), text(&sim.table, r, key));
+        }
+        assert_eq!(text(&live.table, r, "driver"), "live");
+        assert!(num(&live.table, r, "inserts_per_s") > 0.0);
+        // The same keys into the same prefilled volume: every fresh slot has one winner, so
+        // the same inserts take the collision path, and the operation count is the same.
+        assert_eq!(
+            text(&live.table, r, "remote_ops_per_insert"),
+            text(&sim.table, r, "remote_ops_per_insert"),
+            "row {r}"
+        );
+    }
+    let rma50 = (0..8)
+        .find(|&r| {
+            text(&live.table, r, "scheme") == "rma" && text(&live.table, r, "collision_pct") == "50"
+        })
+        .expect("rma at 50%");
+    assert!(num(&live.table, rma50, "remote_ops_per_insert") > 2.0);
+}
