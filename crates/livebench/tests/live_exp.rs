@@ -3,27 +3,33 @@
 
 use std::collections::BTreeMap;
 
-use unpinned_experiments::{ExperimentOutput, RunContext};
+use unpinned_core::profile::Profile;
+use unpinned_experiments::{ExperimentOutput, ExperimentSpec, RunContext};
 use unpinned_livebench::exp;
 use unpinned_report::Table;
 
 fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
+    let spec = exp::find(name).unwrap_or_else(|| panic!("{name} registered"));
+    run_spec(spec, exp::live_profile(), params)
+}
+
+/// Run `spec` (live or simulated) with `profile`, seed 1 and `params`.
+fn run_spec(spec: &ExperimentSpec, profile: Profile, params: &[(&str, &str)]) -> ExperimentOutput {
     let params: BTreeMap<String, String> = params
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let progress = |_: u64, _: u64| {};
     let ctx = RunContext {
-        profile: exp::live_profile(),
+        profile,
         kind_profile: None,
         seed: 1,
         params,
         progress: &progress,
     };
-    let spec = exp::find(name).unwrap_or_else(|| panic!("{name} registered"));
     let t = std::time::Instant::now();
-    let out = (spec.run)(&ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
-    eprintln!("{name}: {:?}", t.elapsed());
+    let out = (spec.run)(&ctx).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+    eprintln!("{}: {:?}", spec.name, t.elapsed());
     out
 }
 
@@ -373,17 +379,7 @@ fn aa_dht_link_is_the_simulators_experiment_on_the_same_inserts() {
     ];
     let live = run("aa-dht-link", &params);
     let sim_spec = unpinned_experiments::find("aa-dht-link").expect("simulated aa-dht-link");
-    let ctx = RunContext {
-        profile: unpinned_core::profile::Profile::forth_arm(),
-        kind_profile: None,
-        seed: 1,
-        params: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        progress: &|_, _| {},
-    };
-    let sim = (sim_spec.run)(&ctx).expect("simulated run");
+    let sim = run_spec(sim_spec, Profile::forth_arm(), &params);
     assert_eq!(live.table.columns, sim.table.columns);
     assert_eq!(live.table.rows.len(), 8); // 2 collision shares x 4 schemes
     assert_eq!(live.table.rows.len(), sim.table.rows.len());

@@ -29,10 +29,26 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     profile: crate::ProfileKind::Aa,
     backends: crate::Backends::Both,
     params: Some(<Params as crate::Declared>::PARAMS),
-    fixed: &[],
+    fixed: FIXED,
     every_builtin_by_default: false,
     run: |ctx| run(ctx, &mut SimDhtTestbed::new(&ctx.aa_profile()?)),
 };
+
+/// The AA profile fields the simulated points set themselves.
+pub const FIXED: &[crate::FixedField] = &[
+    crate::FixedField {
+        field: "cpu.cores_per_node",
+        instead: "exp.window (the inserter's window is modelled as that many processes on node 0)",
+    },
+    crate::FixedField {
+        field: "notify.int_threshold",
+        instead: "nothing: the aa-sleep rows wake the handler at every entry, the aa-batch rows at 16 entries",
+    },
+    crate::FixedField {
+        field: "notify.int_period_us",
+        instead: "nothing: the aa-batch rows wake the handler 100 us after the first waiting entry",
+    },
+];
 
 crate::declare_params! {
     /// Parameters of `aa-dht-link`.
