@@ -151,6 +151,14 @@ impl LiveVolume {
         })
     }
 
+    /// Make every page of the volume present, so that a measurement that follows sees no
+    /// first-touch faults (the contents stay zero).
+    pub fn page_in(&self) -> Result<(), DhtError> {
+        let start = self.map.addr();
+        unpinned_os::populate::page_in(start, start + self.map.len() as u64, true)
+            .map_err(|e| DhtError::Map(std::io::Error::from_raw_os_error(e)))
+    }
+
     /// Where the fields are.
     pub fn layout(&self) -> VolumeLayout {
         self.layout
@@ -557,7 +565,7 @@ impl<'rt> Dht<'rt> {
             if f.wr.is_some() {
                 inflight.push_back(f);
             } else {
-                st.remote_ops += f.ins.ops() as u64;
+                st.remote_ops += f.ins.remote_ops() as u64;
                 st.collisions += u64::from(f.ins.collided());
             }
         }

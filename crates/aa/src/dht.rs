@@ -417,6 +417,7 @@ pub struct RmaInsert {
     cell: u64,
     prev: u64,
     ops: u32,
+    flushes: u32,
 }
 
 impl RmaInsert {
@@ -430,6 +431,7 @@ impl RmaInsert {
             cell: 0,
             prev: 0,
             ops: 0,
+            flushes: 0,
         }
     }
 
@@ -471,6 +473,7 @@ impl RmaInsert {
     /// Feed the result of the operation [`RmaInsert::op`] returned (0 for puts and flushes).
     pub fn on_result(&mut self, result: u64) -> Result<(), DhtError> {
         self.ops += 1;
+        self.flushes += u32::from(self.state == InsertState::FlushCell);
         self.state = match self.state {
             InsertState::CasSlot if result == 0 => InsertState::Done,
             InsertState::CasSlot => InsertState::FetchCell,
@@ -507,6 +510,12 @@ impl RmaInsert {
     /// Remote operations executed so far.
     pub fn ops(&self) -> u32 {
         self.ops
+    }
+
+    /// Remote operations executed so far without the flushes: the atomics, puts and gets,
+    /// each a request of its own on the network.
+    pub fn remote_ops(&self) -> u32 {
+        self.ops - self.flushes
     }
 }
 

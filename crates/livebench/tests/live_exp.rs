@@ -3,27 +3,33 @@
 
 use std::collections::BTreeMap;
 
-use unpinned_experiments::{ExperimentOutput, RunContext};
+use unpinned_core::profile::Profile;
+use unpinned_experiments::{ExperimentOutput, ExperimentSpec, RunContext};
 use unpinned_livebench::exp;
 use unpinned_report::Table;
 
 fn run(name: &str, params: &[(&str, &str)]) -> ExperimentOutput {
+    let spec = exp::find(name).unwrap_or_else(|| panic!("{name} registered"));
+    run_spec(spec, exp::live_profile(), params)
+}
+
+/// Run `spec` (live or simulated) with `profile`, seed 1 and `params`.
+fn run_spec(spec: &ExperimentSpec, profile: Profile, params: &[(&str, &str)]) -> ExperimentOutput {
     let params: BTreeMap<String, String> = params
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let progress = |_: u64, _: u64| {};
     let ctx = RunContext {
-        profile: exp::live_profile(),
+        profile,
         kind_profile: None,
         seed: 1,
         params,
         progress: &progress,
     };
-    let spec = exp::find(name).unwrap_or_else(|| panic!("{name} registered"));
     let t = std::time::Instant::now();
-    let out = (spec.run)(&ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
-    eprintln!("{name}: {:?}", t.elapsed());
+    let out = (spec.run)(&ctx).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+    eprintln!("{}: {:?}", spec.name, t.elapsed());
     out
 }
 
@@ -361,4 +367,40 @@ fn live_residency_rows_and_the_cache_removes_the_target_scans() {
         progress: &progress,
     };
     assert!((exp::find("live-residency").unwrap().run)(&ctx).is_err());
+}
+
+#[test]
+fn aa_dht_link_is_the_simulators_experiment_on_the_same_inserts() {
+    let params = [
+        ("collision_pct", "0,50"),
+        ("ops", "256"),
+        ("window", "16"),
+        ("reps", "1"),
+    ];
+    let live = run("aa-dht-link", &params);
+    let sim_spec = unpinned_experiments::find("aa-dht-link").expect("simulated aa-dht-link");
+    let sim = run_spec(sim_spec, Profile::forth_arm(), &params);
+    assert_eq!(live.table.columns, sim.table.columns);
+    assert_eq!(live.table.rows.len(), 8); // 2 collision shares x 4 schemes
+    assert_eq!(live.table.rows.len(), sim.table.rows.len());
+    for r in 0..live.table.rows.len() {
+        for key in ["scheme", "collision_pct"] {
+            assert_eq!(text(&live.table, r, key), text(&sim.table, r, key));
+        }
+        assert_eq!(text(&live.table, r, "driver"), "live");
+        assert!(num(&live.table, r, "inserts_per_s") > 0.0);
+        // The same keys into the same prefilled volume: every fresh slot has one winner, so
+        // the same inserts take the collision path, and the operation count is the same.
+        assert_eq!(
+            text(&live.table, r, "remote_ops_per_insert"),
+            text(&sim.table, r, "remote_ops_per_insert"),
+            "row {r}"
+        );
+    }
+    let rma50 = (0..8)
+        .find(|&r| {
+            text(&live.table, r, "scheme") == "rma" && text(&live.table, r, "collision_pct") == "50"
+        })
+        .expect("rma at 50%");
+    assert!(num(&live.table, rma50, "remote_ops_per_insert") > 2.0);
 }

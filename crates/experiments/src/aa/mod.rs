@@ -9,11 +9,12 @@
 mod counter;
 mod dht_compute;
 mod dht_iotlb;
-mod dht_link;
+pub mod dht_link;
 mod dht_scale;
 mod iommu_stream;
 mod log_gets;
 mod sort;
+pub mod testbed;
 
 use crate::ExperimentSpec;
 

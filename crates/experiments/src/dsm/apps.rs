@@ -8,6 +8,9 @@
 //! `unpinned live dsm-apps --set exp.traces=DIR`); points without a trace in a directory are
 //! skipped (listed in the metadata as `missing_traces`). Rows are replays: `driver` is `sim`
 //! whatever the source, the metadata's `trace_source` says which traces.
+//!
+//! The points are [`super::point::grid`]'s and the rows [`super::row`]'s, as live; the point
+//! function is the simulator's own (one trace replayed in every context; see `point.rs`).
 
 use std::collections::HashMap;
 
@@ -16,6 +19,7 @@ use unpinned_dsm_apps::Input;
 use unpinned_report::PlotSpec;
 use unpinned_sim::dsm::{replay, Context, DsmProfile, ReplayConfig, ReplayStats};
 
+use super::point::grid;
 use super::row::{DsmRow, Shares};
 use super::traces::Source;
 use crate::aa::per_s;
@@ -203,32 +207,30 @@ fn run(ctx: &RunContext, load: u32) -> Result<ExperimentOutput, ExperimentError>
         let base_ns: HashMap<Context, u64> =
             base.replays.iter().map(|(c, s)| (*c, s.time_ns)).collect();
         let mut base = Some(base);
-        for &n in &nodes {
-            for &t in &threads {
-                // 1 x 1 is the baseline run itself (speedup exactly 1).
-                let p = match (n, t, base.take()) {
-                    (1, 1, Some(b)) => b,
-                    (_, _, b) => {
-                        base = b;
-                        match trace_and_replay(&source, app, input, (n, t), &prof, &contexts, load)?
-                        {
-                            Some(p) => p,
-                            None => {
-                                done += 1;
-                                (ctx.progress)(done, total);
-                                missing.push(format!("{app}-{n}x{t}"));
-                                continue;
-                            }
+        for pt in grid(std::slice::from_ref(app), &nodes, &threads) {
+            let (n, t) = (pt.nodes, pt.threads);
+            // 1 x 1 is the baseline run itself (speedup exactly 1).
+            let p = match (pt.is_baseline(), base.take()) {
+                (true, Some(b)) => b,
+                (_, b) => {
+                    base = b;
+                    match trace_and_replay(&source, app, input, (n, t), &prof, &contexts, load)? {
+                        Some(p) => p,
+                        None => {
+                            done += 1;
+                            (ctx.progress)(done, total);
+                            missing.push(format!("{app}-{n}x{t}"));
+                            continue;
                         }
                     }
-                };
-                done += 1;
-                (ctx.progress)(done, total);
-                if !p.correct {
-                    failures.push(format!("{app} {n}x{t}"));
                 }
-                points.push((p, base_ns.clone()));
+            };
+            done += 1;
+            (ctx.progress)(done, total);
+            if !p.correct {
+                failures.push(format!("{app} {n}x{t}"));
             }
+            points.push((p, base_ns.clone()));
         }
     }
     let mut table = DsmRow::table();

@@ -10,9 +10,11 @@
 //! tables are deterministic; the replay itself is deterministic for any trace.
 
 mod apps;
+pub mod point;
 pub mod row;
 mod traces;
 
+pub use point::{grid, DsmPoint};
 pub use row::{DsmRow, Shares, COLUMNS};
 
 use crate::ExperimentSpec;

@@ -6,6 +6,11 @@
 //! with `driver = live`; the live run has no per-worker time counters, so the five `*_share`
 //! cells are empty.
 //!
+//! The points are the simulator's ([`unpinned_experiments::dsm::grid`]: apps, then ranks, then
+//! threads), each run once per handler context, so the rows come in the simulator's order; the
+//! point function differs (a launch per context here, one trace replayed in every context
+//! there: docs/experiments.md, "dsm-apps and dsm-load on two backends").
+//!
 //! Each point is one launch of `unpinned-dsm-run` (or `unpinned dsm-run`, see
 //! [`unpinned_dsm_run::command`]); rank 0 times the parallel phase, checks the answer and
 //! reports the counters of all ranks. Parameters (`--set exp.NAME=...`): `apps`, `nodes`,
@@ -19,29 +24,7 @@
 //! measure overhead and oversubscription, not the cluster's scaling (that is what the replay
 //! predicts).
 //!
-//! # Measured (development VM, 2 vCPUs shared with five other engineers' builds, release)
-//!
-//! Every row of every run below was correct (192 of 192 each). Medians over the 8 apps of the
-//! parallel-phase time, one launch per point (single runs vary by 2-5x on this machine):
-//!
-//! | run                        | context  | 1x1    | 2x1    | 4x1     | 4x2     |
-//! |----------------------------|----------|--------|--------|---------|---------|
-//! | dsm-apps, medium input     | progress | 27 ms  | 84 ms  | 201 ms  | 161 ms  |
-//! |                            | deferred | 27 ms  | 84 ms  | 112 ms  | 126 ms  |
-//! |                            | signal   | 25 ms  | 85 ms  | 233 ms  | 143 ms  |
-//! |                            | polling  | 24 ms  | 98 ms  | 170 ms  | 122 ms  |
-//! | dsm-load, small input      | progress | 2 ms   | 520 ms | 1388 ms | 1695 ms |
-//! |                            | polling  | 0.4 ms | 401 ms | 1038 ms | 1334 ms |
-//!
-//! More ranks are slower here, not faster: every rank adds a detector (and page-in) thread
-//! that polls with back-off, and the workers of all ranks share 2 CPUs, so a fault or a
-//! barrier waits for a descheduled peer; with a spinning process per rank (`dsm-load`) that
-//! wait becomes a scheduler time slice and runs take 5-50x longer. Only SOR (1x2: 2.3x in
-//! progress, 3.0x deferred) and Water (polling 1x2: 3.0x) show a speedup, within one rank, in
-//! single noisy runs. Lock-heavy TSP on one rank shows the handler context directly: its ~2000
-//! lock requests go to the rank itself through the mailbox, handled by the waiting thread in
-//! `polling` (10 ms) but by the backed-off detector in `progress` (76 ms), `deferred` (96 ms)
-//! and `signal` (121 ms).
+//! Measurements on the development VM: docs/performance.md, "Live DSM".
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -51,7 +34,7 @@ use serde_json::json;
 use unpinned_dsm_apps::names;
 use unpinned_dsm_live::{HandlerContext, ProtectMode};
 use unpinned_dsm_run::{command, result_file, trace_file, RunArgs, RunResult};
-use unpinned_experiments::dsm::DsmRow;
+use unpinned_experiments::dsm::{grid, DsmRow};
 use unpinned_experiments::{
     Declared, ExperimentError, ExperimentOutput, ExperimentSpec, RunContext,
 };
@@ -249,75 +232,76 @@ fn run(ctx: &RunContext, load: bool) -> Result<ExperimentOutput, ExperimentError
     let total = (apps.len() * contexts.len() * nodes.len() * threads.len()) as u64;
     let mut done = 0;
     let mut failures = Vec::new();
+    let threads: Vec<u32> = threads.iter().map(|&t| t as u32).collect();
     for app in &apps {
-        for (ci, &c) in contexts.iter().enumerate() {
-            let mut base_s: Option<f64> = None;
-            for &n in &nodes {
-                for &t in &threads {
-                    let mut a = RunArgs {
-                        app: app.clone(),
-                        input,
-                        threads: t,
-                        context: c,
-                        protect: ProtectMode::Batched,
-                        trace: None,
-                        result: None,
-                        die_rank: None,
-                    };
-                    if let (Some(d), 0) = (&trace_dir, ci) {
-                        a.trace = Some(trace_file(d, app, n, t as u32));
-                        a.result = Some(result_file(d, app, n, t as u32));
-                    }
-                    let r = point(&prog, &prefix, &a, n, reps, load, &scratch)?;
-                    done += 1;
-                    (ctx.progress)(done, total);
-                    let (time_s, correct, faults, barriers, locks, control, transfers, bytes) =
-                        match &r {
-                            Ok(r) => (
-                                r.time_s,
-                                true,
-                                r.faults(),
-                                r.barriers,
-                                r.locks,
-                                r.messages,
-                                r.data_transfers,
-                                r.data_bytes,
-                            ),
-                            Err(e) => {
-                                failures.push(format!("{app} {} {n}x{t}: {e}", c.name()));
-                                (f64::NAN, false, 0, 0, 0, 0, 0, 0)
-                            }
-                        };
-                    if n == 1 && t == 1 && correct {
-                        base_s = Some(time_s);
-                    }
-                    let rate = |x: u64| {
-                        if correct {
-                            x as f64 / time_s
-                        } else {
-                            f64::NAN
-                        }
-                    };
-                    DsmRow {
-                        app: app.clone(),
-                        context: c.name().into(),
-                        nodes: n,
-                        threads_per_node: t as u32,
-                        time_s,
-                        speedup: base_s.map_or(f64::NAN, |b| b / time_s),
-                        faults_per_s: rate(faults),
-                        barriers_per_s: rate(barriers),
-                        locks_per_s: rate(locks),
-                        correct,
-                        driver: "live",
-                        requests: faults,
-                        messages: control + transfers,
-                        rdma_mb_per_s: rate(bytes) / 1e6,
-                        sends_per_s: rate(control),
-                        shares: None,
-                    }
-                    .push_to(&mut table);
+        // The speedup baseline (the 1 x 1 row) of each context.
+        let mut base_s: Vec<Option<f64>> = vec![None; contexts.len()];
+        for pt in grid(std::slice::from_ref(app), &nodes, &threads) {
+            let (n, t) = (pt.nodes, pt.threads);
+            for (ci, &c) in contexts.iter().enumerate() {
+                let mut a = RunArgs {
+                    app: app.clone(),
+                    input,
+                    threads: t as usize,
+                    context: c,
+                    protect: ProtectMode::Batched,
+                    trace: None,
+                    result: None,
+                    die_rank: None,
+                };
+                if let (Some(d), 0) = (&trace_dir, ci) {
+                    a.trace = Some(trace_file(d, app, n, t));
+                    a.result = Some(result_file(d, app, n, t));
                 }
+                let r = point(&prog, &prefix, &a, n, reps, load, &scratch)?;
+                done += 1;
+                (ctx.progress)(done, total);
+                let (time_s, correct, faults, barriers, locks, control, transfers, bytes) = match &r
+                {
+                    Ok(r) => (
+                        r.time_s,
+                        true,
+                        r.faults(),
+                        r.barriers,
+                        r.locks,
+                        r.messages,
+                        r.data_transfers,
+                        r.data_bytes,
+                    ),
+                    Err(e) => {
+                        failures.push(format!("{app} {} {n}x{t}: {e}", c.name()));
+                        (f64::NAN, false, 0, 0, 0, 0, 0, 0)
+                    }
+                };
+                if pt.is_baseline() && correct {
+                    base_s[ci] = Some(time_s);
+                }
+                let rate = |x: u64| {
+                    if correct {
+                        x as f64 / time_s
+                    } else {
+                        f64::NAN
+                    }
+                };
+                DsmRow {
+                    app: app.clone(),
+                    context: c.name().into(),
+                    nodes: n,
+                    threads_per_node: t,
+                    time_s,
+                    speedup: base_s[ci].map_or(f64::NAN, |b| b / time_s),
+                    faults_per_s: rate(faults),
+                    barriers_per_s: rate(barriers),
+                    locks_per_s: rate(locks),
+                    correct,
+                    driver: "live",
+                    requests: faults,
+                    messages: control + transfers,
+                    rdma_mb_per_s: rate(bytes) / 1e6,
+                    sends_per_s: rate(control),
+                    shares: None,
+                }
+                .push_to(&mut table);
             }
         }
     }

@@ -3,8 +3,9 @@
 //! The PART experiments part-latency, -fault-small, -fault-all, -fault-frequency and -timeout
 //! are the simulator's, written once over a testbed ([`part`], [`testbed::LiveTestbed`]), so
 //! live and simulated tables have the same columns; `live-hol`,
-//! `live-stale`, `live-loss` and `live-peers` exist only live. The Active Access `aa-dht-link` keeps the
-//! simulator's name and columns (plus `driver`); `aa-notify` exists only live (issue 5).
+//! `live-stale`, `live-loss` and `live-peers` exist only live. The Active Access
+//! `aa-dht-link` is the simulator's too, written once over a DHT testbed
+//! ([`aa_dht_link::LiveDhtTestbed`]); `aa-notify` exists only live (issue 5).
 //! `dsm-roundtrip` and `dsm-protect` measure the live DSM (crates/dsm-live); `dsm-apps` and
 //! `dsm-load` run the DSM applications on it, each rank a real process (the only live
 //! experiments that launch processes). Every other experiment runs two ranks as two
@@ -16,7 +17,7 @@
 //! 2 vCPUs shared by two engine threads, two page-in threads and the caller, and single
 //! transfers vary by 2-3x.
 
-mod aa_dht_link;
+pub mod aa_dht_link;
 mod aa_notify;
 mod dsm_apps;
 mod dsm_protect;

@@ -83,6 +83,9 @@ pub struct DhtWorkload {
     pub collided: u64,
     /// Inserts completed (RMA) or handled (AA/AM).
     pub inserted: u64,
+    /// Remote operations issued (active puts, AM sends, atomics, puts, gets; flushes not
+    /// counted).
+    pub remote_ops: u64,
 }
 
 impl DhtWorkload {
@@ -101,7 +104,7 @@ impl DhtWorkload {
         for (t, v) in vols.iter_mut().enumerate() {
             for s in 0..PREFILL {
                 // Prefill keys use unique part 0x8000_0000+ so they never equal inserted ones.
-                v.local_insert(map.make_key(0x8000_0000 + s, t as u32, s), s)
+                v.local_insert(prefill_key(map, t as u32, s), s)
                     .expect("prefill fits");
             }
         }
@@ -144,11 +147,13 @@ impl DhtWorkload {
             compute_ns: p.compute_ns,
             collided: 0,
             inserted: 0,
+            remote_ops: 0,
         }
     }
 
     /// Processes `0..inserters` insert `p.ops` keys each, all into process `target`'s volume;
     /// the other processes only own (empty) volumes (the spec's one-inserter link check).
+    /// The keys are [`single_target_draws`] of `p`.
     pub fn single_target(
         procs: u32,
         inserters: u32,
@@ -156,20 +161,24 @@ impl DhtWorkload {
         scheme: Scheme,
         p: DhtParams,
     ) -> DhtWorkload {
+        let draws = single_target_draws(p.seed, inserters, p.ops, p.collision, 1 << p.slot_bits);
+        DhtWorkload::with_draws(procs, target, scheme, p, &draws)
+    }
+
+    /// [`DhtWorkload::single_target`] with the draws given: process `i` inserts the keys of
+    /// `draws[i]` (unique part, slot), in order, into process `target`'s volume.
+    pub fn with_draws(
+        procs: u32,
+        target: u32,
+        scheme: Scheme,
+        p: DhtParams,
+        draws: &[Vec<(u32, u32)>],
+    ) -> DhtWorkload {
         let mut w = DhtWorkload::new(procs, scheme, DhtParams { ops: 0, ..p });
-        let mut uniq = 1u32;
-        for i in 0..inserters {
-            let mut rng = rng_for(p.seed, &format!("aa.dht.single.{i}"));
-            w.procs[i as usize].keys = (0..p.ops)
-                .map(|_| {
-                    let slot = if rng.gen_bool(p.collision) {
-                        rng.gen_range(0..PREFILL)
-                    } else {
-                        rng.gen_range(PREFILL..w.layout.table_slots)
-                    };
-                    uniq += 1;
-                    (w.map.make_key(uniq, target, slot), target, slot)
-                })
+        for (i, d) in draws.iter().enumerate() {
+            w.procs[i].keys = d
+                .iter()
+                .map(|&(uniq, slot)| (w.map.make_key(uniq, target, slot), target, slot))
                 .collect();
         }
         w
@@ -187,7 +196,7 @@ impl DhtWorkload {
             .collect();
         for (t, v) in vols.iter_mut().enumerate() {
             for s in 0..PREFILL {
-                v.local_insert(self.map.make_key(0x8000_0000 + s, t as u32, s), s)
+                v.local_insert(prefill_key(self.map, t as u32, s), s)
                     .expect("prefill fits");
             }
         }
@@ -215,8 +224,9 @@ impl DhtWorkload {
     }
 }
 
-impl Workload for DhtWorkload {
-    fn next(&mut self, p: u32, result: Option<u64>) -> Option<AppOp> {
+impl DhtWorkload {
+    /// Process `p`'s next operation.
+    fn next_op(&mut self, p: u32, result: Option<u64>) -> Option<AppOp> {
         let layout = self.layout;
         let st = &mut self.procs[p as usize];
         if self.mode == Mode::Rma {
@@ -272,6 +282,23 @@ impl Workload for DhtWorkload {
             },
         })
     }
+}
+
+impl Workload for DhtWorkload {
+    fn next(&mut self, p: u32, result: Option<u64>) -> Option<AppOp> {
+        let op = self.next_op(p, result);
+        if let Some(
+            AppOp::ActivePut { .. }
+            | AppOp::AmSend { .. }
+            | AppOp::Atomic { .. }
+            | AppOp::Put { .. }
+            | AppOp::Get { .. },
+        ) = op
+        {
+            self.remote_ops += 1;
+        }
+        op
+    }
 
     fn atomic(&mut self, target: u32, addr: u64, op: AtomicOp) -> u64 {
         self.vols[target as usize].atomic(addr, op)
@@ -306,6 +333,42 @@ impl Workload for DhtWorkload {
         self.inserted += 1;
         Handled::accesses(acc)
     }
+}
+
+/// The inserts of the one-inserter workload, drawn the same way for every backend: for each
+/// of `inserters` flows, `ops` (unique part, slot) pairs from the seed's `aa.dht.single.{i}`
+/// stream. A share `collision` aims at the [`PREFILL`] slots that are occupied before the run,
+/// the rest at the other slots of `table_slots`; unique parts count from 2 across flows.
+pub fn single_target_draws(
+    seed: u64,
+    inserters: u32,
+    ops: u32,
+    collision: f64,
+    table_slots: u32,
+) -> Vec<Vec<(u32, u32)>> {
+    let mut uniq = 1u32;
+    (0..inserters)
+        .map(|i| {
+            let mut rng = rng_for(seed, &format!("aa.dht.single.{i}"));
+            (0..ops)
+                .map(|_| {
+                    let slot = if rng.gen_bool(collision) {
+                        rng.gen_range(0..PREFILL)
+                    } else {
+                        rng.gen_range(PREFILL..table_slots)
+                    };
+                    uniq += 1;
+                    (uniq, slot)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The key of prefilled slot `slot` of `target`'s volume (unique parts from `0x8000_0000`,
+/// never equal to an inserted key's).
+pub fn prefill_key(map: DhtMap, target: u32, slot: u32) -> u64 {
+    map.make_key(0x8000_0000 + slot, target, slot)
 }
 
 /// The model operation for the insert's next remote op. Puts are non-blocking, so their
