@@ -21,6 +21,10 @@ pub enum BenchCommand {
     /// PART, residency check cost (PART vs Transfer-Only), 4 KiB write into a missing page,
     /// and live-hol (other transfers' latency with a major-faulting one, PART and blocking).
     Live(BenchLiveArgs),
+    /// OpenSHMEM side by side (issue 16): bench/shmem/osu_shmem.c built with unpinned's oshcc
+    /// and Open MPI's, 2 PEs; (a) defaults vs Open MPI (target: within 1.5x), (b) every
+    /// transfer through PART vs Open MPI over TCP (target: ahead); medians of rounds, ratios.
+    Shmem(crate::bench_shmem::BenchShmemArgs),
 }
 
 /// Arguments of `unpinned bench live`.

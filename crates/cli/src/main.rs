@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod bench_apps;
+mod bench_shmem;
 mod calibrate_cmd;
 mod config_cmd;
 mod error;
@@ -509,6 +510,7 @@ fn main() -> ExitCode {
         Command::RunPoint(a) => sweep::run_point_cmd(a),
         Command::DsmRun(a) => std::process::exit(unpinned_dsm_run::main_with(&a.args)),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
+        Command::Bench(BenchCommand::Shmem(a)) => bench_shmem::run(a).map_err(CliError::Run),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,7 +8,7 @@
 //! Each program runs once per configuration of `SOS_CONFIGS` (comma-separated, default
 //! `shm,part`): `shm` (shared-memory transport, on-node load/store path on), `part` (shared
 //! memory, load/store path off: every transfer through PART), `udp` (UDP, load/store off).
-//! Other knobs: `SOS_NPES` (default 2), `SOS_TIMEOUT_S` (per run, default 30), `SOS_FILTER`
+//! Other knobs: `SOS_NPES` (default 2), `SOS_TIMEOUT_S` (per run, default 60), `SOS_FILTER`
 //! (substring of names), `SOS_JOBS` (parallel builds, default 2).
 
 use std::path::{Path, PathBuf};
@@ -156,7 +156,7 @@ fn configs() -> Vec<RunConfig> {
 
 fn run(bin: &Path, log: &Path, cfg: RunConfig) -> Outcome {
     let npes = std::env::var("SOS_NPES").unwrap_or_else(|_| "2".into());
-    let timeout = std::env::var("SOS_TIMEOUT_S").unwrap_or_else(|_| "30".into());
+    let timeout = std::env::var("SOS_TIMEOUT_S").unwrap_or_else(|_| "60".into());
     let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
     c.args(["-np", &npes, "--timeout", &timeout, "--transport", cfg.1]);
     c.env("SHMEM_LOADSTORE", if cfg.2 { "1" } else { "0" });
@@ -208,11 +208,21 @@ fn sos_unit_tests_and_spec_examples() {
         .join(format!("sos-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let filter = std::env::var("SOS_FILTER").unwrap_or_default();
-    let (progs, skipped) = programs(&root);
-    let progs: Vec<Prog> = progs
+    let (progs, mut skipped) = programs(&root);
+    let cxx = std::env::var("OSHCXX_CXX")
+        .or_else(|_| std::env::var("CXX"))
+        .unwrap_or_else(|_| "c++".into());
+    let have_cxx = Command::new(&cxx)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let (progs, no_cxx): (Vec<Prog>, Vec<Prog>) = progs
         .into_iter()
         .filter(|p| p.name.contains(&filter))
-        .collect();
+        .partition(|p| !p.cxx || have_cxx);
+    for p in no_cxx {
+        skipped.push((p.name, format!("no C++ compiler ({cxx}; set CXX)")));
+    }
 
     // Build in parallel.
     let jobs: usize = std::env::var("SOS_JOBS")
@@ -290,6 +300,7 @@ fn sos_unit_tests_and_spec_examples() {
             match results.iter().find(|(n, _)| n == name) {
                 Some((_, Outcome::Pass(_))) => {}
                 Some(_) => regressions.push(format!("{name} [{}]", cfg.0)),
+                None if skipped.iter().any(|(n, _)| n == name) => {}
                 None if filter.is_empty() => regressions.push(format!("{name} (not in the suite)")),
                 None => {}
             }
