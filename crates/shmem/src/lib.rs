@@ -25,6 +25,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod amo;
+pub mod bind;
 pub mod coll;
 pub mod ctx;
 pub mod heap;
