@@ -32,7 +32,7 @@ pub const ENV_SET: &str = "UNPINNED_SET";
 
 /// Sections of the overrides that belong to layers on top of the runtime, not to [`Config`]:
 /// the launcher leaves them to the ranks ([`Edge::take_section`]).
-pub const LAYER_SECTIONS: &[&str] = &["dsm"];
+pub const LAYER_SECTIONS: &[&str] = &["dsm", "shmem"];
 
 /// What the launcher told this rank.
 #[derive(Clone, Debug, PartialEq, Eq)]

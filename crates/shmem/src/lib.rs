@@ -31,6 +31,7 @@ pub mod ctx;
 pub mod heap;
 pub mod rma;
 pub mod segments;
+pub mod settings;
 pub mod state;
 pub mod sync;
 pub mod team;
