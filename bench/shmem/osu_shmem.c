@@ -17,9 +17,6 @@
  * -f FACTOR (2 or 4, default 4: sizes are MAX / FACTOR^k down to 16, and 8), -t TESTS (comma
  * list of the names above, default all). Transfers are checked (first and last byte): a wrong
  * byte ends the job with exit code 1 and a message naming the test and size.
- *
- * Built with -DOSU_NO_BCAST, it leaves bcast_lat out (for a library without the 1.4 active-set
- * collectives: no shmem_broadcast64, SHMEM_BCAST_SYNC_SIZE).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <shmem.h>
@@ -171,9 +168,7 @@ static int sizes(const struct opts *o, size_t *out, int cap) {
 static unsigned char *src, *dst; /* symmetric, max_bytes each */
 static long *counter;           /* symmetric atomic target */
 static double *peer_time_us;    /* symmetric: PE 1's mean broadcast time, for PE 0 */
-#ifndef OSU_NO_BCAST
 static long *psync; /* symmetric pSync for broadcast */
-#endif
 
 static void lat(const struct opts *o, int me, int put, size_t size, unsigned char tag) {
     const char *name = put ? "put_lat" : "get_lat";
@@ -281,7 +276,6 @@ static void barrier(const struct opts *o, int me) {
     shmem_barrier_all();
 }
 
-#ifndef OSU_NO_BCAST
 /* Broadcast latency: only the broadcast call is timed (a barrier after each lets pSync be
  * reused); the line is the slower PE's mean. */
 static void bcast(const struct opts *o, int me, size_t size, unsigned char tag) {
@@ -306,7 +300,6 @@ static void bcast(const struct opts *o, int me, size_t size, unsigned char tag) 
     if (me == 0) row("bcast_lat", size, iters, mean > *peer_time_us ? mean : *peer_time_us);
     shmem_barrier_all();
 }
-#endif
 
 int main(int argc, char **argv) {
     struct opts o = {0, (size_t)4 << 20, 4, NULL};
@@ -344,14 +337,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "osu_shmem: PE %d: shmem_malloc of 2 x %zu B failed\n", me, o.max_bytes);
         shmem_global_exit(1);
     }
-#ifndef OSU_NO_BCAST
     psync = shmem_malloc(sizeof(long) * SHMEM_BCAST_SYNC_SIZE);
     if (!psync) {
         fprintf(stderr, "osu_shmem: PE %d: shmem_malloc of pSync failed\n", me);
         shmem_global_exit(1);
     }
     for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++) psync[i] = SHMEM_SYNC_VALUE;
-#endif
     memset(src, 0, o.max_bytes);
     memset(dst, 0, o.max_bytes);
     shmem_barrier_all();
@@ -369,16 +360,12 @@ int main(int argc, char **argv) {
     if (wanted(&o, "fadd_lat")) atomics(&o, me, 0);
     if (wanted(&o, "cswap_lat")) atomics(&o, me, 1);
     if (wanted(&o, "barrier_lat")) barrier(&o, me);
-#ifndef OSU_NO_BCAST
     if (wanted(&o, "bcast_lat"))
         for (int i = 0; i < n; i++) bcast(&o, me, sz[i], (unsigned char)(i + 33));
-#endif
 
     shmem_barrier_all();
     shmem_free(agreed);
-#ifndef OSU_NO_BCAST
     shmem_free(psync);
-#endif
     shmem_free(peer_time_us);
     shmem_free(counter);
     shmem_free(dst);

@@ -25,7 +25,7 @@ use crate::runtime::{LoopOptions, SPIN_YIELD_POLLS};
 
 /// Sections of the overrides that belong to layers on top of the runtime, not to [`Config`]:
 /// the launcher and the PMIx join leave them to the ranks ([`crate::edge::Edge::take_section`]).
-pub const LAYER_SECTIONS: &[&str] = &["dsm"];
+pub const LAYER_SECTIONS: &[&str] = &["dsm", "shmem"];
 
 /// Profile overrides the live runtime applies on top of `forth-arm` before the user's own.
 ///

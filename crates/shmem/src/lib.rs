@@ -25,11 +25,13 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod amo;
+pub mod bind;
 pub mod coll;
 pub mod ctx;
 pub mod heap;
 pub mod rma;
 pub mod segments;
+pub mod settings;
 pub mod state;
 pub mod sync;
 pub mod team;

@@ -51,6 +51,8 @@ pub struct State {
     pub me: u32,
     /// PEs in the job.
     pub npes: u32,
+    /// Every PE's heap is mapped here (load/store path): heap flags need no PART traffic.
+    pub all_mapped: bool,
     /// The symmetric heap.
     pub heap: Heap,
     /// The user allocator over the heap (after [`INTERNAL_BYTES`]).
@@ -194,7 +196,12 @@ pub fn init(call: &str, level: c_int) {
     if !STATE.load(Ordering::Acquire).is_null() {
         return;
     }
+    let mut shmem_sets = Vec::new();
     let rt = match unpinned_live::edge::Edge::from_env().and_then(|mut edge| {
+        // Before the runtime's threads start: they inherit the binding.
+        crate::bind::bind_from_env(edge.rank, edge.size);
+        // The library's own section (`shmem.loadstore=false`), not the runtime's.
+        shmem_sets = edge.take_section("shmem");
         // The library's defaults go first: the user's own overrides (UNPINNED_SET) win.
         let mut sets: Vec<String> = SHMEM_RUNTIME_DEFAULTS
             .iter()
@@ -219,7 +226,12 @@ pub fn init(call: &str, level: c_int) {
     let size = size
         .max(INTERNAL_BYTES + (1 << 20))
         .next_multiple_of(1 << 21);
-    let loadstore = loadstore_from_env();
+    let settings = crate::settings::Settings {
+        loadstore: loadstore_from_env(),
+    };
+    let loadstore = crate::settings::apply(settings, &shmem_sets)
+        .unwrap_or_else(|e| die(format!("UNPINNED_SET / oshrun --set: {e}")))
+        .loadstore;
     let kind = if loadstore {
         HeapKind::SharedFile
     } else {
@@ -308,8 +320,10 @@ pub fn init(call: &str, level: c_int) {
             segs: psegs,
         });
     }
+    let all_mapped = peers.iter().all(|p| !p.heap_map.is_null());
     let st = Box::new(State {
         rt,
+        all_mapped,
         me,
         npes,
         alloc: Mutex::new(Allocator::new(INTERNAL_BYTES, heap.size)),

@@ -40,9 +40,17 @@ pub fn compare<T: PartialOrd>(call: &str, a: T, cmp: c_int, b: T) -> bool {
 }
 
 /// Spin until `done()`: drives the engine now and then (so that PART traffic to this PE
-/// progresses even when its progress thread sleeps), yields the CPU after a short spin, and
+/// progresses even when its progress thread sleeps; not when every heap is mapped, the flags
+/// then being written with stores), yields the CPU after a short spin (a very short one unless
+/// this thread has a CPU of its own: the PE it waits for may need this CPU to get there), and
 /// leaves if another PE called `shmem_global_exit`.
 pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
+    let drive = !st.all_mapped;
+    let spin_max = if unpinned_os::affinity::current_thread_pinned() {
+        SPIN_BEFORE_YIELD
+    } else {
+        SPIN_BEFORE_YIELD_SHARED
+    };
     let mut spins: u32 = 0;
     loop {
         if done() {
@@ -50,10 +58,10 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
             return;
         }
         spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(PROGRESS_EVERY) {
+        if drive && spins.is_multiple_of(PROGRESS_EVERY) {
             let _ = st.rt.progress();
         }
-        if spins > SPIN_BEFORE_YIELD {
+        if spins > spin_max {
             std::thread::yield_now();
             if spins.is_multiple_of(1024) {
                 st.check_exit_word();
@@ -66,8 +74,10 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
 
 /// Polls of the watched memory between two engine turns driven by a waiter.
 const PROGRESS_EVERY: u32 = 128;
-/// Polls before a waiter starts yielding the CPU at each poll.
+/// Polls before a waiter on a CPU of its own starts yielding the CPU at each poll.
 const SPIN_BEFORE_YIELD: u32 = 4096;
+/// Polls before a waiter that may share its CPU starts yielding.
+const SPIN_BEFORE_YIELD_SHARED: u32 = 64;
 
 /// The barrier flag of round `k` in the heap of this PE (or at `base` of another's mapping).
 fn flag(base: *mut u8, k: usize) -> &'static AtomicU64 {

@@ -61,9 +61,56 @@ pub fn compile_command(cxx: bool, args: &[String]) -> Result<(String, Vec<String
     Ok((compiler, v))
 }
 
-/// Run `oshcc` / `oshcxx`: `--showme` prints the command instead.
+/// The names the tools go by on the `PATH`, and the binary each one is (cargo refuses `+` in a
+/// binary name: `oshc++` can only be a link).
+pub const TOOL_LINKS: &[(&str, &str)] = &[
+    ("oshcc", "oshcc"),
+    ("oshc++", "oshcxx"),
+    ("oshCC", "oshcxx"),
+    ("oshcxx", "oshcxx"),
+    ("oshrun", "oshrun"),
+];
+
+/// Make `dir/bin/` hold a relative symbolic link per [`TOOL_LINKS`] name to the binary in
+/// `dir` (links that exist are replaced); returns `dir/bin`.
+pub fn make_tool_links(dir: &Path) -> std::io::Result<PathBuf> {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+    for (name, target) in TOOL_LINKS {
+        let link = bin.join(name);
+        if link.symlink_metadata().is_ok() {
+            std::fs::remove_file(&link)?;
+        }
+        std::os::unix::fs::symlink(Path::new("..").join(target), &link)?;
+    }
+    Ok(bin)
+}
+
+/// `oshcc --print-env`: put the tools' links next to this binary ([`make_tool_links`]) and
+/// print the shell line that puts them first on the `PATH` (`eval "$(oshcc --print-env)"`).
+fn print_env() -> ! {
+    let made = std::env::current_exe()
+        .and_then(|e| e.canonicalize())
+        .and_then(|e| make_tool_links(e.parent().unwrap_or(Path::new("."))));
+    match made {
+        Ok(bin) => {
+            println!("export PATH=\"{}:$PATH\"", bin.display());
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("oshcc --print-env: cannot make the tool links: {e} (is the build directory writable?)");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Run `oshcc` / `oshcxx`: `--showme` prints the command instead; `--print-env` makes the
+/// tools' links and prints the `PATH` line ([`print_env`]).
 pub fn compiler_main(cxx: bool) -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() == 1 && args[0] == "--print-env" {
+        print_env()
+    }
     let show = args.iter().any(|a| a == "--showme" || a == "-show");
     let args: Vec<String> = args
         .into_iter()
@@ -84,5 +131,26 @@ pub fn compiler_main(cxx: bool) -> ! {
             eprintln!("oshcc: cannot run the compiler {cc:?}: {e} (set OSHCC_CC / CC, or OSHCXX_CXX / CXX)");
             std::process::exit(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_links_point_at_the_binaries_and_can_be_remade() {
+        let dir = std::env::temp_dir().join(format!("shmem-tool-links-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for b in ["oshcc", "oshcxx", "oshrun"] {
+            std::fs::write(dir.join(b), b).unwrap();
+        }
+        for _ in 0..2 {
+            let bin = make_tool_links(&dir).unwrap();
+            for (name, target) in TOOL_LINKS {
+                assert_eq!(std::fs::read_to_string(bin.join(name)).unwrap(), *target);
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -80,3 +80,47 @@ fn teams_and_collectives_with_1_to_4_pes_on_every_path() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// RMA and atomics on a context of the odd-PE team at 4 PEs: team PE 1 is world PE 3, through
+/// the load/store path and through PART.
+#[test]
+fn a_team_context_numbers_pes_in_its_team() {
+    if !have("cc") {
+        eprintln!("SKIPPED: no C compiler (`cc`)");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe
+        .parent()
+        .unwrap()
+        .join(format!("shmem-team-ctx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("team_ctx");
+    let o = Command::new(env!("CARGO_BIN_EXE_oshcc"))
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg(Path::new(MANIFEST).join("tests/c/team_ctx.c"))
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "building team_ctx.c: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for loadstore in ["1", "0"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-np", "4", "--timeout", "60"])
+            .arg(&bin)
+            .env("SHMEM_LOADSTORE", loadstore)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "team_ctx at 4 PEs, load/store {loadstore}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

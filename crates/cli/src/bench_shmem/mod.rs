@@ -90,24 +90,21 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
     if ours.oshcc.parent().is_some_and(|d| d.ends_with("debug")) {
         eprintln!("bench shmem: note: {} is a debug build; measure a release build (`cargo build --release -p unpinned-shmem`, then --unpinned-bin target/release)", ours.oshcc.display());
     }
-    let ours_built = tools::build(&ours, &build_dir)?;
-    let ours_prog = ours_built.program.clone();
+    let ours_prog = tools::build(&ours, &build_dir)?;
     eprintln!(
         "bench shmem: built {} with {}",
         ours_prog.display(),
         ours.oshcc.display()
     );
-    let mut notes: Vec<String> = ours_built.note.into_iter().collect();
     let (peer, skipped) = match peer {
         Ok(t) => match tools::build(&t, &build_dir) {
             Ok(b) => {
                 eprintln!(
                     "bench shmem: built {} with {}",
-                    b.program.display(),
+                    b.display(),
                     t.oshcc.display()
                 );
-                notes.extend(b.note);
-                (Some((t, b.program)), String::new())
+                (Some((t, b)), String::new())
             }
             Err(e) => (
                 None,
@@ -118,9 +115,6 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
     };
     if !skipped.is_empty() {
         eprintln!("bench shmem: {skipped}; running unpinned only");
-    }
-    for n in &notes {
-        eprintln!("bench shmem: note: {n}");
     }
 
     let mut bench_args: Vec<String> = Vec::new();
@@ -306,7 +300,6 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
         "openmpi_oshcc": peer.as_ref().map(|(t, _)| tools::describe(t)),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "failures": failures,
-        "notes": notes,
         "skipped": skipped,
     });
     write_experiment(&args.out, "bench-shmem", &summary, &[], &meta)

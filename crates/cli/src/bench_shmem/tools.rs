@@ -103,50 +103,21 @@ pub fn describe(t: &Toolchain) -> String {
     }
 }
 
-/// A program built from the benchmark source.
-#[derive(Clone, Debug)]
-pub struct Built {
-    /// Its path.
-    pub program: PathBuf,
-    /// What it leaves out, if anything, and why (a library without the active-set broadcast).
-    pub note: Option<String>,
-}
-
 /// Compile the benchmark with `t` into `dir/osu_shmem-NAME` (the source is written to
-/// `dir/osu_shmem.c` first). A library without the OpenSHMEM 1.4 active-set broadcast
-/// (`shmem_broadcast64`, `SHMEM_BCAST_SYNC_SIZE`) gets the benchmark without `bcast_lat`
-/// (`-DOSU_NO_BCAST`), said in the note.
-pub fn build(t: &Toolchain, dir: &Path) -> Result<Built, String> {
+/// `dir/osu_shmem.c` first); returns the program's path.
+pub fn build(t: &Toolchain, dir: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let src = dir.join("osu_shmem.c");
     std::fs::write(&src, SOURCE).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
     let program = dir.join(format!("osu_shmem-{}", t.implementation.name()));
-    let full = compile(t, &src, &program, &[]);
-    match full {
-        Ok(()) => Ok(Built {
-            program,
-            note: None,
-        }),
-        Err(e) if e.contains("broadcast64") || e.contains("BCAST_SYNC_SIZE") => {
-            compile(t, &src, &program, &["-DOSU_NO_BCAST"])
-                .map_err(|e2| format!("{e2}\n(without -DOSU_NO_BCAST it failed too: {e})"))?;
-            Ok(Built {
-                program,
-                note: Some(format!(
-                    "{}'s library has no shmem_broadcast64 / SHMEM_BCAST_SYNC_SIZE: its benchmark is built without bcast_lat (-DOSU_NO_BCAST)",
-                    t.implementation.name()
-                )),
-            })
-        }
-        Err(e) => Err(e),
-    }
+    compile(t, &src, &program)?;
+    Ok(program)
 }
 
-/// `oshcc -O2 -Wall EXTRA -o OUT SRC`.
-fn compile(t: &Toolchain, src: &Path, out: &Path, extra: &[&str]) -> Result<(), String> {
+/// `oshcc -O2 -Wall -o OUT SRC`.
+fn compile(t: &Toolchain, src: &Path, out: &Path) -> Result<(), String> {
     let o = Command::new(&t.oshcc)
         .args(["-O2", "-Wall"])
-        .args(extra)
         .arg("-o")
         .arg(out)
         .arg(src)
@@ -154,9 +125,8 @@ fn compile(t: &Toolchain, src: &Path, out: &Path, extra: &[&str]) -> Result<(), 
         .map_err(|e| format!("cannot run {}: {e}", t.oshcc.display()))?;
     if !o.status.success() {
         return Err(format!(
-            "{} -O2 -Wall {} -o {} {} failed:\n{}{}",
+            "{} -O2 -Wall -o {} {} failed:\n{}{}",
             t.oshcc.display(),
-            extra.join(" "),
             out.display(),
             src.display(),
             String::from_utf8_lossy(&o.stdout),

@@ -16,6 +16,19 @@ use crate::rma;
 use crate::state::{fatal, state};
 use crate::sync::{compare, wait_while, CMP_NE};
 
+/// The world PE of `pe` as numbered by the team of context `c` (the world's numbering for a
+/// world context); a PE outside that team is a fatal error of `call`.
+fn team_pe(c: &crate::ctx::Ctx, call: &str, pe: c_int) -> c_int {
+    let w = crate::team::ctx_world_pe(c, pe);
+    if w < 0 {
+        fatal(
+            call,
+            format!("PE {pe} is not a PE of the context's team (number PEs from 0 in that team)"),
+        );
+    }
+    w
+}
+
 pub(crate) unsafe fn put(
     ctx: Ctx,
     call: &str,
@@ -25,13 +38,14 @@ pub(crate) unsafe fn put(
     pe: c_int,
 ) {
     let st = state(call);
+    let c = resolve(st, call, ctx);
     // SAFETY: the C caller's buffers.
     unsafe {
         rma::put(
             st,
-            resolve(st, call, ctx),
+            c,
             call,
-            pe,
+            team_pe(c, call, pe),
             dest as *mut u8,
             source as *const u8,
             len,
@@ -48,13 +62,14 @@ pub(crate) unsafe fn get(
     pe: c_int,
 ) {
     let st = state(call);
+    let c = resolve(st, call, ctx);
     // SAFETY: the C caller's buffers.
     unsafe {
         rma::get(
             st,
-            resolve(st, call, ctx),
+            c,
             call,
-            pe,
+            team_pe(c, call, pe),
             dest as *mut u8,
             source as *const u8,
             len,
@@ -71,13 +86,14 @@ pub(crate) unsafe fn put_nbi(
     pe: c_int,
 ) {
     let st = state(call);
+    let c = resolve(st, call, ctx);
     // SAFETY: the C caller's buffers.
     unsafe {
         rma::put_nbi(
             st,
-            resolve(st, call, ctx),
+            c,
             call,
-            pe,
+            team_pe(c, call, pe),
             dest as *mut u8,
             source as *const u8,
             len,
@@ -94,13 +110,14 @@ pub(crate) unsafe fn get_nbi(
     pe: c_int,
 ) {
     let st = state(call);
+    let c = resolve(st, call, ctx);
     // SAFETY: the C caller's buffers.
     unsafe {
         rma::get_nbi(
             st,
-            resolve(st, call, ctx),
+            c,
             call,
-            pe,
+            team_pe(c, call, pe),
             dest as *mut u8,
             source as *const u8,
             len,
@@ -120,13 +137,14 @@ pub(crate) unsafe fn iput(
     pe: c_int,
 ) {
     let st = state(call);
+    let c = resolve(st, call, ctx);
     // SAFETY: the C caller's buffers.
     unsafe {
         rma::iput(
             st,
-            resolve(st, call, ctx),
+            c,
             call,
-            pe,
+            team_pe(c, call, pe),
             dest as *mut u8,
             source as *const u8,
             dst,
@@ -149,13 +167,14 @@ pub(crate) unsafe fn iget(
     pe: c_int,
 ) {
     let st = state(call);
+    let c = resolve(st, call, ctx);
     // SAFETY: the C caller's buffers.
     unsafe {
         rma::iget(
             st,
-            resolve(st, call, ctx),
+            c,
             call,
-            pe,
+            team_pe(c, call, pe),
             dest as *mut u8,
             source as *const u8,
             dst,
@@ -181,6 +200,7 @@ pub(crate) unsafe fn put_signal(
 ) {
     let st = state(call);
     let c = resolve(st, call, ctx);
+    let pe = team_pe(c, call, pe);
     let op = match sig_op {
         0 => Amo::Swap(signal),
         1 => Amo::Add(signal),
@@ -267,6 +287,7 @@ pub(crate) fn bits<T: Bits>(v: T) -> u64 {
 pub(crate) unsafe fn amo<T: Bits>(ctx: Ctx, call: &str, dest: *mut T, pe: c_int, op: Amo) -> T {
     let st = state(call);
     let c = resolve(st, call, ctx);
+    let pe = team_pe(c, call, pe);
     // SAFETY: the C caller's symmetric word.
     T::from_bits(unsafe { amo_bits(st, c, call, pe, dest as *mut u8, size_of::<T>(), op) })
 }

@@ -2,6 +2,10 @@
 //! OpenSHMEM program on N PEs of this host, with the launcher of `unpinned run`. The
 //! transport may also come from `OSHRUN_TRANSPORT`. Exits 0 when every PE exited 0, else
 //! with the first failing PE's code.
+//!
+//! With no more PEs than CPUs, every PE is bound to a CPU of its own (as Open MPI does by
+//! default; `--bind-to none` opts out, `--bind-to core` is the default): a PE waiting in a
+//! barrier then never takes the CPU the PE it waits for needs.
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -9,7 +13,7 @@ use std::time::Duration;
 use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
 
 fn usage(msg: &str) -> ! {
-    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--] PROGRAM [ARGS...]\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --bind-to X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
+    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--bind-to core|none] [--] PROGRAM [ARGS...]\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
     std::process::exit(2)
 }
 
@@ -20,6 +24,7 @@ fn main() {
     let mut timeout = 600u64;
     let mut sets = Vec::new();
     let mut env: Vec<(String, String)> = Vec::new();
+    let mut bind_to = "core".to_string();
     let mut program = None;
     while let Some(a) = args.next() {
         let mut val = |name: &str| {
@@ -49,7 +54,15 @@ fn main() {
                     env.push((k.to_string(), v.to_string()));
                 }
             }
-            "--map-by" | "--bind-to" | "--rank-by" | "--hostfile" | "-hostfile" | "--mca" => {
+            "--bind-to" => {
+                bind_to = val(&a);
+                if bind_to != "core" && bind_to != "none" {
+                    usage(&format!(
+                        "--bind-to {bind_to}: use core (one CPU per PE, the default) or none"
+                    ));
+                }
+            }
+            "--map-by" | "--rank-by" | "--hostfile" | "-hostfile" | "--mca" => {
                 let _ = val(&a);
                 if a == "--mca" {
                     let _ = val(&a);
@@ -74,6 +87,7 @@ fn main() {
     o.args = args.collect();
     o.transport = t;
     o.sets = sets;
+    env.push((unpinned_shmem::bind::ENV_BIND_TO.to_string(), bind_to));
     o.env = env;
     o.timeout = Duration::from_secs(timeout);
     o.grace = Duration::from_secs(3);

@@ -1,0 +1,47 @@
+//! CPU binding of PEs, as `oshrun` asks for it ([`ENV_BIND_TO`]): with no more PEs than CPUs,
+//! PE `r` runs on the `r`-th CPU it may use, as Open MPI binds ranks by default. A waiter on
+//! a CPU of its own may spin; PEs sharing CPUs would take turns at every barrier round.
+
+/// The binding `oshrun` requests from every PE: `core` (one CPU per PE) or `none`.
+pub const ENV_BIND_TO: &str = "OSHRUN_BIND_TO";
+
+/// The CPU PE `rank` of `size` binds to under `mode` (`core` or `none`), given the CPUs the
+/// process may use; `None`: no binding (mode `none`, or more PEs than CPUs).
+pub fn cpu_for(mode: &str, rank: u32, size: u32, cpus: &[usize]) -> Option<usize> {
+    if mode != "core" || size as usize > cpus.len() {
+        return None;
+    }
+    cpus.get(rank as usize).copied()
+}
+
+/// Bind the calling thread (before the runtime starts its threads, which inherit the CPU)
+/// if [`ENV_BIND_TO`] asks for it; a refusal is reported and the PE runs unbound.
+pub fn bind_from_env(rank: u32, size: u32) {
+    let Ok(mode) = std::env::var(ENV_BIND_TO) else {
+        return;
+    };
+    let Ok(cpus) = unpinned_os::affinity::allowed_cpus() else {
+        return;
+    };
+    if let Some(cpu) = cpu_for(mode.trim(), rank, size, &cpus) {
+        if let Err(e) = unpinned_os::affinity::pin_current_thread(&[cpu]) {
+            eprintln!(
+                "shmem: PE {rank}: cannot bind to CPU {cpu}: {e} (running unbound; `oshrun --bind-to none` turns binding off)"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_cpu_per_pe_only_when_there_are_enough() {
+        let cpus = [2, 5, 7];
+        assert_eq!(cpu_for("core", 0, 3, &cpus), Some(2));
+        assert_eq!(cpu_for("core", 2, 3, &cpus), Some(7));
+        assert_eq!(cpu_for("core", 1, 4, &cpus), None);
+        assert_eq!(cpu_for("none", 0, 2, &cpus), None);
+    }
+}
