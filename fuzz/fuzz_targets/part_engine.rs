@@ -10,6 +10,7 @@
 //! of the trusted one; bits 3..7: the source node (0 is the posts' peer).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
 use unpinned_core::api::{Op, Perms, WorkRequest};
 use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::Profile;
@@ -138,7 +139,10 @@ fn drain(e: &mut PartEngine, mem: &mut Guarded, now: Instant, buf: &mut [u8]) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut e = PartEngine::new(1, EngineConfig::from_profile(&Profile::forth_arm().engine));
+    // Parsing the built-in profile's TOML would dominate each run: do it once.
+    static CONFIG: OnceLock<EngineConfig> = OnceLock::new();
+    let cfg = CONFIG.get_or_init(|| EngineConfig::from_profile(&Profile::forth_arm().engine));
+    let mut e = PartEngine::new(1, cfg.clone());
     let key = e.expose(1, BASE, LEN, Perms::RW).expect("expose");
     let mut mem = Guarded {
         bytes: vec![0; (3 * LEN) as usize],
