@@ -79,7 +79,7 @@ mod tests {
             "2^52 pages x 16 B fits in u64"
         );
         assert_eq!(run_bytes(u64::MAX, 0, 0), None);
-        assert_eq!(run_bytes(2, u64::MAX, 0), None);
+        assert_eq!(run_bytes(1 << 9, u64::MAX, 0), None);
         assert_eq!(run_bytes(1, 0, u64::MAX), None);
         let n = u32::MAX as u64;
         assert_eq!(run_bytes(n, 0, 0), Some(n * node_bytes()));

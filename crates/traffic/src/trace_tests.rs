@@ -153,7 +153,10 @@ fn sizes_and_counts_at_the_limits_are_refused_by_name() {
         e.contains("larger than the limit") && e.contains("line 2"),
         "{e}"
     );
-    assert!(read_jsonl(send(crate::MAX_MESSAGE_BYTES).as_bytes()).is_ok());
+    // At the limit the size is accepted (the trace fails later, on its unmatched send).
+    if let Err(e) = read_jsonl(send(crate::MAX_MESSAGE_BYTES).as_bytes()) {
+        assert!(!e.to_string().contains("larger than the limit"), "{e}");
+    }
     let bufs = format!("{head}\n{{\"rank\":1,\"buffers\":[4096,{}]}}\n", u64::MAX);
     assert!(refused(read_jsonl(bufs.as_bytes())).contains("buffer of"));
     for ranks in [0, u32::MAX] {
@@ -166,7 +169,9 @@ fn sizes_and_counts_at_the_limits_are_refused_by_name() {
     };
     let e = refused(read_goal(&goal(u64::MAX)));
     assert!(e.contains("larger than the limit"), "{e}");
-    assert!(read_goal(&goal(crate::MAX_MESSAGE_BYTES)).is_ok());
+    if let Err(e) = read_goal(&goal(crate::MAX_MESSAGE_BYTES)) {
+        assert!(!e.to_string().contains("larger than the limit"), "{e}");
+    }
     for ranks in [0, u32::MAX] {
         let e = refused(read_goal(&format!("num_ranks {ranks}\n")));
         assert!(e.contains("num_ranks"), "{e}");
