@@ -265,6 +265,30 @@ pub fn run_sim(args: &BenchSimArgs) -> Result<(), String> {
     {
         return Err("bench sim: --nodes must be >= 2 and --concurrent, --rounds, --repeat, --transfer-bytes >= 1".into());
     }
+    // Each node maps a source and a destination region of `concurrent` transfers; random
+    // payloads store the bytes of both.
+    let region = args
+        .transfer_bytes
+        .checked_mul(args.concurrent as u64)
+        .and_then(|r| r.checked_mul(2))
+        .ok_or_else(|| {
+            format!(
+                "bench sim: --concurrent {} x --transfer-bytes {} overflows 64 bits: lower them",
+                args.concurrent, args.transfer_bytes
+            )
+        })?;
+    let stored = if args.payload == "zero" { 0 } else { region };
+    crate::memcheck::check_nodes(
+        "bench sim",
+        if stored > 0 {
+            "--nodes (or --concurrent, --transfer-bytes; --payload zero stores no page bytes)"
+        } else {
+            "--nodes (or --concurrent, --transfer-bytes)"
+        },
+        args.nodes as u64,
+        region,
+        stored,
+    )?;
     let spec = LoadSpec {
         nodes: args.nodes,
         concurrent: args.concurrent,

@@ -88,7 +88,10 @@ pub fn run(
         "pretouch" => BufferMode::PreTouch,
         m => return Err(format!("bench sim: unknown mode {m:?} (part, pretouch)")),
     };
+    // Node state first (cheap, before the model's per-rank tables), then with the buffers.
+    crate::memcheck::check_nodes("bench sim", "--nodes", nodes as u64, 0, 0)?;
     let m = model(workload, nodes, NodeRates::default()).map_err(|e| e.to_string())?;
+    crate::memcheck::check_app("bench sim", "--nodes", m.as_ref())?;
     let iterations = iterations_for(m.as_ref(), window_s);
     let p = Point {
         app: workload.to_string(),

@@ -8,6 +8,7 @@ mod calibrate_cmd;
 mod config_cmd;
 mod error;
 mod live_cmd;
+mod memcheck;
 mod profile_cmd;
 mod progress;
 mod replay_cmd;

@@ -78,9 +78,32 @@ pub fn run(a: &ReplayArgs) -> Result<(), CliError> {
         iterations: 1,
         packet_bytes: a.packet_bytes,
     };
+    crate::memcheck::check_app("replay", "the trace's message sizes or ranks", &replay)
+        .map_err(CliError::Usage)?;
+    // What the run will cost, said before it starts: a big trace runs long (one event per
+    // packet) and its page tables take 16 B per mapped 4 KiB page.
+    let (mut sent_bytes, mut packets) = (0u64, 0u64);
+    for op in replay.programs.iter().flat_map(|p| p.ops.iter()) {
+        if let unpinned_traffic::Op::Send { bytes, .. } = *op {
+            sent_bytes = sent_bytes.saturating_add(bytes);
+            packets = packets.saturating_add(bytes.div_ceil(a.packet_bytes as u64).max(1));
+        }
+    }
+    let mapped = unpinned_sim::sizing::app_buffer_bytes(&replay).unwrap_or(u64::MAX);
+    let need =
+        unpinned_sim::sizing::run_bytes(nodes as u64, mapped.div_ceil(nodes.max(1) as u64), 0)
+            .unwrap_or(u64::MAX);
+    eprintln!(
+        "replay: {nodes} ranks, {} operations; {} sent in {packets} packets of {} B per mode; needs at least {} of memory",
+        replay.programs.iter().map(|p| p.ops.len()).sum::<usize>(),
+        crate::memcheck::human(sent_bytes),
+        a.packet_bytes,
+        crate::memcheck::human(need),
+    );
     let mut rows = Vec::new();
     for mode in [BufferMode::Part, BufferMode::PreTouch] {
         let cfg = app_config(&s.profile, &p, mode, s.seed);
+        eprintln!("replay: simulating the {} mode", mode.name());
         let r = run_app(&cfg, &replay, 0..1).map_err(|e| CliError::Run(e.to_string()))?;
         rows.push((mode, r));
     }

@@ -212,6 +212,7 @@ pub fn resolve(spec: &ExperimentSpec, setup: &Setup) -> Result<Resolved, CliErro
                 spec.name, spec.name
             ))
         })?;
+        check_node_params(spec.name, params, &setup.params)?;
     }
     let changed = !setup.profile_arg.is_empty() || !all.is_empty();
     let recorded = if spec.every_builtin_by_default && !changed {
@@ -780,4 +781,25 @@ mod tests {
         };
         assert!(matches!(setup(&bad), Err(CliError::Usage(_))));
     }
+}
+
+/// Refuse, before the run, node counts (parameters in the unit `nodes`) whose simulator
+/// state alone would not fit in the memory available now.
+fn check_node_params(
+    experiment: &str,
+    params: &[unpinned_experiments::params::Param],
+    given: &BTreeMap<String, String>,
+) -> Result<(), CliError> {
+    for (name, value) in effective(params, given) {
+        if params.iter().any(|p| p.name == name && p.unit == "nodes") {
+            let most = value
+                .split(',')
+                .filter_map(|v| v.trim().parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            crate::memcheck::check_nodes(experiment, &format!("exp.{name}"), most, 0, 0)
+                .map_err(CliError::Usage)?;
+        }
+    }
+    Ok(())
 }

@@ -14,6 +14,7 @@
 //! - [`queue`]: the event queue ((time, seq) order, a 4-ary heap).
 //! - [`world`]: the event loop.
 //! - [`slab`]: slot-addressed storage (the posts in flight).
+//! - [`sizing`]: up-front memory estimates (node state, page-table entries), checked math.
 //! - [`apps`]: applications (per-rank programs over the message layer) on the simulator.
 //! - [`dsm`]: replay of DSM traces on the reference cluster's calibration.
 
@@ -34,6 +35,7 @@ pub mod pages;
 pub mod queue;
 pub mod rc;
 pub mod scenario;
+pub mod sizing;
 pub mod slab;
 pub mod world;
 

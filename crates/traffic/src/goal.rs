@@ -26,7 +26,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::program::{Op, Program};
+use crate::program::{Op, Program, MAX_MESSAGE_BYTES};
 use crate::TrafficError;
 
 #[derive(Clone, Copy, Debug)]
@@ -140,6 +140,12 @@ pub fn read_goal(text: &str) -> Result<Vec<Program>, TrafficError> {
                     .get(1)
                     .and_then(|s| size(s))
                     .ok_or_else(|| perr(ln, format!("{op} needs a size")))?;
+                if bytes > MAX_MESSAGE_BYTES {
+                    return Err(perr(
+                        ln,
+                        format!("{op} of {bytes} bytes: larger than the limit, {MAX_MESSAGE_BYTES} (2^48) bytes"),
+                    ));
+                }
                 let dir = if op == "send" { "to" } else { "from" };
                 if rest.get(2) != Some(&dir) {
                     return Err(perr(ln, format!("expected `{op} SIZE {dir} RANK`")));

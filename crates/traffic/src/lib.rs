@@ -17,7 +17,7 @@ pub mod rates;
 pub mod trace;
 
 pub use model::{program, totals, AppModel};
-pub use program::{check_programs, Op, Program, Totals};
+pub use program::{check_programs, Op, Program, Totals, MAX_MESSAGE_BYTES};
 pub use rates::NodeRates;
 
 /// Errors of this crate.

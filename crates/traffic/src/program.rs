@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Largest message or buffer a trace may name, bytes (2^48 = 256 TiB): far above any
+/// machine's memory (the replay refuses what does not fit long before), and low enough that
+/// a rank's buffers laid one after another cannot overflow a 64-bit address.
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 48;
+
 /// One step of a rank's program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

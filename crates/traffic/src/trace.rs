@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::model::AppModel;
-use crate::program::{Op, Program};
+use crate::program::{Op, Program, MAX_MESSAGE_BYTES};
 use crate::TrafficError;
 
 #[derive(Deserialize)]
@@ -146,6 +146,12 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Program>, TrafficError> {
         };
         if text.contains("\"buffers\"") {
             let b: Buffers = serde_json::from_str(&text).map_err(|e| perr(ln, e.to_string()))?;
+            if let Some(big) = b.buffers.iter().find(|&&s| s > MAX_MESSAGE_BYTES) {
+                return Err(perr(
+                    ln,
+                    format!("buffer of {big} bytes: larger than the limit, {MAX_MESSAGE_BYTES} (2^48) bytes"),
+                ));
+            }
             declared[check_rank(b.rank)?] = Some(b.buffers);
             continue;
         }
@@ -187,6 +193,14 @@ pub fn read_jsonl(input: impl BufRead) -> Result<Vec<Program>, TrafficError> {
             ),
         };
         let r = check_rank(rank)?;
+        if let Op::Send { bytes, .. } | Op::Recv { bytes, .. } = op {
+            if bytes > MAX_MESSAGE_BYTES {
+                return Err(perr(
+                    ln,
+                    format!("message of {bytes} bytes: larger than the limit, {MAX_MESSAGE_BYTES} (2^48) bytes"),
+                ));
+            }
+        }
         if let Op::Send { peer, .. } | Op::Recv { peer, .. } = op {
             if peer >= n || peer == rank {
                 return Err(perr(ln, format!("peer {peer} is not another rank of {n}")));

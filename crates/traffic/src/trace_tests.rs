@@ -136,3 +136,44 @@ fn bad_goal_is_a_typed_error() {
         assert!(read_goal(c).is_err(), "accepted {c:?}");
     }
 }
+
+/// The error text of a reader that must refuse its input.
+fn refused<T: std::fmt::Debug>(r: Result<T, crate::TrafficError>) -> String {
+    r.expect_err("the input must be refused").to_string()
+}
+
+#[test]
+fn sizes_and_counts_at_the_limits_are_refused_by_name() {
+    let head = r#"{"format":"unpinned-trace","version":1,"ranks":2}"#;
+    let send = |bytes: u64| {
+        format!("{head}\n{{\"rank\":0,\"op\":\"send\",\"peer\":1,\"bytes\":{bytes},\"tag\":0}}\n")
+    };
+    let e = refused(read_jsonl(send(u64::MAX).as_bytes()));
+    assert!(
+        e.contains("larger than the limit") && e.contains("line 2"),
+        "{e}"
+    );
+    // At the limit the size is accepted (the trace fails later, on its unmatched send).
+    if let Err(e) = read_jsonl(send(crate::MAX_MESSAGE_BYTES).as_bytes()) {
+        assert!(!e.to_string().contains("larger than the limit"), "{e}");
+    }
+    let bufs = format!("{head}\n{{\"rank\":1,\"buffers\":[4096,{}]}}\n", u64::MAX);
+    assert!(refused(read_jsonl(bufs.as_bytes())).contains("buffer of"));
+    for ranks in [0, u32::MAX] {
+        let h = format!(r#"{{"format":"unpinned-trace","version":1,"ranks":{ranks}}}"#);
+        assert!(refused(read_jsonl(h.as_bytes())).contains("not in 1..="));
+    }
+
+    let goal = |size: u64| {
+        format!("num_ranks 2\nrank 0 {{\nl1: send {size}b to 1\n}}\nrank 1 {{\nl1: recv {size}b from 0\n}}\n")
+    };
+    let e = refused(read_goal(&goal(u64::MAX)));
+    assert!(e.contains("larger than the limit"), "{e}");
+    if let Err(e) = read_goal(&goal(crate::MAX_MESSAGE_BYTES)) {
+        assert!(!e.to_string().contains("larger than the limit"), "{e}");
+    }
+    for ranks in [0, u32::MAX] {
+        let e = refused(read_goal(&format!("num_ranks {ranks}\n")));
+        assert!(e.contains("num_ranks"), "{e}");
+    }
+}
