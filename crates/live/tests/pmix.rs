@@ -222,7 +222,7 @@ fn when_mpirun_is_killed_the_ranks_and_their_children_end() {
     unsafe { libc::kill(mp.id() as i32, libc::SIGKILL) };
     let _ = mp.wait();
     let t = Instant::now();
-    while pids.iter().any(|p| alive(*p)) && t.elapsed().as_secs() < 5 {
+    while pids.iter().any(|p| alive(*p)) && t.elapsed().as_secs() < 10 {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let took = t.elapsed();
@@ -231,6 +231,6 @@ fn when_mpirun_is_killed_the_ranks_and_their_children_end() {
     println!("mpirun SIGKILLed: ranks and their children gone after {took:?}");
     assert!(
         left.is_empty(),
-        "still running 5 s after mpirun died: {left:?}"
+        "still running 10 s after mpirun died: {left:?}"
     );
 }

@@ -4,6 +4,7 @@
 
 use std::ffi::c_void;
 use std::io::Write;
+use std::os::fd::FromRawFd;
 use std::os::raw::c_char;
 use std::sync::Mutex;
 
@@ -103,21 +104,82 @@ pub(super) unsafe extern "C" fn on_termination(
         );
     }
     if let (Some(why), Some((_, rank))) = (act, me) {
-        // stderr may be a pipe to a launcher that is gone: ignore a failed write.
-        let _ = writeln!(
-            std::io::stderr(),
-            "unpinned: rank {rank}: {why}; ending this rank"
-        );
-        if let Ok(mut g) = UNLINK_AFTER_FENCE.try_lock() {
-            if let Some(p) = g.take() {
-                let _ = std::fs::remove_file(p);
-            }
+        end_rank(rank, &why, status == ffi::ERR_LOST_CONNECTION);
+    }
+}
+
+/// Say why this rank ends, remove a pending segment, and end the process; when the launcher
+/// is gone (`launcher_gone`) and will not clean up, a rank that leads its process group (as
+/// under mpirun) takes what it started along.
+fn end_rank(rank: u32, why: &str, launcher_gone: bool) -> ! {
+    // stderr may be a pipe to a launcher that is gone: ignore a failed write.
+    let _ = writeln!(
+        std::io::stderr(),
+        "unpinned: rank {rank}: {why}; ending this rank"
+    );
+    if let Ok(mut g) = UNLINK_AFTER_FENCE.try_lock() {
+        if let Some(p) = g.take() {
+            let _ = std::fs::remove_file(p);
         }
-        // The launcher is gone and will not clean up: a rank that leads its process group (as
-        // under mpirun) takes what it started along.
-        if status == ffi::ERR_LOST_CONNECTION && libc::getpgrp() == libc::getpid() {
+    }
+    // SAFETY: getpgrp, getpid, kill and _exit take no pointers; ending the process is the
+    // point.
+    unsafe {
+        if launcher_gone && libc::getpgrp() == libc::getpid() {
             libc::kill(0, libc::SIGKILL);
         }
-        libc::_exit(1);
+        libc::_exit(1)
+    }
+}
+
+/// Watch the process that started this rank (the launcher's local daemon, which is also the
+/// PMIx server): when it ends, end this rank as for a lost connection. PMIx reports the lost
+/// connection too, but only after its own delay (a second, longer under load); the parent's
+/// end is seen at once.
+pub(super) fn watch_parent() {
+    // SAFETY: getppid takes no arguments.
+    let parent = unsafe { libc::getppid() };
+    let spawned = std::thread::Builder::new()
+        .name("unpinned-pmix-parent".into())
+        .spawn(move || {
+            wait_for_end(parent);
+            if let Some((_, rank)) = *lock(&WATCHED) {
+                end_rank(
+                    rank,
+                    &format!("the launcher's process {parent} ended"),
+                    true,
+                );
+            }
+        });
+    // Without the thread, PMIx's own lost-connection event still ends the rank.
+    drop(spawned);
+}
+
+/// Block until process `pid` (this process's parent when called) has ended.
+fn wait_for_end(pid: libc::pid_t) {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    // SAFETY: a non-negative `fd` is a new descriptor this function owns.
+    let _owned = (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+    // Reparented already (the parent ended before the pidfd was opened, or the pid was reused
+    // by then): the parent is gone.
+    // SAFETY: getppid takes no arguments.
+    if unsafe { libc::getppid() } != pid {
+        return;
+    }
+    if fd >= 0 {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a pidfd polls readable once its process ended.
+        while unsafe { libc::poll(&mut p, 1, -1) } <= 0 {}
+        return;
+    }
+    // No pidfds (old kernel, seccomp): the parent is gone once this process is reparented.
+    // SAFETY: getppid takes no arguments.
+    while unsafe { libc::getppid() } == pid {
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }

@@ -6,7 +6,7 @@
 //! by the edge (which reads the job and the endpoints through it) and the runtime's bootstrap
 //! (collectives as put + fence + get); PMIx is finalized when the last runtime using it goes
 //! ([`release`]). A termination event for another rank of the job, or the loss of the
-//! connection to the launcher, ends this process at once with a message naming the rank (the
+//! connection to the launcher (or the end of the process that started this one), ends this process at once with a message naming the rank (the
 //! launcher would otherwise leave it blocked in a fence until its timeout).
 
 mod events;
@@ -96,6 +96,7 @@ impl Client {
             .into_owned();
         let c = Client { api, me, nspace };
         c.watch_terminations();
+        events::watch_parent();
         Ok(c)
     }
 
