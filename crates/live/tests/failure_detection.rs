@@ -155,11 +155,23 @@ fn the_timeout_kills_whole_process_groups() {
 /// launcher; return how it ended and the time until nothing of the job was left.
 fn kill_launcher(name: &str, sig: i32) -> (std::process::ExitStatus, Duration) {
     let rep = Reports::new(name);
-    let mut l = Command::new(SELFTEST)
-        .args(["launch", "2", "30", "hang"])
-        .env("SELFTEST_REPORT_DIR", &rep.0)
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(SELFTEST);
+    cmd.args(["launch", "2", "30", "hang"])
+        .env("SELFTEST_REPORT_DIR", &rep.0);
+    // A launcher keeps ignoring what it inherits as ignored (as under `nohup`, or a shell's
+    // background job, which ignores SIGINT): give it the default dispositions, as a terminal
+    // would, so that the test does not depend on how the suite was started.
+    // SAFETY: signal() is async-signal-safe; the closure allocates nothing.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut l = cmd.spawn().unwrap();
     let pids = rep.pids(2, Duration::from_secs(20));
     let dir = PathBuf::from(format!("/dev/shm/unpinned-{}-0", l.id()));
     assert!(dir.exists(), "{}", dir.display());
