@@ -24,6 +24,10 @@ pub struct RunArgs {
     /// Transport between the ranks: shm (shared-memory rings) or udp (127.0.0.1).
     #[arg(long, default_value = "shm")]
     pub transport: String,
+    /// Run rank r in network namespace r % N of this comma-separated list (names of
+    /// `ip netns`; over udp a rank's address is its namespace's first IPv4 address; needs root).
+    #[arg(long, value_delimiter = ',', value_name = "NS[,NS...]")]
+    pub netns: Vec<String>,
     /// Page-in policy of every rank: pio, pi4 or pia (the knob handler.policy).
     #[arg(long)]
     pub policy: Option<String>,
@@ -61,6 +65,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         .ok_or_else(|| CliError::Usage("name a program after --".into()))?;
     let mut o = LaunchOptions::new(a.ranks, program);
     o.transport = transport;
+    o.netns = a.netns.clone();
     o.args = args.to_vec();
     o.sets = crate::config_cmd::overrides(&a.sets);
     o.timeout = Duration::from_secs_f64(a.timeout);
