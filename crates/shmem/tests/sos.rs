@@ -90,8 +90,15 @@ fn programs(root: &Path) -> (Vec<Prog>, Vec<(String, String)>) {
             if stem == "mt_lock_test" {
                 sources.push(root.join(dir).join("mt_lock.c"));
             }
+            // Both folders have a shmem_team_translate: the second is named after its folder
+            // (one binary per name).
+            let name = if progs.iter().any(|p: &Prog| p.name == stem) {
+                format!("{stem}-{}", dir.rsplit('/').next().unwrap_or(dir))
+            } else {
+                stem.clone()
+            };
             progs.push(Prog {
-                name: stem.clone(),
+                name,
                 sources: sources.clone(),
                 cxx: ext == "cpp",
                 flags: vec![],
