@@ -11,10 +11,9 @@
 //! (`setns(CLONE_NEWNET)` applies to the calling thread only); a socket stays in the namespace
 //! it was created in, so both ranks of a pair can live in this process. Names carry this
 //! process's id (`upl-<pid>-a`/`-b`, `upla<pid>`/`uplb<pid>`), the addresses are a /30 of
-//! 10.201.0.0/16 (the pair of `unpinned_testkit::netns`), and everything is deleted when the
-//! [`NetnsPair`] is dropped.
+//! 10.201.0.0/16, and everything is deleted when the [`NetnsPair`] is dropped.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 
@@ -22,64 +21,117 @@ use unpinned_live::transport::udp::UdpTransport;
 
 /// Why namespaces cannot be used here, or `Ok` when they can (root, `ip` and `nft` present).
 pub fn available() -> Result<(), String> {
-    unpinned_testkit::netns::available()?;
-    let found = Command::new("nft")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        return Err("`nft` not found (install nftables)".into());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root (creating network namespaces needs root)".into());
+    }
+    for tool in ["ip", "nft"] {
+        let found = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            return Err(format!(
+                "`{tool}` not found (install iproute2 and nftables)"
+            ));
+        }
     }
     Ok(())
 }
 
-/// Two namespaces (rank 0 in the first, rank 1 in the second) joined by a veth pair
-/// (`unpinned_testkit::netns`), with an nftables table in each; deleted when dropped.
+fn sh(args: &[&str]) -> Result<String, String> {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if !o.status.success() {
+        return Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Two namespaces (rank 0 in the first, rank 1 in the second) joined by a veth pair.
 pub struct NetnsPair {
-    pair: unpinned_testkit::netns::NetnsPair,
+    names: [String; 2],
+    veth: [String; 2],
+    addrs: [Ipv4Addr; 2],
+}
+
+impl Drop for NetnsPair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its end of the veth pair, and with it the other end.
+        for n in &self.names {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
 }
 
 impl NetnsPair {
     /// Create the namespaces, the veth pair and the (empty) nftables tables.
     pub fn create() -> Result<NetnsPair, String> {
         available()?;
+        let pid = std::process::id();
+        let net = (pid % (1 << 14)) * 4;
+        let addr =
+            |i: u32| Ipv4Addr::new(10, 201, (net >> 8) as u8, (net & 0xff) as u8 + 1 + i as u8);
         let pair = NetnsPair {
-            pair: unpinned_testkit::netns::NetnsPair::create("upl", 201)?,
+            names: [format!("upl-{pid}-a"), format!("upl-{pid}-b")],
+            veth: [format!("upla{pid}"), format!("uplb{pid}")],
+            addrs: [addr(0), addr(1)],
         };
+        // A namespace left by a killed earlier run of this pid would make `add` fail.
+        for n in &pair.names {
+            let _ = sh(&["ip", "netns", "del", n]);
+            sh(&["ip", "netns", "add", n])?;
+        }
+        let [va, vb] = &pair.veth;
+        sh(&["ip", "link", "add", va, "type", "veth", "peer", "name", vb])?;
         for i in 0..2 {
-            let v = &pair.pair.veth[i];
-            pair.nft(i, &["add", "table", "inet", "upl"])?;
-            pair.nft(
-                i,
-                &[
-                    "add",
-                    "chain",
-                    "inet",
-                    "upl",
-                    "out",
-                    "{ type filter hook output priority 0; }",
-                ],
-            )?;
-            pair.nft(i, &["add", "table", "netdev", "upl"])?;
+            let (n, v) = (&pair.names[i], &pair.veth[i]);
+            sh(&["ip", "link", "set", v, "netns", n])?;
+            let cidr = format!("{}/30", pair.addrs[i]);
+            sh(&["ip", "-n", n, "addr", "add", &cidr, "dev", v])?;
+            sh(&["ip", "-n", n, "link", "set", v, "up"])?;
+            // The runtime wakes its own engine with a datagram to its own address.
+            sh(&["ip", "-n", n, "link", "set", "lo", "up"])?;
+            let nft = |rest: &[&str]| {
+                let mut a = vec!["ip", "netns", "exec", n, "nft"];
+                a.extend_from_slice(rest);
+                sh(&a)
+            };
+            nft(&["add", "table", "inet", "upl"])?;
+            nft(&[
+                "add",
+                "chain",
+                "inet",
+                "upl",
+                "out",
+                "{ type filter hook output priority 0; }",
+            ])?;
+            nft(&["add", "table", "netdev", "upl"])?;
             let chain = format!("{{ type filter hook egress device {v} priority 0; }}");
-            pair.nft(i, &["add", "chain", "netdev", "upl", "eg", &chain])?;
+            nft(&["add", "chain", "netdev", "upl", "eg", &chain])?;
         }
         Ok(pair)
     }
 
     fn nft(&self, i: usize, rest: &[&str]) -> Result<String, String> {
-        let mut a = vec!["ip", "netns", "exec", &self.pair.names[i], "nft"];
+        let mut a = vec!["ip", "netns", "exec", &self.names[i], "nft"];
         a.extend_from_slice(rest);
-        unpinned_testkit::netns::sh(&a)
+        sh(&a)
     }
 
     /// Drop `loss_percent` % and duplicate about `dup_percent` % of the UDP packets crossing
     /// the veth, in both directions (replacing the rules of an earlier call; counters restart).
     pub fn set_faults(&self, loss_percent: u32, dup_percent: u32) -> Result<(), String> {
         for i in 0..2 {
-            let v = self.pair.veth[i].as_str();
+            let v = self.veth[i].as_str();
             self.nft(i, &["flush", "chain", "inet", "upl", "out"])?;
             self.nft(i, &["flush", "chain", "netdev", "upl", "eg"])?;
             let loss = loss_percent.to_string();
@@ -114,14 +166,14 @@ impl NetnsPair {
 
     /// The UDP address of `rank` at `port`.
     pub fn addr(&self, rank: usize, port: u16) -> SocketAddr {
-        SocketAddr::from((self.pair.addrs[rank], port))
+        SocketAddr::from((self.addrs[rank], port))
     }
 
     /// Rank `rank`'s UDP transport of a 2-rank job on `port`, its socket in the rank's
     /// namespace.
     pub fn udp(&self, rank: u32, port: u16, max_packet: usize) -> Result<UdpTransport, String> {
         let peers = vec![self.addr(0, port), self.addr(1, port)];
-        let ns = format!("/run/netns/{}", self.pair.names[rank as usize]);
+        let ns = format!("/run/netns/{}", self.names[rank as usize]);
         std::thread::scope(|s| {
             s.spawn(|| {
                 let f = std::fs::File::open(&ns).map_err(|e| format!("{ns}: {e}"))?;
