@@ -1,4 +1,5 @@
-//! `unpinned run -n N [--transport shm|udp] -- PROGRAM ARGS`: launch a live job (issue 3).
+//! `unpinned run -n N [--transport shm|udp] [--netns A,B] -- PROGRAM ARGS`: launch a live job
+//! (issue 3).
 //!
 //! Thin wrapper over [`unpinned_live::launch`]: the live runtime creates the shared-memory
 //! segment (or picks UDP ports on 127.0.0.1), spawns the ranks with the launcher's
@@ -24,7 +25,7 @@ pub struct RunArgs {
     /// Transport between the ranks: shm (shared-memory rings) or udp (127.0.0.1).
     #[arg(long, default_value = "shm")]
     pub transport: String,
-    /// Run rank r in network namespace r % N of this comma-separated list (names of
+    /// Run rank r in the (r mod K)-th of these K network namespaces, comma-separated (names of
     /// `ip netns`; over udp a rank's address is its namespace's first IPv4 address; needs root).
     #[arg(long, value_delimiter = ',', value_name = "NS[,NS...]")]
     pub netns: Vec<String>,
