@@ -1,4 +1,5 @@
-//! `unpinned run -n N [--transport shm|udp] -- PROGRAM ARGS`: launch a live job (issue 3).
+//! `unpinned run -n N [--transport shm|udp] [--netns A,B] -- PROGRAM ARGS`: launch a live job
+//! (issue 3).
 //!
 //! Thin wrapper over [`unpinned_live::launch`]: the live runtime creates the shared-memory
 //! segment (or picks UDP ports on 127.0.0.1), spawns the ranks with the launcher's
@@ -24,6 +25,10 @@ pub struct RunArgs {
     /// Transport between the ranks: shm (shared-memory rings) or udp (127.0.0.1).
     #[arg(long, default_value = "shm")]
     pub transport: String,
+    /// Run rank r in the (r mod K)-th of these K network namespaces, comma-separated (names of
+    /// `ip netns`; over udp a rank's address is its namespace's first IPv4 address; needs root).
+    #[arg(long, value_delimiter = ',', value_name = "NS[,NS...]")]
+    pub netns: Vec<String>,
     /// Page-in policy of every rank: pio, pi4 or pia (the knob handler.policy).
     #[arg(long)]
     pub policy: Option<String>,
@@ -61,6 +66,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         .ok_or_else(|| CliError::Usage("name a program after --".into()))?;
     let mut o = LaunchOptions::new(a.ranks, program);
     o.transport = transport;
+    o.netns = a.netns.clone();
     o.args = args.to_vec();
     o.sets = crate::config_cmd::overrides(&a.sets);
     o.timeout = Duration::from_secs_f64(a.timeout);

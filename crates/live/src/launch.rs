@@ -23,6 +23,7 @@
 //!   ends as the signal asked), timeout, and a launcher killed with SIGKILL (`launch/reaper.rs`, a small
 //!   forked process that notices the launcher is gone).
 
+mod netns;
 mod rank;
 mod reaper;
 mod signals;
@@ -81,6 +82,11 @@ pub struct LaunchOptions {
     pub timeout: Duration,
     /// After a rank failed, let the others run this long before killing them.
     pub grace: Duration,
+    /// Network namespaces to run the ranks in (empty: the launcher's): rank `r` in
+    /// `netns[r % len]`, each named as `ip netns` names it (a file under `/run/netns`) or
+    /// by a path. Over UDP a rank's address is its namespace's first IPv4 address (of an
+    /// interface that is up, not loopback). Entering a namespace needs root.
+    pub netns: Vec<String>,
 }
 
 impl LaunchOptions {
@@ -95,6 +101,7 @@ impl LaunchOptions {
             env: Vec::new(),
             timeout: Duration::from_secs(120),
             grace: Duration::from_secs(10),
+            netns: Vec::new(),
         }
     }
 }
@@ -262,6 +269,12 @@ fn run(opts: &LaunchOptions, signals: &signals::Signals) -> Result<LaunchReport,
     let cfg = Config::new(0, opts.ranks)
         .with_overrides(&sets)
         .map_err(|e| LaunchError::Usage(format!("--set / {ENV_SET}: {e}")))?;
+    let spaces = opts
+        .netns
+        .iter()
+        .map(|n| netns::Netns::open(n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(LaunchError::Setup)?;
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
@@ -300,8 +313,12 @@ fn run(opts: &LaunchOptions, signals: &signals::Signals) -> Result<LaunchReport,
             env.push((ENV_SHM.into(), seg.display().to_string()));
         }
         LaunchTransport::Udp => {
-            let addrs = free_local_addrs(opts.ranks)
-                .map_err(|e| LaunchError::Setup(format!("finding free UDP ports: {e}")))?;
+            let addrs = if spaces.is_empty() {
+                free_local_addrs(opts.ranks)
+                    .map_err(|e| LaunchError::Setup(format!("finding free UDP ports: {e}")))?
+            } else {
+                netns::udp_addrs(&spaces, opts.ranks).map_err(LaunchError::Setup)?
+            };
             env.push((ENV_TRANSPORT.into(), "udp".into()));
             env.push((
                 ENV_PEERS.into(),
@@ -320,9 +337,13 @@ fn run(opts: &LaunchOptions, signals: &signals::Signals) -> Result<LaunchReport,
         c.args(&opts.args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env(ENV_RANK, rank.to_string());
-        let ch = rank::spawn(&mut c).map_err(|e| {
+        let ns = (!spaces.is_empty()).then(|| &spaces[rank as usize % spaces.len()]);
+        let ch = rank::spawn(&mut c, ns.map(netns::Netns::fd)).map_err(|e| {
+            let place = ns
+                .map(|n| format!(" in network namespace {:?}", n.name))
+                .unwrap_or_default();
             LaunchError::Setup(format!(
-                "starting rank {rank} ({}): {e}",
+                "starting rank {rank} ({}){place}: {e}",
                 opts.program.display()
             ))
         })?;

@@ -59,3 +59,31 @@ fn missing_program_is_a_setup_error() {
     let e = launch(&o).unwrap_err();
     assert!(e.to_string().contains("starting rank 0"), "{e}");
 }
+
+/// Ranks placed in two network namespaces joined by a veth pair (`LaunchOptions::netns`):
+/// ranks 0 and 2 in the first, rank 1 in the second, over UDP on the namespaces' addresses
+/// (which exist nowhere else: a rank left in the launcher's namespace could not bind).
+/// Needs root and `ip`; prints why and checks nothing otherwise.
+#[test]
+fn transfers_over_udp_between_namespaces() {
+    if let Err(why) = unpinned_testkit::netns::available() {
+        println!("SKIPPED transfers_over_udp_between_namespaces: {why}");
+        return;
+    }
+    let pair = unpinned_testkit::netns::NetnsPair::create("upm", 204).unwrap();
+    let mut o = opts(3, LaunchTransport::Udp, "transfers");
+    o.netns = pair.names.to_vec();
+    let r = launch(&o).unwrap();
+    assert!(r.success(), "{:?}", r.failures());
+}
+
+#[test]
+fn missing_namespace_is_a_setup_error() {
+    let mut o = opts(2, LaunchTransport::Udp, "transfers");
+    o.netns = vec!["unpinned-no-such-namespace".into()];
+    let e = launch(&o).unwrap_err().to_string();
+    assert!(
+        e.contains("unpinned-no-such-namespace") && e.contains("ip netns add"),
+        "{e}"
+    );
+}

@@ -4,9 +4,10 @@
 //! Needs root, `ip` (iproute2) and `nft` (nftables; `tc netem` is not available on the
 //! development kernel, so loss is an nftables rule: `numgen random mod 100 < 5 drop` on UDP
 //! leaving namespace a). Without them the test prints why and passes without checking
-//! anything. The namespaces and their veth pair are named after this process
-//! (`upt-<pid>-a`/`-b`, `upta<pid>`/`uptb<pid>`), use a /30 of 10.200.0.0/16, carry traffic
-//! only between each other, and are deleted by a guard, also when the test fails.
+//! anything. The namespaces and their veth pair (`unpinned_testkit::netns`) are named after
+//! this process (`upt-<pid>-a`/`-b`, `upta<pid>`/`uptb<pid>`), use a /30 of 10.200.0.0/16,
+//! carry traffic only between each other, and are deleted by a guard, also when the test
+//! fails.
 //!
 //! The two ranks are the `unpinned-live-selftest lossy` program, started here with the
 //! environment `unpinned run` would set (the launcher has no per-rank namespaces).
@@ -14,6 +15,8 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use unpinned_testkit::netns::NetnsPair;
 
 use unpinned_live::edge::{ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SIZE, ENV_TRANSPORT};
 
@@ -57,10 +60,11 @@ fn have(tool: &str) -> bool {
         .is_ok()
 }
 
-/// Two namespaces joined by a veth pair; deleted (with the pair) on drop. Also kills and
-/// reaps the rank processes started in them, so nothing outlives a failed test.
+/// Two namespaces joined by a veth pair (deleted, with the pair, when `pair` is dropped, after
+/// this guard's drop). Kills and reaps the rank processes started in them first, so nothing
+/// outlives a failed test.
 struct Netns {
-    names: [String; 2],
+    pair: NetnsPair,
     children: Vec<Child>,
     dir: PathBuf,
 }
@@ -70,9 +74,6 @@ impl Drop for Netns {
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
-        }
-        for n in &self.names {
-            let _ = run(&["ip", "netns", "del", n]);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -94,38 +95,13 @@ fn udp_between_namespaces_with_loss_delivers_exactly_once() {
     let pid = std::process::id();
     let dir = std::env::temp_dir().join(format!("unpinned-netns-{pid}"));
     std::fs::create_dir_all(&dir).unwrap();
+    let pair = NetnsPair::create("upt", 200).unwrap_or_else(|e| panic!("{e}"));
     let mut ns = Netns {
-        names: [format!("upt-{pid}-a"), format!("upt-{pid}-b")],
+        pair,
         children: Vec::new(),
         dir: dir.clone(),
     };
-    let veth = [format!("upta{pid}"), format!("uptb{pid}")];
-    // A /30 of 10.200.0.0/16 derived from the pid: .1 and .2 are the two ends.
-    let net = (pid % (1 << 14)) * 4;
-    let addr = |i: u32| format!("10.200.{}.{}", net >> 8, (net & 0xff) + 1 + i);
-    for n in &ns.names {
-        must(&["ip", "netns", "add", n]);
-    }
-    must(&[
-        "ip", "link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1],
-    ]);
-    for (i, (n, v)) in ns.names.iter().zip(&veth).enumerate() {
-        must(&["ip", "link", "set", v, "netns", n]);
-        must(&[
-            "ip",
-            "-n",
-            n,
-            "addr",
-            "add",
-            &format!("{}/30", addr(i as u32)),
-            "dev",
-            v,
-        ]);
-        must(&["ip", "-n", n, "link", "set", v, "up"]);
-        // The runtime wakes its own engine with a datagram to its own address.
-        must(&["ip", "-n", n, "link", "set", "lo", "up"]);
-    }
-    let a = ns.names[0].clone();
+    let a = ns.pair.names[0].clone();
     must(&[
         "ip", "netns", "exec", &a, "nft", "add", "table", "inet", "upt",
     ]);
@@ -148,11 +124,12 @@ fn udp_between_namespaces_with_loss_delivers_exactly_once() {
         "udp", "numgen", "random", "mod", "100", "<", &loss, "counter", "drop",
     ]);
 
-    let peers = format!("{}:7471,{}:7471", addr(0), addr(1));
+    let [a0, a1] = ns.pair.addrs;
+    let peers = format!("{a0}:7471,{a1}:7471");
     let t0 = Instant::now();
     for rank in 0..2 {
         let child = Command::new("ip")
-            .args(["netns", "exec", &ns.names[rank]])
+            .args(["netns", "exec", &ns.pair.names[rank]])
             .arg(env!("CARGO_BIN_EXE_unpinned-live-selftest"))
             .arg("lossy")
             .env(ENV_RANK, rank.to_string())

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+/* The std::complex overloads of the reductions (shmem/coll.h). */
+#include <complex>
 extern "C" {
 #endif
 

@@ -3,6 +3,7 @@
 //! exited), killed as a group.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
@@ -17,12 +18,13 @@ pub(super) enum Change {
 
 /// Start `cmd` as a rank: leader of a new process group (so that the launcher can kill the rank
 /// with whatever it started, and a terminal's Ctrl-C reaches only the launcher, which then
-/// cleans up), killed by the kernel when the launcher's thread dies (`PR_SET_PDEATHSIG`).
-pub(super) fn spawn(cmd: &mut Command) -> io::Result<Child> {
+/// cleans up), killed by the kernel when the launcher's thread dies (`PR_SET_PDEATHSIG`);
+/// with `netns`, in that network namespace (an open `/run/netns/NAME`, see `netns.rs`).
+pub(super) fn spawn(cmd: &mut Command, netns: Option<RawFd>) -> io::Result<Child> {
     let launcher = std::process::id() as libc::pid_t;
     cmd.process_group(0);
     // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (prctl, getppid), allocating nothing.
+    // async-signal-safe functions (prctl, getppid, setns), allocating nothing.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
@@ -31,6 +33,9 @@ pub(super) fn spawn(cmd: &mut Command) -> io::Result<Child> {
             // The launcher may have died before the prctl: then nobody would send the signal.
             if libc::getppid() != launcher {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(fd) = netns {
+                super::netns::enter(fd)?;
             }
             Ok(())
         });

@@ -227,6 +227,31 @@ SHMEM_UP_GEN_ORDRED_TYPES(SHMEM_UP_CXX_RED, max)
 SHMEM_UP_GEN_ORDRED_TYPES(SHMEM_UP_CXX_RED, min)
 SHMEM_UP_GEN_ARITHRED_TYPES(SHMEM_UP_CXX_RED, sum)
 SHMEM_UP_GEN_ARITHRED_TYPES(SHMEM_UP_CXX_RED, prod)
+/* std::complex<float> / <double> (whose layout is T[2], as T _Complex's): the generic sum and
+ * prod reductions, the typed complexf / complexd names and their _to_all forms. */
+#define SHMEM_UP_CXX_STDCPLX(T, N, OP)                                                       \
+    static inline int shmem_##N##_##OP##_reduce(shmem_team_t t, std::complex<T> *d,          \
+                                                const std::complex<T> *s, size_t n) {        \
+        return shmem_##N##_##OP##_reduce(t, reinterpret_cast<T _Complex *>(d),               \
+                                         reinterpret_cast<const T _Complex *>(s), n);        \
+    }                                                                                        \
+    static inline int shmem_##OP##_reduce(shmem_team_t t, std::complex<T> *d,                \
+                                          const std::complex<T> *s, size_t n) {              \
+        return shmem_##N##_##OP##_reduce(t, d, s, n);                                        \
+    }                                                                                        \
+    static inline void shmem_##N##_##OP##_to_all(std::complex<T> *d, const std::complex<T> *s, \
+                                                 int n, int PE_start, int logPE_stride,      \
+                                                 int PE_size, std::complex<T> *pWrk,         \
+                                                 long *pSync) {                              \
+        shmem_##N##_##OP##_to_all(reinterpret_cast<T _Complex *>(d),                         \
+                                  reinterpret_cast<const T _Complex *>(s), n, PE_start,      \
+                                  logPE_stride, PE_size,                                     \
+                                  reinterpret_cast<T _Complex *>(pWrk), pSync);              \
+    }
+SHMEM_UP_CXX_STDCPLX(float, complexf, sum)
+SHMEM_UP_CXX_STDCPLX(float, complexf, prod)
+SHMEM_UP_CXX_STDCPLX(double, complexd, sum)
+SHMEM_UP_CXX_STDCPLX(double, complexd, prod)
 /* shmem_sync(team) next to the active-set shmem_sync. */
 static inline int shmem_sync(shmem_team_t t) { return shmem_team_sync(t); }
 }

@@ -1,7 +1,9 @@
 //! `oshrun -np N [--transport shm|udp] [--timeout S] [--set a.b=v] PROGRAM [ARGS]`: run an
 //! OpenSHMEM program on N PEs of this host, with the launcher of `unpinned run`. The
-//! transport may also come from `OSHRUN_TRANSPORT`. Exits 0 when every PE exited 0, else
-//! with the first failing PE's code.
+//! transport may also come from `OSHRUN_TRANSPORT`. `--netns A,B,...` runs PE `r` in the
+//! (`r` mod K)-th of the K network namespaces listed (names of `ip netns`; over UDP each PE's
+//! address is its namespace's; needs root). Exits 0 when every PE exited 0, else with the
+//! first failing PE's code.
 //!
 //! With no more PEs than CPUs, every PE is bound to a CPU of its own (as Open MPI does by
 //! default; `--bind-to none` opts out, `--bind-to core` is the default): a PE waiting in a
@@ -13,7 +15,7 @@ use std::time::Duration;
 use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
 
 fn usage(msg: &str) -> ! {
-    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--bind-to core|none] [--] PROGRAM [ARGS...]\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
+    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--netns NS[,NS...]] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--bind-to core|none] [--] PROGRAM [ARGS...]\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
     std::process::exit(2)
 }
 
@@ -25,6 +27,7 @@ fn main() {
     let mut sets = Vec::new();
     let mut env: Vec<(String, String)> = Vec::new();
     let mut bind_to = "core".to_string();
+    let mut netns: Vec<String> = Vec::new();
     let mut program = None;
     while let Some(a) = args.next() {
         let mut val = |name: &str| {
@@ -40,6 +43,13 @@ fn main() {
                 )
             }
             "--transport" => transport = val(&a),
+            "--netns" => netns.extend(
+                val(&a)
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(String::from),
+            ),
             "--timeout" => {
                 timeout = val(&a)
                     .parse()
@@ -86,6 +96,7 @@ fn main() {
     let mut o = LaunchOptions::new(n.unwrap_or(1), program);
     o.args = args.collect();
     o.transport = t;
+    o.netns = netns;
     o.sets = sets;
     env.push((unpinned_shmem::bind::ENV_BIND_TO.to_string(), bind_to));
     o.env = env;
