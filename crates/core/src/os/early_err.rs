@@ -9,11 +9,15 @@
 //!
 //! - every missing page of the faulted block itself is in (the block is resent first), and
 //! - the resent stream, starting at the block and going on through the rest of the transfer at
-//!   full link speed, never reaches a page before that page is in.
+//!   full link speed, never reaches a page before that page is in. The source may skip up to
+//!   `max_outstanding_blocks - 1` other faulted blocks that still wait for their own ERR (they
+//!   hold window slots, the blocks after them go out), so the stream may be that much ahead;
+//!   and the page-in after the ERR may be slowed by as many other faulted blocks (their fault
+//!   interrupts, about one block's transmission time each, and their own early ERRs): a slack.
 //!
-//! Both bounds are conservative: the ERR's trip to the source, the source's turnaround and the
-//! window of outstanding blocks only delay the stream further. The cost of the notification and
-//! the ERR itself delays the page-in and the ERR alike, so it cancels out.
+//! The ERR's trip to the source and the source's turnaround only delay the stream further. The
+//! cost of this ERR's own notification delays the page-in and the ERR alike, so it cancels
+//! out.
 //!
 //! Pure: [`pages_before_err`] is the choice; the handler model ([`super::handler`]) applies it.
 
@@ -27,21 +31,36 @@ pub struct ResendStream {
     /// Link time per payload byte of a resent block, in picoseconds (packet headers included):
     /// the fastest the source can stream the retransmission.
     pub stream_ps_per_byte: u64,
+    /// Bytes of other faulted blocks the stream may skip (`(max_outstanding_blocks - 1) *
+    /// block_bytes`).
+    pub skip_bytes: u64,
+    /// How much the page-in after the ERR may be slowed by the other faulted blocks, ns.
+    pub slack_ns: u64,
 }
 
 impl ResendStream {
-    /// The stream rate of `profile`'s links: `(packet_bytes + header_bytes)` bytes at
-    /// `link_gbps` per `packet_bytes` of payload.
+    /// The stream of `profile`: `(packet_bytes + header_bytes)` bytes at `link_gbps` per
+    /// `packet_bytes` of payload; the window's other blocks for the skip and the slack (each:
+    /// a block's transmission, plus a notification unless `os.err_from = "kernel"`, plus an
+    /// ERR).
     pub fn from_profile(profile: &Profile) -> ResendStream {
         let n = &profile.net;
         let e = &profile.engine;
-        let gbps = n.link_gbps;
         let bits = (e.packet_bytes as f64 + n.header_bytes as f64) * 8.0;
         // ps per packet = bits / Gb/s * 1000; per payload byte: / packet_bytes. Rounded down
         // (a faster stream is the conservative side).
-        let ps = bits / gbps * 1000.0 / e.packet_bytes as f64;
+        let ps = (bits / n.link_gbps * 1000.0 / e.packet_bytes as f64).floor() as u64;
+        let others = e.max_outstanding_blocks.saturating_sub(1) as u64;
+        let notify_us = match profile.os.err_from {
+            crate::profile::ErrFrom::User => profile.os.notify_us,
+            crate::profile::ErrFrom::Kernel => 0.0,
+        };
+        let per_block_ns = e.block_bytes as u64 * ps / 1000
+            + ((notify_us + profile.os.err_send_us) * 1000.0).ceil() as u64;
         ResendStream {
-            stream_ps_per_byte: ps.floor() as u64,
+            stream_ps_per_byte: ps,
+            skip_bytes: others * e.block_bytes as u64,
+            slack_ns: others * per_block_ns,
         }
     }
 }
@@ -109,9 +128,13 @@ pub fn pages_before_err(
             if p < block_end {
                 k_block = j;
             } else {
-                // The stream reaches page p this long after the ERR at the earliest.
-                let ahead_ns = (p - from) * model.stream_ps_per_byte / 1000;
-                send_by_ns = send_by_ns.max(t.saturating_sub(ahead_ns));
+                // The stream reaches page p this long after the ERR at the earliest: after the
+                // block itself, and after what lies before p less the skipped blocks.
+                let behind = (p - from)
+                    .saturating_sub(model.skip_bytes)
+                    .max(block_end - from);
+                let ahead_ns = behind * model.stream_ps_per_byte / 1000;
+                send_by_ns = send_by_ns.max((t + model.slack_ns).saturating_sub(ahead_ns));
             }
         }
     }
@@ -149,6 +172,15 @@ mod tests {
         page_ns: 3_000,
     };
 
+    /// A stream alone: no window of other faulted blocks.
+    fn stream(ps_per_byte: u64) -> ResendStream {
+        ResendStream {
+            stream_ps_per_byte: ps_per_byte,
+            skip_bytes: 0,
+            slack_ns: 0,
+        }
+    }
+
     fn run(first_page: u64, pages: u64) -> PendingRun {
         PendingRun {
             pdid: 1,
@@ -172,15 +204,34 @@ mod tests {
         // (slower than a page-in's 3 us).
         let m = ResendStream::from_profile(&Profile::forth_arm());
         assert_eq!(m.stream_ps_per_byte, 850);
+        // The other block of the window: 16 KiB skipped; its transmission (13.9 us), netlink
+        // (7 us) and ERR (1 us) of slack; no netlink from kernel context.
+        assert_eq!((m.skip_bytes, m.slack_ns), (16384, 13_926 + 8_000));
+        let mut k = Profile::forth_arm();
+        k.os.err_from = crate::profile::ErrFrom::Kernel;
+        assert_eq!(ResendStream::from_profile(&k).slack_ns, 13_926 + 1_000);
+    }
+
+    #[test]
+    fn the_window_moves_the_err_later() {
+        // forth-arm: the stream alone never catches up once block 0 is in; with the window's
+        // other block skipped and its slack, the ERR waits until the pages of block 1 and a few
+        // more are in, so that block 2, sent right after the resent block 0, finds its pages.
+        let m = ResendStream::from_profile(&Profile::forth_arm());
+        let runs = [run(0, 1024)];
+        let k = pages_before_err(COSTS, m, &runs, &resend(0, 1024));
+        // Page j (1-based) is in at 6 + 3 j us. Block 2's first page (the 9th, in at 33 us)
+        // is reached 13.9 us after the ERR at the earliest (right after block 0, block 1
+        // skipped), with 21.9 us of slack: 6 + 3 k >= 33 + 21.9 - 13.9, k = 12. Later pages
+        // are reached later (3.48 us per page streamed against 3 us per page in).
+        assert_eq!(k, 12);
     }
 
     #[test]
     fn a_slow_stream_needs_only_the_faulted_block() {
         // Pages come in every 3 us; the stream takes 4 us per page: once block 0 (4 pages) is
         // in, the stream never catches up.
-        let slow = ResendStream {
-            stream_ps_per_byte: 1_000,
-        };
+        let slow = stream(1_000);
         let runs = [run(0, 1024)];
         assert_eq!(
             pages_before_err(COSTS, slow, &runs, &resend(0, 1024)),
@@ -197,18 +248,14 @@ mod tests {
         // 1.024 us per page streamed, 3 us per page in: the last page binds. It is in at
         // 6 + 3 n us and reached 1.024 (n - 1) us after the ERR, so the ERR waits for
         // k = ceil(n - 1.024 (n - 1) / 3) pages: about two thirds of the transfer.
-        let fast = ResendStream {
-            stream_ps_per_byte: 250,
-        };
+        let fast = stream(250);
         for pages in [64u64, 256, 1024] {
             let k = pages_before_err(COSTS, fast, &[run(0, pages)], &resend(0, pages));
             let want = (3000 * pages - 1024 * (pages - 1)).div_ceil(3000);
             assert_eq!(k, want, "{pages} pages");
         }
         // A stream faster than light waits for everything.
-        let instant = ResendStream {
-            stream_ps_per_byte: 0,
-        };
+        let instant = stream(0);
         assert_eq!(
             pages_before_err(COSTS, instant, &[run(0, 64)], &resend(0, 64)),
             64
@@ -219,9 +266,7 @@ mod tests {
     fn fewer_missing_pages_allow_an_earlier_err() {
         // The fault count: with the same stream, a transfer whose later pages are mostly
         // present needs fewer pages in before the ERR than one with every page missing.
-        let fast = ResendStream {
-            stream_ps_per_byte: 250,
-        };
+        let fast = stream(250);
         let all = pages_before_err(COSTS, fast, &[run(0, 256)], &resend(0, 256));
         // Block 0 missing, then one page in 8 missing.
         let mut sparse = vec![run(0, 4)];
@@ -247,9 +292,7 @@ mod tests {
 
     #[test]
     fn present_block_and_unrelated_pages_need_nothing() {
-        let m = ResendStream {
-            stream_ps_per_byte: 1_000,
-        };
+        let m = stream(1_000);
         // The block's pages are already in; the runs are another address space's.
         let other = PendingRun {
             pdid: 2,
@@ -268,9 +311,7 @@ mod tests {
     fn pages_before_the_block_do_not_bind() {
         // PIA from a fault in block 2 of a transfer whose earlier pages are in: the stream starts
         // at block 2, pages before it are not resent.
-        let m = ResendStream {
-            stream_ps_per_byte: 1_000,
-        };
+        let m = stream(1_000);
         let runs = [run(6, 2), run(8, 8)]; // pages 6, 7 belong to block 1
         assert_eq!(pages_before_err(COSTS, m, &runs, &resend(2, 16)), 6);
     }

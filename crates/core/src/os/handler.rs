@@ -1281,8 +1281,9 @@ mod tests {
         w.push(us(15), dst(4, 16));
         w.interrupt(us(15));
         w.finish();
-        // The FIFO is read between pages (17.1 .. 17.2). Block 0's ERR: after its 4th page
-        // (20.2) + notify 7 + ERR 1; block 1's after page 8, three pages and 8 us later.
+        // The FIFO is read between pages (17.1 .. 17.2). Block 0's ERR goes out after the 12th
+        // page (44.2; see early_err's the_window_moves_the_err_later) + notify 7 + ERR 1;
+        // block 1's after the 16th and last page, 3 pages and 8 us later.
         let err = |block| {
             HandlerAction::Reply(BlockReply::SendErr {
                 transfer: key(1),
@@ -1290,12 +1291,13 @@ mod tests {
                 block_seq: 0,
             })
         };
-        assert_eq!(w.errs(), vec![(ns(28_200), err(0)), (ns(48_200), err(1))]);
-        // The page-in goes on after each ERR: page 4 at 31.2, the last page at 72.2.
+        assert_eq!(w.errs(), vec![(ns(52_200), err(0)), (ns(72_200), err(1))]);
+        // The page-in goes on after the first ERR: page 12 at 55.2, the last page at 64.2.
         let p = w.page_ins();
-        assert_eq!(p[4], (ns(31_200), BASE + 4 * P));
+        assert_eq!(p[11], (ns(44_200), BASE + 11 * P));
+        assert_eq!(p[12], (ns(55_200), BASE + 12 * P));
         assert_eq!(p.len(), 16);
-        assert_eq!(p[15], (ns(72_200), BASE + 15 * P));
+        assert_eq!(p[15], (ns(64_200), BASE + 15 * P));
         let b = w.h.breakdown();
         assert_eq!(
             b.notify,
