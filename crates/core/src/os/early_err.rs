@@ -25,8 +25,8 @@ use crate::memory::{page_of, Pdid, PAGE_BYTES};
 use crate::profile::Profile;
 
 /// What the early-ERR choice needs besides the page-in costs: how fast a resent block can
-/// arrive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// arrive. The default (all zero) is an infinitely fast stream: the ERR waits for every page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResendStream {
     /// Link time per payload byte of a resent block, in picoseconds (packet headers included):
     /// the fastest the source can stream the retransmission.

@@ -218,7 +218,7 @@ pub struct FaultHandlerModel {
 #[derive(Default)]
 struct EarlyState {
     on: bool,
-    resend: Option<ResendStream>,
+    resend: ResendStream,
     /// Pages brought in by this loop so far.
     pages_done: u64,
     /// Answers waiting for `pages_done` to reach their count, in increasing count.
@@ -274,7 +274,7 @@ impl FaultHandlerModel {
             ranges: Vec::new(),
             early: EarlyState {
                 on: os.early_err,
-                resend: Some(cfg.resend),
+                resend: cfg.resend,
                 ..EarlyState::default()
             },
             cfg,
@@ -601,8 +601,7 @@ impl FaultHandlerModel {
             block: rec.block_range,
             transfer_end: rec.transfer_range.1,
         };
-        let stream = e.resend.expect("set at construction");
-        let k = e.pages_done + pages_before_err(costs, stream, &e.runs, &resend);
+        let k = e.pages_done + pages_before_err(costs, e.resend, &e.runs, &resend);
         // Kept sorted by count; equal counts keep the order seen.
         let at = e.pending.partition_point(|&(c, _)| c <= k);
         e.pending.insert(at, (k, reply));
