@@ -346,6 +346,15 @@ fn part_early_err_overlaps_without_a_timeout() {
         "speedup_vs_nto",
     );
     assert!(speedup > 1.5, "4 MiB speedup over NTO {speedup}");
+    // The report states the headline from these rows.
+    let f = unpinned_report::findings::for_experiment("part-early-err", &o.table);
+    assert!(
+        f[0].contains("at 4 MiB:") && f[0].contains("to-100us"),
+        "{f:?}"
+    );
+    for line in &f {
+        eprintln!("{line}");
+    }
     // No block timeout is involved.
     for size in ["4096", "4194304"] {
         let to = value(
@@ -385,4 +394,12 @@ fn part_kernel_err_saves_the_notification() {
         "saved_us",
     );
     assert!(saved > 7.0, "4 MiB early saves {saved} us");
+    let f = unpinned_report::findings::for_experiment("part-kernel-err", &o.table);
+    assert!(
+        f[0].contains("at 4 KiB") && f[0].contains("at 4 MiB"),
+        "{f:?}"
+    );
+    for line in &f {
+        eprintln!("{line}");
+    }
 }

@@ -3,7 +3,7 @@
 //! table and the mechanism behind them.
 
 use super::num;
-use crate::{format_float, Table};
+use crate::Table;
 
 /// Rows of `t` as (key column text, size, value) for the columns named.
 fn rows(t: &Table, key: &str, y: &str) -> Option<Vec<(String, f64, f64)>> {
@@ -53,13 +53,14 @@ pub fn early_err(t: &Table) -> Option<Vec<String>> {
             at(&lat, &to, size)?,
         );
         Some(format!(
-            "at {}: {} us with early ERR, {} us with NTO ({}x), {} us with {to} ({}x)",
+            "at {}: {:.1} us with early ERR, {:.1} us with NTO ({:.2}x), {:.1} us with {to} \
+             ({:.2}x)",
             size_name(size),
-            format_float(e),
-            format_float(n),
-            format_float(n / e),
-            format_float(o),
-            format_float(n / o)
+            e,
+            n,
+            n / e,
+            o,
+            n / o
         ))
     };
     let beats_to = sizes
@@ -78,7 +79,9 @@ pub fn early_err(t: &Table) -> Option<Vec<String>> {
          the resent stream (at link speed, skipping the window's other faulted block) can no \
          longer reach a page before it is in; the source resends while the rest of the transfer \
          is paged in. NTO waits for the whole page-in; a timeout gets the same overlap only \
-         once it expires, and never when the page-in is shorter than the timeout."
+         once it expires, and never when the page-in is shorter than the timeout. For a \
+         one-block transfer the only gain is the task's bookkeeping, done after the ERR \
+         instead of before it."
             .to_string(),
     ])
 }
@@ -94,9 +97,9 @@ pub fn kernel_err(t: &Table) -> Option<Vec<String>> {
     let (lo, hi) = (*sizes.first()?, *sizes.last()?);
     let point = |p: &str, size: f64| -> Option<String> {
         Some(format!(
-            "{} us ({}%) at {}",
-            format_float(at(&saved, p, size)?),
-            format_float(at(&pct, p, size)?),
+            "{:.1} us ({:.1}%) at {}",
+            at(&saved, p, size)?,
+            at(&pct, p, size)?,
             size_name(size)
         ))
     };
@@ -112,8 +115,10 @@ pub fn kernel_err(t: &Table) -> Option<Vec<String>> {
         "Mechanism: each ERR point of the page-in task costs one kernel-to-user notification \
          (netlink) before the daemon sends the ERR; from kernel context that hop is gone. It \
          is a fixed cost per ERR point, so it matters for small transfers and vanishes beside \
-         the page-in of large ones; early ERR has one point per faulted block (two with a window \
-         of two), so it saves one notification per block."
+         the page-in of large ones. Early ERR has one point per faulted block (two with a \
+         window of two), so it saves about one notification per block (its points also move \
+         a little: the slack it keeps for the window's other block no longer includes a \
+         notification)."
             .to_string(),
     ])
 }
@@ -147,7 +152,11 @@ mod tests {
             ],
         );
         let f = early_err(&t).unwrap();
-        assert!(f[0].contains("at 4 MiB: 4000 us with early ERR, 7000 us with NTO (1.75x)"));
+        assert!(
+            f[0].contains("at 4 MiB: 4000.0 us with early ERR, 7000.0 us with NTO (1.75x)"),
+            "{}",
+            f[0]
+        );
         assert!(f[0].contains("at 2 of 2 sizes"), "{}", f[0]);
         assert!(early_err(&Table::new(&["scheme"])).is_none());
     }
@@ -165,10 +174,10 @@ mod tests {
         );
         let f = kernel_err(&t).unwrap();
         assert!(
-            f[0].contains("saves 7 us (21%) at 4 KiB and 7 us (0.1%) at 4 MiB"),
+            f[0].contains("saves 7.0 us (21.0%) at 4 KiB and 7.0 us (0.1%) at 4 MiB"),
             "{}",
             f[0]
         );
-        assert!(f[0].contains("14 us (0.3%) at 4 MiB"), "{}", f[0]);
+        assert!(f[0].contains("14.0 us (0.3%) at 4 MiB"), "{}", f[0]);
     }
 }
