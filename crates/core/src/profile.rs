@@ -148,6 +148,41 @@ pub struct OsProfile {
     pub err_send_us: f64,
     /// Scheduling / context-switch cost per page-in task run, us.
     pub sched_us: f64,
+    /// Early ERR (spec part.md, "Beyond the reference design"): the page-in task answers a
+    /// faulted block once its pages are in and the resent data cannot overtake the rest of the
+    /// page-in, instead of after the whole drain (see `unpinned_core::os::early_err`). Absent
+    /// from a profile file means `false` (the reference design).
+    #[serde(default)]
+    pub early_err: bool,
+    /// Where the ERR is sent from: `user` (the reference design: the page-in task notifies a
+    /// user-space daemon, `notify_us`, which sends it) or `kernel` (the task sends it itself;
+    /// no notification). Absent from a profile file means `user`.
+    #[serde(default)]
+    pub err_from: ErrFrom,
+}
+
+/// Where the page-in task's ERRs are sent from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrFrom {
+    /// A user-space daemon, after a kernel-to-user notification (netlink, `os.notify_us`).
+    #[default]
+    User,
+    /// The page-in task itself, in kernel context: no notification round trip.
+    Kernel,
+}
+
+impl ErrFrom {
+    /// Both places.
+    pub const ALL: [ErrFrom; 2] = [ErrFrom::User, ErrFrom::Kernel];
+
+    /// Lower-case name as in profiles and CSVs (`user`, `kernel`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrFrom::User => "user",
+            ErrFrom::Kernel => "kernel",
+        }
+    }
 }
 
 /// Host CPU costs of the Touch and Pin schemes.
@@ -384,6 +419,10 @@ mod tests {
         assert_eq!(q.engine.block_timeout_us, 100.0);
         let q = p.with_override("iommu.policy=random").unwrap();
         assert_eq!(q.iommu.policy, "random");
+        let q = p.with_override("os.err_from=kernel").unwrap();
+        assert_eq!(q.os.err_from, ErrFrom::Kernel);
+        assert!(p.with_override("os.err_from=nic").is_err());
+        assert!(p.with_override("os.early_err=true").unwrap().os.early_err);
         assert!(p.with_override("engine.nope=1").is_err());
         assert!(p.with_override("engine.block_bytes=1000").is_err());
         assert!(p.with_override("engine.block_bytes=abc").is_err());

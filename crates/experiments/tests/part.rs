@@ -307,3 +307,99 @@ fn part_apps_rejects_impossible_parameters() {
         );
     }
 }
+
+#[test]
+fn part_early_err_overlaps_without_a_timeout() {
+    let o = run("part-early-err", &[]);
+    has_columns(
+        &o.table,
+        &[
+            "scheme",
+            "size_bytes",
+            "latency_us",
+            "speedup_vs_nto",
+            "retransmits_timeout",
+        ],
+    );
+    for size in ["4096", "16384", "65536", "262144", "1048576", "4194304"] {
+        let lat = |s: &str| {
+            value(
+                &o.table,
+                &[("scheme", s), ("size_bytes", size)],
+                "latency_us",
+            )
+        };
+        // Early ERR overlaps the resend with the page-in: faster than waiting for all pages,
+        // and than a 100 us timeout (which fires only after 100 us, or not at all when the
+        // page-in is shorter).
+        assert!(
+            lat("early-err") < lat("nto") && lat("early-err") < lat("to-100us"),
+            "size {size}: early {} nto {} to-100us {}",
+            lat("early-err"),
+            lat("nto"),
+            lat("to-100us")
+        );
+    }
+    let speedup = value(
+        &o.table,
+        &[("scheme", "early-err"), ("size_bytes", "4194304")],
+        "speedup_vs_nto",
+    );
+    assert!(speedup > 1.5, "4 MiB speedup over NTO {speedup}");
+    // The report states the headline from these rows.
+    let f = unpinned_report::findings::for_experiment("part-early-err", &o.table);
+    assert!(
+        f[0].contains("at 4 MiB:") && f[0].contains("to-100us"),
+        "{f:?}"
+    );
+    for line in &f {
+        eprintln!("{line}");
+    }
+    // No block timeout is involved.
+    for size in ["4096", "4194304"] {
+        let to = value(
+            &o.table,
+            &[("scheme", "early-err"), ("size_bytes", size)],
+            "retransmits_timeout",
+        );
+        assert_eq!(to, 0.0, "size {size}");
+    }
+}
+
+#[test]
+fn part_kernel_err_saves_the_notification() {
+    let o = run("part-kernel-err", &[]);
+    has_columns(
+        &o.table,
+        &[
+            "err_point",
+            "size_bytes",
+            "user_us",
+            "kernel_us",
+            "saved_us",
+            "saved_pct",
+        ],
+    );
+    // With the ERR at the end of the page-in, one notification per task loop is saved.
+    let saved = value(
+        &o.table,
+        &[("err_point", "end"), ("size_bytes", "4096")],
+        "saved_us",
+    );
+    assert!((6.9..7.1).contains(&saved), "4 KiB saves {saved} us");
+    // Early ERR notifies once per early point: kernel context saves one notification per ERR.
+    let saved = value(
+        &o.table,
+        &[("err_point", "early"), ("size_bytes", "4194304")],
+        "saved_us",
+    );
+    assert!(saved > 7.0, "4 MiB early saves {saved} us");
+    let f = unpinned_report::findings::for_experiment("part-kernel-err", &o.table);
+    assert!(
+        f[0].contains("at 4 KiB") && f[0].contains("at 4 MiB"),
+        "{f:?}"
+    );
+    for line in &f {
+        eprintln!("{line}");
+    }
+}

@@ -78,7 +78,13 @@ fn every_experiment_declares_valid_parameters() {
                 .split('.')
                 .try_fold(&profile, |v, part| v.get(part))
                 .unwrap_or_else(|| panic!("{}: fixed {} is no profile field", e.name, f.field));
-            assert!(v.is_number(), "{}: {}", e.name, f.field);
+            // A field, not a section: a number, or a switch (`os.early_err`, `os.err_from`).
+            assert!(
+                v.is_number() || v.is_boolean() || v.is_string(),
+                "{}: {}",
+                e.name,
+                f.field
+            );
         }
     }
 }

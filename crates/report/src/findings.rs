@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use crate::{format_float, Cell, Table};
 
+mod part_beyond;
+
 /// The findings for experiment `name` from its table (empty when there is none, or when the
 /// table lacks the columns a finding needs).
 pub fn for_experiment(name: &str, table: &Table) -> Vec<String> {
@@ -15,6 +17,8 @@ pub fn for_experiment(name: &str, table: &Table) -> Vec<String> {
         "odp-fix-period" => fix_period_rule(table)
             .map(|r| r.sentences())
             .unwrap_or_default(),
+        "part-early-err" => part_beyond::early_err(table).unwrap_or_default(),
+        "part-kernel-err" => part_beyond::kernel_err(table).unwrap_or_default(),
         _ => Vec::new(),
     }
 }

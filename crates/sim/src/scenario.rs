@@ -42,6 +42,17 @@ pub fn random_run_with(
     fault_rate: f64,
     retransmit: RetransmitPolicy,
 ) -> Result<RandomRun, SimError> {
+    random_run_tweaked(seed, fault_rate, retransmit, &|_| {})
+}
+
+/// [`random_run_with`], with `tweak` applied to the drawn profile before the run (e.g. a
+/// fault-handler policy under test: `os.early_err`). The scenario's draws are unchanged.
+pub fn random_run_tweaked(
+    seed: u64,
+    fault_rate: f64,
+    retransmit: RetransmitPolicy,
+    tweak: &dyn Fn(&mut Profile),
+) -> Result<RandomRun, SimError> {
     let mut rng = rng_for(seed, "scenario");
     let mut profile = Profile::forth_arm();
     if rng.gen_bool(0.5) {
@@ -57,6 +68,7 @@ pub fn random_run_with(
     // Enough retries that injected loss alone rarely exhausts them.
     profile.engine.max_timeouts = 30;
     profile.engine.retransmit = retransmit;
+    tweak(&mut profile);
     let nodes = rng.gen_range(2..=4u32);
     let cfg = SimConfig {
         profile,

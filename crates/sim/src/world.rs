@@ -271,13 +271,13 @@ impl Sim {
                     engine,
                     iommu: Iommu::new(&p.iommu, derive_seed(cfg.seed, &format!("iommu/{n}"))),
                     mem: SimMemory::new(),
-                    handler: FaultHandlerModel::new(HandlerConfig {
-                        os: p.os.clone(),
-                        page_in: PageInConfig {
+                    handler: FaultHandlerModel::new(HandlerConfig::from_profile(
+                        p,
+                        PageInConfig {
                             policy: cfg.policy,
                             send_err: cfg.send_err,
                         },
-                    }),
+                    )),
                     tx_free_at: Instant::ZERO,
                     tx_prep_at: Instant::ZERO,
                     ni_ready_at: Instant::ZERO,

@@ -21,6 +21,13 @@
 //!    [`BlockReply::ResumeSource`] for source faults (always: the source engine waits for it);
 //! 7. if records arrived meanwhile, back to 2 within the same run; else the task sleeps.
 //!
+//! With early ERR (`os.early_err`, [`super::early_err`]) the answers of step 6 do not wait for
+//! the end of step 3: each is sent (notification, then its ERR) as soon as the pages chosen by
+//! [`super::early_err::pages_before_err`] are in, and the page-in goes on after it. Between
+//! pages, when an interrupt has signalled new records, the task reads the FIFO and answers
+//! those records the same way if their pages are among those being brought in (others wait for
+//! the next loop). With `os.err_from = "kernel"` the notification costs nothing.
+//!
 //! Sans-IO: time only moves through [`FaultHandlerModel::handle_timeout`]. Driver contract:
 //! call `handle_timeout(t, ..)` whenever `poll_timeout()` returns `Some(t)` (and before feeding
 //! inputs at a later time), then apply every [`FaultHandlerModel::poll_action`] in order (a
@@ -31,10 +38,11 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashSet;
 
-use crate::api::FaultRecord;
-use crate::memory::{Pdid, PAGE_BYTES};
+use crate::api::{FaultRecord, FaultSide};
+use crate::memory::{page_of, Pdid, PAGE_BYTES};
+use crate::os::early_err::{pages_before_err, PageInCosts, PendingRun, Resend, ResendStream};
 use crate::os::plan::{BlockReply, PageInConfig, PageInPlan};
-use crate::profile::OsProfile;
+use crate::profile::{ErrFrom, OsProfile, Profile};
 use crate::time::{Duration, Instant};
 
 /// Tells the handler which pages are present now (the page table).
@@ -50,6 +58,19 @@ pub struct HandlerConfig {
     pub os: OsProfile,
     /// Page-in policy and ERR switch (the planning shared with the live runtime).
     pub page_in: PageInConfig,
+    /// How fast the source can resend (used by early ERR, `os.early_err`, only).
+    pub resend: ResendStream,
+}
+
+impl HandlerConfig {
+    /// The handler of a node of `profile` with the page-in planning `page_in`.
+    pub fn from_profile(profile: &Profile, page_in: PageInConfig) -> HandlerConfig {
+        HandlerConfig {
+            os: profile.os.clone(),
+            page_in,
+            resend: ResendStream::from_profile(profile),
+        }
+    }
 }
 
 /// What the handler did, to be applied by the driver.
@@ -143,6 +164,8 @@ struct GupRun {
     next: u64,
     /// Pages of the run still to bring in (including `next`).
     left: u64,
+    /// Whether the call's fixed cost is paid (its pages are being brought in).
+    started: bool,
 }
 
 /// The model of one node's host fault path.
@@ -187,6 +210,31 @@ pub struct FaultHandlerModel {
     plan: PageInPlan,
     /// Scratch: the plan's ranges united per address space.
     ranges: Vec<(Pdid, u64, u64)>,
+    /// Early ERR state (all unused without `os.early_err`).
+    early: EarlyState,
+}
+
+/// The page-in task's early-ERR state for the loop in progress.
+#[derive(Default)]
+struct EarlyState {
+    on: bool,
+    resend: ResendStream,
+    /// Pages brought in by this loop so far.
+    pages_done: u64,
+    /// Answers waiting for `pages_done` to reach their count, in increasing count.
+    pending: Vec<(u64, BlockReply)>,
+    /// Answers of this loop, sent or pending (a block attempt is answered once).
+    answered: Vec<BlockReply>,
+    /// An interrupt ended during the loop: the FIFO may hold records.
+    signalled: bool,
+    /// The FIFO reads in progress are a drain between pages.
+    mid_drain: bool,
+    /// The notification / ERRs in progress are early ones: the page-in resumes after them.
+    mid_replies: bool,
+    /// Records read between pages whose pages this loop does not bring in: the next loop's.
+    deferred: Vec<FaultRecord>,
+    /// Scratch for the choice.
+    runs: Vec<PendingRun>,
 }
 
 impl FaultHandlerModel {
@@ -200,7 +248,11 @@ impl FaultHandlerModel {
             fifo_read: Duration::from_ns(os.fifo_read_ns),
             gup_call: us(os.gup_call_us),
             gup_page: us(os.gup_page_us),
-            notify: us(os.notify_us),
+            // From kernel context the task sends the ERR itself: no notification.
+            notify: match os.err_from {
+                ErrFrom::User => us(os.notify_us),
+                ErrFrom::Kernel => Duration::ZERO,
+            },
             bookkeeping: us(os.bookkeeping_us),
             err_send: us(os.err_send_us),
             sched: us(os.sched_us),
@@ -220,6 +272,11 @@ impl FaultHandlerModel {
             stats: HandlerStats::default(),
             plan: PageInPlan::new(),
             ranges: Vec::new(),
+            early: EarlyState {
+                on: os.early_err,
+                resend: cfg.resend,
+                ..EarlyState::default()
+            },
             cfg,
         }
     }
@@ -335,6 +392,8 @@ impl FaultHandlerModel {
         if self.step.is_none() {
             self.stats.task_runs += 1;
             self.start_step(StepKind::Sched, self.sched, t);
+        } else if self.early.on {
+            self.early.signalled = true;
         }
     }
 
@@ -379,15 +438,20 @@ impl FaultHandlerModel {
                 Some(rec) => {
                     self.batch.push(rec);
                     if self.batch.len() >= self.fifo_cap {
-                        self.end_drain(t, mem);
+                        self.drain_done(t, mem);
                     } else {
                         self.start_step(StepKind::FifoRead, self.fifo_read, t);
                     }
                 }
-                None => self.end_drain(t, mem),
+                None => {
+                    self.early.signalled = false;
+                    self.drain_done(t, mem);
+                }
             },
             StepKind::GupCall => {
-                let r = *self.runs.front().expect("a gup run is pending");
+                let r = self.runs.front_mut().expect("a gup run is pending");
+                r.started = true;
+                let r = *r;
                 self.start_step(
                     StepKind::GupPage {
                         pdid: r.pdid,
@@ -401,21 +465,17 @@ impl FaultHandlerModel {
                 self.stats.pages_in += 1;
                 self.unpolled.insert((pdid, page_addr));
                 self.emit(t, HandlerAction::PageIn { pdid, page_addr });
+                self.early.pages_done += 1;
                 let r = self.runs.front_mut().expect("a gup run is pending");
                 r.left -= 1;
                 r.next += PAGE_BYTES;
-                if r.left > 0 {
-                    let (pdid, page_addr) = (r.pdid, r.next);
-                    self.start_step(StepKind::GupPage { pdid, page_addr }, self.gup_page, t);
-                } else {
+                if r.left == 0 {
                     self.runs.pop_front();
-                    if self.runs.is_empty() {
-                        self.start_step(StepKind::Bookkeeping, self.bookkeeping, t);
-                    } else {
-                        self.start_step(StepKind::GupCall, self.gup_call, t);
-                    }
                 }
+                self.gup_next(t);
             }
+            // With every answer of the loop already sent early, nothing is left to notify.
+            StepKind::Bookkeeping if self.early.on && self.errs.is_empty() => self.next_err(t),
             StepKind::Bookkeeping => self.start_step(StepKind::Notify, self.notify, t),
             StepKind::Notify => self.next_err(t),
             StepKind::Err(reply) => {
@@ -433,9 +493,119 @@ impl FaultHandlerModel {
     fn next_err(&mut self, t: Instant) {
         match self.errs.pop_front() {
             Some(a) => self.start_step(StepKind::Err(a), self.err_send, t),
-            None if !self.fifo.is_empty() => self.start_step(StepKind::FifoRead, self.fifo_read, t),
+            None if self.early.mid_replies => {
+                self.early.mid_replies = false;
+                self.gup_next(t);
+            }
+            None if !self.fifo.is_empty() || !self.early.deferred.is_empty() => {
+                self.batch.append(&mut self.early.deferred);
+                self.start_step(StepKind::FifoRead, self.fifo_read, t)
+            }
             None => {} // the task sleeps until the next interrupt
         }
+    }
+
+    /// The next step of `get_user_pages` (the next page, the next call, or bookkeeping once
+    /// every run is done); with early ERR, first a drain of newly signalled records and the
+    /// answers whose pages are in.
+    fn gup_next(&mut self, t: Instant) {
+        if self.early.on {
+            if self.early.signalled {
+                self.early.mid_drain = true;
+                self.start_step(StepKind::FifoRead, self.fifo_read, t);
+                return;
+            }
+            let done = self.early.pages_done;
+            let due = self.early.pending.partition_point(|&(k, _)| k <= done);
+            if due > 0 {
+                self.errs
+                    .extend(self.early.pending.drain(..due).map(|(_, r)| r));
+                self.early.mid_replies = true;
+                self.start_step(StepKind::Notify, self.notify, t);
+                return;
+            }
+        }
+        match self.runs.front() {
+            Some(r) if r.started => {
+                let (pdid, page_addr) = (r.pdid, r.next);
+                self.start_step(StepKind::GupPage { pdid, page_addr }, self.gup_page, t);
+            }
+            Some(_) => self.start_step(StepKind::GupCall, self.gup_call, t),
+            None => self.start_step(StepKind::Bookkeeping, self.bookkeeping, t),
+        }
+    }
+
+    /// The FIFO reads are over: plan a new loop, or (between pages, early ERR) answer what was
+    /// read.
+    fn drain_done(&mut self, t: Instant, mem: &dyn Residency) {
+        if !std::mem::take(&mut self.early.mid_drain) {
+            return self.end_drain(t, mem);
+        }
+        let batch = std::mem::take(&mut self.batch);
+        for rec in &batch {
+            if !self.schedule_early(rec, mem, true) {
+                self.early.deferred.push(*rec);
+            }
+        }
+        self.batch = batch;
+        self.batch.clear();
+        self.gup_next(t);
+    }
+
+    /// Early ERR: queue the answer to `rec` for the point [`pages_before_err`] chooses among
+    /// the pages still to come in. With `check`, first make sure this loop brings its faulting
+    /// page in (or it is in already); returns false if not (the record is for the next loop).
+    fn schedule_early(&mut self, rec: &FaultRecord, mem: &dyn Residency, check: bool) -> bool {
+        let page = page_of(rec.page_addr);
+        if check
+            && !mem.is_present(rec.pdid, page)
+            && !self.unpolled.contains(&(rec.pdid, page))
+            && !self.runs.iter().any(|r| {
+                r.pdid == rec.pdid && page >= r.next && page < r.next + r.left * PAGE_BYTES
+            })
+        {
+            return false;
+        }
+        let (transfer, block, block_seq) = (rec.transfer, rec.block, rec.block_seq);
+        let reply = match rec.side {
+            FaultSide::Destination if self.cfg.page_in.send_err => BlockReply::SendErr {
+                transfer,
+                block,
+                block_seq,
+            },
+            FaultSide::Destination => return true,
+            FaultSide::Source => BlockReply::ResumeSource {
+                transfer,
+                block,
+                block_seq,
+            },
+        };
+        if self.early.answered.contains(&reply) {
+            return true;
+        }
+        self.early.answered.push(reply);
+        let e = &mut self.early;
+        e.runs.clear();
+        e.runs.extend(self.runs.iter().map(|r| PendingRun {
+            pdid: r.pdid,
+            first: r.next,
+            pages: r.left,
+            needs_call: !r.started,
+        }));
+        let costs = PageInCosts {
+            call_ns: self.gup_call.0,
+            page_ns: self.gup_page.0,
+        };
+        let resend = Resend {
+            pdid: rec.pdid,
+            block: rec.block_range,
+            transfer_end: rec.transfer_range.1,
+        };
+        let k = e.pages_done + pages_before_err(costs, e.resend, &e.runs, &resend);
+        // Kept sorted by count; equal counts keep the order seen.
+        let at = e.pending.partition_point(|&(c, _)| c <= k);
+        e.pending.insert(at, (k, reply));
+        true
     }
 
     /// The drain is over: decide the pages and the ERRs of the records read, then go on with
@@ -472,6 +642,18 @@ impl FaultHandlerModel {
         if let Some(c) = cur {
             self.plan_runs(c, mem);
         }
+        if self.early.on {
+            // The plan's answers, each at its own point of the page-in.
+            self.early.pages_done = 0;
+            self.early.answered.clear();
+            let batch = std::mem::take(&mut self.batch);
+            for rec in &batch {
+                self.schedule_early(rec, mem, false);
+            }
+            self.batch = batch;
+            self.batch.clear();
+            return self.gup_next(t);
+        }
         self.errs.extend(self.plan.replies.iter().copied());
         self.batch.clear();
         if self.runs.is_empty() {
@@ -495,6 +677,7 @@ impl FaultHandlerModel {
                         pdid,
                         next: p,
                         left: 1,
+                        started: false,
                     })
                 }
                 (Some(_), false) => self.runs.push_back(run.take().expect("run")),
@@ -559,6 +742,7 @@ impl FaultHandlerModel {
             && self.deferred_irq.is_none()
             && self.fifo.is_empty()
             && self.actions.is_empty()
+            && self.early.deferred.is_empty()
     }
 }
 
@@ -568,7 +752,7 @@ mod tests {
     use crate::api::{FaultSide, TransferKey};
     use crate::memory::page_of;
     use crate::os::PageInPolicy;
-    use crate::profile::Profile;
+    use crate::profile::{ErrFrom, Profile};
 
     const P: u64 = PAGE_BYTES;
 
@@ -595,6 +779,7 @@ mod tests {
                 h: FaultHandlerModel::new(HandlerConfig {
                     os,
                     page_in: PageInConfig { policy, send_err },
+                    resend: ResendStream::from_profile(&Profile::forth_arm()),
                 }),
                 mem: Pages::default(),
                 log: Vec::new(),
@@ -1030,6 +1215,7 @@ mod tests {
                 policy: PageInPolicy::Pio,
                 send_err: true,
             },
+            resend: ResendStream::from_profile(&Profile::forth_arm()),
         });
         let mem = Pages::default();
         h.handle_fifo_push(us(0), dst(0, 1));
@@ -1071,6 +1257,83 @@ mod tests {
         assert_eq!(b.notify, Duration::ZERO);
         assert!(w.log.is_empty());
         assert!(w.h.is_idle());
+    }
+
+    #[test]
+    fn kernel_err_skips_the_notification() {
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.err_from = ErrFrom::Kernel);
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        w.finish();
+        // 1 + 0.1 + 9 + 4 + 0 (no netlink) + 1: 7 us earlier than from user space.
+        assert_eq!(w.errs()[0].0, ns(15_100));
+        assert_eq!(w.h.breakdown().notify, Duration::ZERO);
+    }
+
+    #[test]
+    fn early_err_answers_each_block_once_its_pages_are_in() {
+        let mut w = World::new(PageInPolicy::Pia, true, |o| o.early_err = true);
+        w.push(us(0), dst(0, 16));
+        w.interrupt(us(0));
+        // Block 1 faults at 15 us, during the page-in of block 0 (the page step [13.1, 16.1)
+        // loses 1 us to its interrupt and ends at 17.1).
+        w.push(us(15), dst(4, 16));
+        w.interrupt(us(15));
+        w.finish();
+        // The FIFO is read between pages (17.1 .. 17.2). Block 0's ERR goes out after the 12th
+        // page (44.2; see early_err's the_window_moves_the_err_later) + notify 7 + ERR 1;
+        // block 1's after the 16th and last page, 3 pages and 8 us later.
+        let err = |block| {
+            HandlerAction::Reply(BlockReply::SendErr {
+                transfer: key(1),
+                block,
+                block_seq: 0,
+            })
+        };
+        assert_eq!(w.errs(), vec![(ns(52_200), err(0)), (ns(72_200), err(1))]);
+        // The page-in goes on after the first ERR: page 12 at 55.2, the last page at 64.2.
+        let p = w.page_ins();
+        assert_eq!(p[11], (ns(44_200), BASE + 11 * P));
+        assert_eq!(p[12], (ns(55_200), BASE + 12 * P));
+        assert_eq!(p.len(), 16);
+        assert_eq!(p[15], (ns(64_200), BASE + 15 * P));
+        let b = w.h.breakdown();
+        assert_eq!(
+            b.notify,
+            Duration::from_us(14),
+            "one notification per early point"
+        );
+        assert_eq!(b.bookkeeping, Duration::from_us(4));
+        assert_eq!(b.fifo, Duration::from_ns(4 * 50));
+        assert_eq!(w.h.stats().task_runs, 1);
+    }
+
+    #[test]
+    fn early_err_defers_records_outside_the_page_in() {
+        // PIO brings in the faulting page only: a record for another page read between pages
+        // is answered by the next loop, as without early ERR.
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.early_err = true);
+        w.push(us(0), dst(0, 8));
+        w.interrupt(us(0));
+        w.push(us(8), dst(4, 8));
+        w.interrupt(us(8));
+        w.finish();
+        assert_eq!(w.page_ins().len(), 2);
+        assert_eq!(w.errs().len(), 2);
+        assert_eq!(w.h.stats().task_runs, 1);
+        assert!(w.h.is_idle());
+    }
+
+    #[test]
+    fn early_err_without_page_in_answers_at_once() {
+        let mut w = World::new(PageInPolicy::Pio, true, |o| o.early_err = true);
+        w.mem.0.insert((1, BASE));
+        w.push(us(0), dst(0, 1));
+        w.interrupt(us(0));
+        w.finish();
+        // 1 + 0.1 + 7 + 1, bookkeeping after.
+        assert_eq!(w.errs()[0].0, ns(9_100));
+        assert_eq!(w.h.breakdown().bookkeeping, Duration::from_us(4));
     }
 
     #[test]

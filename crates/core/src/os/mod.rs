@@ -7,13 +7,17 @@
 //! - [`handler`]: the fault handler model: IOMMU fault interrupts that preempt a deferred page-in
 //!   task, which drains the NI fault FIFO, deduplicates pages, calls `get_user_pages`, notifies
 //!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
+//! - [`early_err`]: early ERR, when the handler answers a faulted block before its whole
+//!   page-in is done (beyond the reference design), pure.
 //! - [`cpu`]: CPU cost models for the Touch and Pin schemes.
 
 pub mod cpu;
+pub mod early_err;
 pub mod handler;
 pub mod plan;
 pub mod policy;
 
+pub use early_err::ResendStream;
 pub use handler::{
     Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,
 };

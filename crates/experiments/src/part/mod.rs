@@ -10,10 +10,12 @@ pub mod sim_testbed;
 
 pub mod apps;
 mod breakdown;
+pub mod early_err;
 pub mod fault_all;
 pub mod fault_frequency;
 pub mod fault_small;
 mod isend;
+pub mod kernel_err;
 pub mod latency;
 pub mod timeout;
 
@@ -28,6 +30,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &fault_all::SPEC,
         &fault_frequency::SPEC,
         &timeout::SPEC,
+        &early_err::SPEC,
+        &kernel_err::SPEC,
         &isend::SPEC,
         &apps::SPEC,
     ]
