@@ -34,6 +34,7 @@ use rustc_hash::FxHashSet;
 use crate::api::FaultRecord;
 use crate::memory::{Pdid, PAGE_BYTES};
 use crate::os::plan::{BlockReply, PageInConfig, PageInPlan};
+use crate::os::source::{huge_of, PageSource, PAGES_PER_HUGE};
 use crate::profile::OsProfile;
 use crate::time::{Duration, Instant};
 
@@ -41,6 +42,13 @@ use crate::time::{Duration, Instant};
 pub trait Residency {
     /// Whether page `page_addr` of `pdid` is present.
     fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool;
+
+    /// How missing page `page_addr` of `pdid` comes in (asked when a drain plans its
+    /// page-ins): the reference design's minor fault unless the memory says otherwise
+    /// (major faults, huge pages: [`crate::os::source`]).
+    fn source(&self, _pdid: Pdid, _page_addr: u64) -> PageSource {
+        PageSource::Minor
+    }
 }
 
 /// Configuration of the model.
@@ -106,6 +114,14 @@ pub struct HandlerStats {
     pub errs: u64,
     /// Source-side resumes issued.
     pub resumes: u64,
+    /// Pages brought in by a major fault (a device read).
+    pub major_pages_in: u64,
+    /// Device read requests of major faults.
+    pub io_requests: u64,
+    /// Time the page-in task waited for the device (not CPU time: not in [`Breakdown`]).
+    pub io_wait: Duration,
+    /// Huge pages brought in (their 4 KiB pages count in `pages_in` too).
+    pub huge_pages_in: u64,
 }
 
 /// One interrupt handler execution on the host core, `[start, end)`.
@@ -121,7 +137,15 @@ enum StepKind {
     Sched,
     FifoRead,
     GupCall,
-    GupPage { pdid: Pdid, page_addr: u64 },
+    GupPage {
+        pdid: Pdid,
+        page_addr: u64,
+    },
+    /// A major fault's device read: the task waits, the CPU is free (interrupts do not push
+    /// the end).
+    IoWait,
+    /// A whole huge page, the run at the front of `runs`.
+    HugePage,
     Bookkeeping,
     Notify,
     Err(BlockReply),
@@ -143,6 +167,11 @@ struct GupRun {
     next: u64,
     /// Pages of the run still to bring in (including `next`).
     left: u64,
+    /// Where its pages come from (one kind per run).
+    source: PageSource,
+    /// Pages of the run brought in so far (a major run issues a read every
+    /// `readahead_pages`).
+    done: u64,
 }
 
 /// The model of one node's host fault path.
@@ -275,7 +304,7 @@ impl FaultHandlerModel {
         // its duration. (A step that ended before `at` but was not processed yet is unaffected:
         // its successor accounts for this interrupt when it starts.)
         if let Some(step) = &mut self.step {
-            if start < step.end {
+            if start < step.end && step.kind != StepKind::IoWait {
                 step.end += self.irq;
             }
         }
@@ -342,6 +371,11 @@ impl FaultHandlerModel {
     /// would end push its end by their duration.
     fn start_step(&mut self, kind: StepKind, work: Duration, at: Instant) {
         let mut end = at + work;
+        if kind == StepKind::IoWait {
+            // A device wait: the core runs interrupts meanwhile, the device is not slowed.
+            self.step = Some(Step { kind, work, end });
+            return;
+        }
         // Each queued interrupt is scanned by at most one step (the step it overlaps ends after
         // it), so this loop is amortized O(1).
         for irq in &self.irqs {
@@ -367,7 +401,11 @@ impl FaultHandlerModel {
         match step.kind {
             StepKind::Sched => b.sched += step.work,
             StepKind::FifoRead => b.fifo += step.work,
-            StepKind::GupCall | StepKind::GupPage { .. } => b.gup += step.work,
+            StepKind::GupCall | StepKind::GupPage { .. } | StepKind::HugePage => b.gup += step.work,
+            StepKind::IoWait => {
+                self.stats.io_requests += 1;
+                self.stats.io_wait += step.work;
+            }
             StepKind::Bookkeeping => b.bookkeeping += step.work,
             StepKind::Notify => b.notify += step.work,
             StepKind::Err(_) => b.err += step.work,
@@ -386,7 +424,8 @@ impl FaultHandlerModel {
                 }
                 None => self.end_drain(t, mem),
             },
-            StepKind::GupCall => {
+            StepKind::GupCall => self.next_page_step(t),
+            StepKind::IoWait => {
                 let r = *self.runs.front().expect("a gup run is pending");
                 self.start_step(
                     StepKind::GupPage {
@@ -402,19 +441,34 @@ impl FaultHandlerModel {
                 self.unpolled.insert((pdid, page_addr));
                 self.emit(t, HandlerAction::PageIn { pdid, page_addr });
                 let r = self.runs.front_mut().expect("a gup run is pending");
+                if matches!(r.source, PageSource::Major { .. }) {
+                    self.stats.major_pages_in += 1;
+                }
                 r.left -= 1;
+                r.done += 1;
                 r.next += PAGE_BYTES;
                 if r.left > 0 {
-                    let (pdid, page_addr) = (r.pdid, r.next);
-                    self.start_step(StepKind::GupPage { pdid, page_addr }, self.gup_page, t);
+                    self.next_page_step(t);
                 } else {
-                    self.runs.pop_front();
-                    if self.runs.is_empty() {
-                        self.start_step(StepKind::Bookkeeping, self.bookkeeping, t);
-                    } else {
-                        self.start_step(StepKind::GupCall, self.gup_call, t);
-                    }
+                    self.end_run(t);
                 }
+            }
+            StepKind::HugePage => {
+                let r = self.runs.front().copied().expect("a gup run is pending");
+                self.stats.huge_pages_in += 1;
+                for i in 0..r.left {
+                    let page_addr = r.next + i * PAGE_BYTES;
+                    self.stats.pages_in += 1;
+                    self.unpolled.insert((r.pdid, page_addr));
+                    self.emit(
+                        t,
+                        HandlerAction::PageIn {
+                            pdid: r.pdid,
+                            page_addr,
+                        },
+                    );
+                }
+                self.end_run(t);
             }
             StepKind::Bookkeeping => self.start_step(StepKind::Notify, self.notify, t),
             StepKind::Notify => self.next_err(t),
@@ -426,6 +480,38 @@ impl FaultHandlerModel {
                 self.emit(t, HandlerAction::Reply(reply));
                 self.next_err(t);
             }
+        }
+    }
+
+    /// The next step of the run at the front of `runs`: a device read before the first page
+    /// of each `readahead_pages` of a major run, the whole huge page of a huge run, else the
+    /// next page.
+    fn next_page_step(&mut self, t: Instant) {
+        let r = *self.runs.front().expect("a gup run is pending");
+        match r.source {
+            PageSource::Major {
+                io,
+                readahead_pages,
+            } if r.done % readahead_pages.max(1) == 0 => self.start_step(StepKind::IoWait, io, t),
+            PageSource::Huge { cost } => self.start_step(StepKind::HugePage, cost, t),
+            _ => self.start_step(
+                StepKind::GupPage {
+                    pdid: r.pdid,
+                    page_addr: r.next,
+                },
+                self.gup_page,
+                t,
+            ),
+        }
+    }
+
+    /// The run at the front is done: the next run's `get_user_pages` call, or bookkeeping.
+    fn end_run(&mut self, t: Instant) {
+        self.runs.pop_front();
+        if self.runs.is_empty() {
+            self.start_step(StepKind::Bookkeeping, self.bookkeeping, t);
+        } else {
+            self.start_step(StepKind::GupCall, self.gup_call, t);
         }
     }
 
@@ -482,19 +568,57 @@ impl FaultHandlerModel {
     }
 
     /// Split one merged page interval into maximal runs of pages that are neither present nor
-    /// already being made present.
+    /// already being made present, and come from one kind of source. A missing page of a huge
+    /// page makes a run of the whole huge page (once per drain), even beyond the interval.
     fn plan_runs(&mut self, (pdid, start, end): (Pdid, u64, u64), mem: &dyn Residency) {
         let mut run: Option<GupRun> = None;
         let mut p = start;
         while p < end {
             let new = !mem.is_present(pdid, p) && !self.unpolled.contains(&(pdid, p));
+            let source = if new {
+                mem.source(pdid, p)
+            } else {
+                PageSource::Minor
+            };
+            if let (true, PageSource::Huge { .. }) = (new, source) {
+                if let Some(r) = run.take() {
+                    self.runs.push_back(r);
+                }
+                let h = huge_of(p);
+                let planned = self.runs.iter().any(|r| {
+                    r.pdid == pdid && r.next == h && matches!(r.source, PageSource::Huge { .. })
+                });
+                if !planned {
+                    self.runs.push_back(GupRun {
+                        pdid,
+                        next: h,
+                        left: PAGES_PER_HUGE,
+                        source,
+                        done: 0,
+                    });
+                }
+                p = h + PAGES_PER_HUGE * PAGE_BYTES;
+                continue;
+            }
             match (&mut run, new) {
-                (Some(r), true) => r.left += 1,
+                (Some(r), true) if r.source == source => r.left += 1,
+                (Some(_), true) => {
+                    self.runs.push_back(run.take().expect("run"));
+                    run = Some(GupRun {
+                        pdid,
+                        next: p,
+                        left: 1,
+                        source,
+                        done: 0,
+                    })
+                }
                 (None, true) => {
                     run = Some(GupRun {
                         pdid,
                         next: p,
                         left: 1,
+                        source,
+                        done: 0,
                     })
                 }
                 (Some(_), false) => self.runs.push_back(run.take().expect("run")),

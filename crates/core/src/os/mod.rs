@@ -8,14 +8,17 @@
 //!   task, which drains the NI fault FIFO, deduplicates pages, calls `get_user_pages`, notifies
 //!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
 //! - [`cpu`]: CPU cost models for the Touch and Pin schemes.
+//! - [`source`]: where a missing page comes from (minor, major fault, huge page).
 
 pub mod cpu;
 pub mod handler;
 pub mod plan;
 pub mod policy;
+pub mod source;
 
 pub use handler::{
     Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,
 };
 pub use plan::{BlockReply, PageInConfig, PageInPlan, PageRange};
 pub use policy::PageInPolicy;
+pub use source::PageSource;

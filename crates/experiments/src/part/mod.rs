@@ -13,8 +13,10 @@ mod breakdown;
 pub mod fault_all;
 pub mod fault_frequency;
 pub mod fault_small;
+pub mod huge_pages;
 mod isend;
 pub mod latency;
+pub mod major_faults;
 pub mod timeout;
 
 use crate::ExperimentSpec;
@@ -30,6 +32,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &timeout::SPEC,
         &isend::SPEC,
         &apps::SPEC,
+        &major_faults::SPEC,
+        &huge_pages::SPEC,
     ]
 }
 
