@@ -210,6 +210,10 @@ pub struct FaultHandlerModel {
     /// Pages whose `PageIn` is produced but not yet polled: the driver has not made them
     /// present yet, so the residency oracle cannot be trusted for them.
     unpolled: FxHashSet<(Pdid, u64)>,
+    /// Pages of major sources a device read brought into the page cache (its readahead
+    /// window) without mapping them: their fault is minor. Never dropped: a model of one
+    /// page cache that is not reclaimed while a run lasts.
+    cached: FxHashSet<(Pdid, u64)>,
     breakdown: Breakdown,
     stats: HandlerStats,
     /// The plan of the current drain (kept to avoid an allocation per drain).
@@ -245,6 +249,7 @@ impl FaultHandlerModel {
             errs: VecDeque::new(),
             actions: VecDeque::new(),
             unpolled: FxHashSet::default(),
+            cached: FxHashSet::default(),
             breakdown: Breakdown::default(),
             stats: HandlerStats::default(),
             plan: PageInPlan::new(),
@@ -427,6 +432,16 @@ impl FaultHandlerModel {
             StepKind::GupCall => self.next_page_step(t),
             StepKind::IoWait => {
                 let r = *self.runs.front().expect("a gup run is pending");
+                if let PageSource::Major {
+                    readahead_pages, ..
+                } = r.source
+                {
+                    // The read filled the page cache with its window from this page on; the
+                    // run maps its own pages, the rest fault minor later.
+                    for i in r.left.min(readahead_pages)..readahead_pages {
+                        self.cached.insert((r.pdid, r.next + i * PAGE_BYTES));
+                    }
+                }
                 self.start_step(
                     StepKind::GupPage {
                         pdid: r.pdid,
@@ -575,10 +590,14 @@ impl FaultHandlerModel {
         let mut p = start;
         while p < end {
             let new = !mem.is_present(pdid, p) && !self.unpolled.contains(&(pdid, p));
-            let source = if new {
-                mem.source(pdid, p)
-            } else {
-                PageSource::Minor
+            let source = match new {
+                true => match mem.source(pdid, p) {
+                    PageSource::Major { .. } if self.cached.contains(&(pdid, p)) => {
+                        PageSource::Minor
+                    }
+                    s => s,
+                },
+                false => PageSource::Minor,
             };
             if let (true, PageSource::Huge { .. }) = (new, source) {
                 if let Some(r) = run.take() {

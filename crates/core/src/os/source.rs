@@ -27,10 +27,12 @@ pub enum PageSource {
     #[default]
     Minor,
     /// A major fault: the page lives in a file that is not in the page cache, or in swap. The
-    /// page-in task blocks for the device: one read request of `io` per up to
-    /// `readahead_pages` contiguous pages of one `get_user_pages` run (the pages the policy
-    /// asked for: nothing outside them is read ahead), then maps each page at the profile's
-    /// per-page cost. The wait is not CPU work: interrupts taken meanwhile do not lengthen it.
+    /// page-in task blocks for the device: one read request of `io` per `readahead_pages`
+    /// contiguous pages of one `get_user_pages` run, then maps each page at the profile's
+    /// per-page cost. A request reads a whole window of `readahead_pages` from its first page
+    /// on: window pages the run does not map stay in the page cache and fault minor later
+    /// (so PIO gains from readahead too). The wait is not CPU work: interrupts taken
+    /// meanwhile do not lengthen it.
     Major {
         /// Device time of one read request.
         io: Duration,
@@ -119,12 +121,14 @@ mod tests {
     }
 
     /// Run the handler until idle after `recs` arrive at `t = 0` with one interrupt, plus an
-    /// interrupt at each of `irqs_us`; the page-ins and their times.
+    /// interrupt at each of `irqs_us` (with the record of `late`, if any, at the first of
+    /// them); the page-ins and their times.
     fn run(
         policy: PageInPolicy,
         source: PageSource,
         recs: &[FaultRecord],
         irqs_us: &[u64],
+        mut late: Option<FaultRecord>,
     ) -> (FaultHandlerModel, Vec<(Instant, u64)>) {
         let mut h = FaultHandlerModel::new(HandlerConfig {
             os: Profile::forth_arm().os,
@@ -151,19 +155,19 @@ mod tests {
             let next = h.poll_timeout();
             let irq = irqs.last().copied();
             let t = match (next, irq) {
-                (Some(a), Some(b)) if b <= a => {
-                    irqs.pop();
-                    h.handle_interrupt(b);
-                    continue;
-                }
-                (None, Some(b)) => {
-                    irqs.pop();
-                    h.handle_interrupt(b);
-                    continue;
-                }
+                (Some(a), Some(b)) if b <= a => b,
+                (None, Some(b)) => b,
                 (Some(a), _) => a,
                 (None, None) => break,
             };
+            if irq == Some(t) && next.is_none_or(|a| t < a) {
+                irqs.pop();
+                if let Some(r) = late.take() {
+                    assert!(h.handle_fifo_push(t, r));
+                }
+                h.handle_interrupt(t);
+                continue;
+            }
             h.handle_timeout(t, &mem);
             while let Some((at, a)) = h.poll_timed_action() {
                 if let HandlerAction::PageIn { page_addr, .. } = a {
@@ -184,12 +188,12 @@ mod tests {
             io,
             readahead_pages: 2,
         };
-        let (h, ins) = run(PageInPolicy::Pia, major, &[rec(0, 4)], &[]);
+        let (h, ins) = run(PageInPolicy::Pia, major, &[rec(0, 4)], &[], None);
         let s = h.stats();
         assert_eq!((s.io_requests, s.major_pages_in, s.pages_in), (2, 4, 4));
         assert_eq!(s.io_wait, io.times(2));
         let gup = h.breakdown().gup;
-        let (minor, minor_ins) = run(PageInPolicy::Pia, PageSource::Minor, &[rec(0, 4)], &[]);
+        let (minor, minor_ins) = run(PageInPolicy::Pia, PageSource::Minor, &[rec(0, 4)], &[], None);
         assert_eq!(
             gup,
             minor.breakdown().gup,
@@ -201,11 +205,14 @@ mod tests {
         assert_eq!(ins[2].0 - minor_ins[2].0, io.times(2));
         assert_eq!(ins[3].0 - minor_ins[3].0, io.times(2));
         // An interrupt in the middle of the first read: the read ends at the same time.
-        let (_, with_irq) = run(PageInPolicy::Pia, major, &[rec(0, 4)], &[50]);
+        let (_, with_irq) = run(PageInPolicy::Pia, major, &[rec(0, 4)], &[50], None);
         assert_eq!(with_irq[0].0, ins[0].0);
-        // PIO: one page, one read.
-        let (h, ins) = run(PageInPolicy::Pio, major, &[rec(2, 4)], &[]);
+        // PIO: one page, one read; the window's next page is then in the page cache.
+        let (h, ins) = run(PageInPolicy::Pio, major, &[rec(2, 4)], &[], None);
         assert_eq!((h.stats().io_requests, ins.len()), (1, 1));
+        let (h, ins) = run(PageInPolicy::Pio, major, &[rec(2, 4)], &[500], Some(rec(3, 4)));
+        let s = h.stats();
+        assert_eq!((s.io_requests, s.major_pages_in, ins.len()), (1, 1, 2));
     }
 
     /// A fault anywhere in a missing huge page brings all of it in at once, after one step of
@@ -214,7 +221,7 @@ mod tests {
     fn huge_pages_come_in_whole_and_once() {
         let cost = Duration::from_us(200);
         let huge = PageSource::Huge { cost };
-        let (h, ins) = run(PageInPolicy::Pio, huge, &[rec(5, 8), rec(1, 8)], &[]);
+        let (h, ins) = run(PageInPolicy::Pio, huge, &[rec(5, 8), rec(1, 8)], &[], None);
         let s = h.stats();
         assert_eq!((s.huge_pages_in, s.pages_in), (1, PAGES_PER_HUGE));
         assert_eq!(ins.len() as u64, PAGES_PER_HUGE);
