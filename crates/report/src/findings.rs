@@ -2,7 +2,8 @@
 //! stated in words, computed from the rows (never typed in), shown under the experiment.
 //!
 //! Today: `odp-fix-period` (issue 17, section 3), the software-timer fix's period against the
-//! fault-resolution time.
+//! fault-resolution time; `part-major-faults` and `part-huge-pages` (section 4, in
+//! `findings_pages.rs`).
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,8 @@ pub fn for_experiment(name: &str, table: &Table) -> Vec<String> {
         "odp-fix-period" => fix_period_rule(table)
             .map(|r| r.sentences())
             .unwrap_or_default(),
+        "part-major-faults" => crate::findings_pages::major_faults(table).unwrap_or_default(),
+        "part-huge-pages" => crate::findings_pages::huge_pages(table).unwrap_or_default(),
         _ => Vec::new(),
     }
 }

@@ -294,6 +294,33 @@ mod tests {
         }
     }
 
+    /// The report's headline is derived from a small grid: a sentence per size of 4 MiB and
+    /// above, one for the smallest size, one for present memory.
+    #[test]
+    fn the_report_states_the_headline() {
+        let params = [("sizes", "16384,4194304"), ("zero_shares", "0.25")];
+        let ctx = RunContext {
+            profile: Profile::forth_arm(),
+            seed: 1,
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            kind_profile: None,
+            progress: &|_, _| {},
+        };
+        let out = run(&ctx).unwrap();
+        let f = unpinned_report::findings::for_experiment("part-huge-pages", &out.table);
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert!(
+            f[0].contains("4 MiB") && f[0].contains("4 ERRs"),
+            "{}",
+            f[0]
+        );
+        assert!(f[1].contains("16 KiB"), "{}", f[1]);
+        assert!(f[2].contains("walks 4 times instead of 2048"), "{}", f[2]);
+    }
+
     /// The stated cost: a quarter of 3 us clears 4 KiB, so 2 MiB costs 3 * (1 + 511 / 4) us.
     #[test]
     fn huge_page_in_cost_follows_the_stated_assumption() {

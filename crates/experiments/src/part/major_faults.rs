@@ -400,7 +400,41 @@ mod tests {
         );
         assert!(pio.latency_us > ra.latency_us);
         let pio1 = t(&point("transfer", PageInPolicy::Pio, size, 500));
-        assert_eq!(pio1.dst.handler.io_requests, 4, "no readahead: a read per page");
+        assert_eq!(
+            pio1.dst.handler.io_requests, 4,
+            "no readahead: a read per page"
+        );
+    }
+
+    /// The report's headline is derived from a small grid: one sentence per readahead, one
+    /// for the second write.
+    #[test]
+    fn the_report_states_the_headline() {
+        let params = [
+            ("sizes", "4096,65536"),
+            ("major_us", "100,1000"),
+            ("readahead_pages", "1,8"),
+        ];
+        let ctx = RunContext {
+            profile: Profile::forth_arm(),
+            seed: 1,
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            kind_profile: None,
+            progress: &|_, _| {},
+        };
+        let out = run(&ctx).unwrap();
+        let f = unpinned_report::findings::for_experiment("part-major-faults", &out.table);
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert!(
+            f[0].contains("64 KiB") && f[0].contains("1000 us per device read"),
+            "{}",
+            f[0]
+        );
+        assert!(f[1].contains("8 page(s) per read"), "{}", f[1]);
+        assert!(f[2].contains("resident pages"), "{}", f[2]);
     }
 
     /// During a major page-in a write into resident pages completes as if alone; one that
