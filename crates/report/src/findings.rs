@@ -2,8 +2,7 @@
 //! stated in words, computed from the rows (never typed in), shown under the experiment.
 //!
 //! Today: `odp-fix-period` (issue 17, section 3), the software-timer fix's period against the
-//! fault-resolution time; `part-major-faults` and `part-huge-pages` (section 4, in
-//! `findings_pages.rs`).
+//! fault-resolution time.
 
 use std::collections::BTreeMap;
 
@@ -13,11 +12,11 @@ use crate::{format_float, Cell, Table};
 /// table lacks the columns a finding needs).
 pub fn for_experiment(name: &str, table: &Table) -> Vec<String> {
     match name {
+        "part-major-faults" => crate::findings_pages::major_faults(table).unwrap_or_default(),
+        "part-huge-pages" => crate::findings_pages::huge_pages(table).unwrap_or_default(),
         "odp-fix-period" => fix_period_rule(table)
             .map(|r| r.sentences())
             .unwrap_or_default(),
-        "part-major-faults" => crate::findings_pages::major_faults(table).unwrap_or_default(),
-        "part-huge-pages" => crate::findings_pages::huge_pages(table).unwrap_or_default(),
         _ => Vec::new(),
     }
 }

@@ -4,11 +4,11 @@
 //! - [`policy`]: which pages a fault pages in (PIO / PI4 / PIA), pure.
 //! - [`plan`]: the page-in plan of one drain of fault records (merged ranges, one ERR or
 //!   resume per block), shared by the model below and the live page-in thread.
+//! - [`source`]: where a missing page comes from (minor, major fault, huge page).
 //! - [`handler`]: the fault handler model: IOMMU fault interrupts that preempt a deferred page-in
 //!   task, which drains the NI fault FIFO, deduplicates pages, calls `get_user_pages`, notifies
 //!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
 //! - [`cpu`]: CPU cost models for the Touch and Pin schemes.
-//! - [`source`]: where a missing page comes from (minor, major fault, huge page).
 
 pub mod cpu;
 pub mod handler;

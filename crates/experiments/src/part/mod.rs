@@ -31,9 +31,9 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &fault_frequency::SPEC,
         &timeout::SPEC,
         &isend::SPEC,
-        &apps::SPEC,
         &major_faults::SPEC,
         &huge_pages::SPEC,
+        &apps::SPEC,
     ]
 }
 
