@@ -29,7 +29,7 @@ impl Backing {
         let end = (base + len).div_ceil(PAGE_BYTES) * PAGE_BYTES;
         if let PageSource::Huge { .. } = source {
             assert!(
-                start % HUGE_PAGE_BYTES == 0 && end % HUGE_PAGE_BYTES == 0,
+                start.is_multiple_of(HUGE_PAGE_BYTES) && end.is_multiple_of(HUGE_PAGE_BYTES),
                 "huge range [{start:#x}, {end:#x}) is not 2 MiB-aligned: align it"
             );
             self.any_huge = true;

@@ -507,7 +507,9 @@ impl FaultHandlerModel {
             PageSource::Major {
                 io,
                 readahead_pages,
-            } if r.done % readahead_pages.max(1) == 0 => self.start_step(StepKind::IoWait, io, t),
+            } if r.done.is_multiple_of(readahead_pages.max(1)) => {
+                self.start_step(StepKind::IoWait, io, t)
+            }
             PageSource::Huge { cost } => self.start_step(StepKind::HugePage, cost, t),
             _ => self.start_step(
                 StepKind::GupPage {

@@ -193,7 +193,13 @@ mod tests {
         assert_eq!((s.io_requests, s.major_pages_in, s.pages_in), (2, 4, 4));
         assert_eq!(s.io_wait, io.times(2));
         let gup = h.breakdown().gup;
-        let (minor, minor_ins) = run(PageInPolicy::Pia, PageSource::Minor, &[rec(0, 4)], &[], None);
+        let (minor, minor_ins) = run(
+            PageInPolicy::Pia,
+            PageSource::Minor,
+            &[rec(0, 4)],
+            &[],
+            None,
+        );
         assert_eq!(
             gup,
             minor.breakdown().gup,
@@ -210,7 +216,13 @@ mod tests {
         // PIO: one page, one read; the window's next page is then in the page cache.
         let (h, ins) = run(PageInPolicy::Pio, major, &[rec(2, 4)], &[], None);
         assert_eq!((h.stats().io_requests, ins.len()), (1, 1));
-        let (h, ins) = run(PageInPolicy::Pio, major, &[rec(2, 4)], &[500], Some(rec(3, 4)));
+        let (h, ins) = run(
+            PageInPolicy::Pio,
+            major,
+            &[rec(2, 4)],
+            &[500],
+            Some(rec(3, 4)),
+        );
         let s = h.stats();
         assert_eq!((s.io_requests, s.major_pages_in, ins.len()), (1, 1, 2));
     }
