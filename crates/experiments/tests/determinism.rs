@@ -15,6 +15,12 @@ fn quick(name: &str) -> &'static [(&'static str, &'static str)] {
     match name {
         "part-fault-frequency" => &[("seeds", "1")],
         "part-apps" => &[("nodes", "1,2"), ("seeds", "2")],
+        "part-major-faults" => &[
+            ("sizes", "4096,65536"),
+            ("major_us", "100,1000"),
+            ("readahead_pages", "1,32"),
+        ],
+        "part-huge-pages" => &[("sizes", "16384,2097152"), ("zero_shares", "0.25")],
         "odp-fix" => &[("fix_periods_us", "1000")],
         "odp-fix-period" => &[
             ("ratios", "0.5,2"),

@@ -14,6 +14,8 @@ mod part_beyond;
 /// table lacks the columns a finding needs).
 pub fn for_experiment(name: &str, table: &Table) -> Vec<String> {
     match name {
+        "part-major-faults" => crate::findings_pages::major_faults(table).unwrap_or_default(),
+        "part-huge-pages" => crate::findings_pages::huge_pages(table).unwrap_or_default(),
         "odp-fix-period" => fix_period_rule(table)
             .map(|r| r.sentences())
             .unwrap_or_default(),

@@ -21,4 +21,5 @@ mod html;
 pub use html::{skipped_note, write_index, ReportEntry, ReportInfo, ReportSection, HTML_MAX_ROWS};
 
 pub mod findings;
+pub mod findings_pages;
 pub mod validation;

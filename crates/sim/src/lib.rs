@@ -6,6 +6,7 @@
 //! sub-seed, so the same seed gives the same trace, byte for byte ([`Sim::trace_hash`]).
 //!
 //! - [`memory`]: per-node address spaces with residency and real bytes, seen through the IOMMU.
+//! - [`backing`]: file / swap backed ranges (major faults) and huge pages.
 //! - [`pages`]: the page table behind the memory model (regions indexed by page number).
 //! - [`linkbuf`]: compact storage of zero-payload packets on the links.
 //! - [`net`]: topology, links and ports.
@@ -22,6 +23,7 @@
 
 pub mod aa;
 pub mod apps;
+pub mod backing;
 pub mod bench;
 pub mod conformance;
 pub mod dsm;

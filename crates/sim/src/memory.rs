@@ -24,6 +24,7 @@ pub enum Residence {
     MissingWithProbability(f64),
 }
 
+use crate::backing::Backing;
 use crate::pages::{zeroed_page, Page, PageTable};
 
 /// One node's memory.
@@ -46,6 +47,8 @@ pub struct SimMemory {
     /// whose sender read it from a page without bytes; length 0: none): written into a page
     /// without bytes, they need no zero check.
     zero_vouched: (usize, usize),
+    /// Ranges backed by files / swap or huge pages ([`SimMemory::set_source`]).
+    backing: Backing,
 }
 
 impl Default for SimMemory {
@@ -67,6 +70,7 @@ impl SimMemory {
             keep_bytes: None,
             zero_read: false,
             zero_vouched: (0, 0),
+            backing: Backing::default(),
         }
     }
 
@@ -89,6 +93,19 @@ impl SimMemory {
         }
     }
 
+    /// Back `[base, base + len)` of `pdid` by `source`: its missing pages fault majorly
+    /// (a file or swap) or come in as 2 MiB huge pages (`base`, `len` 2 MiB-aligned), and the
+    /// IOMMU translates huge ranges with 2 MiB entries. Residency is unchanged.
+    pub fn set_source(
+        &mut self,
+        pdid: Pdid,
+        base: u64,
+        len: u64,
+        source: unpinned_core::os::PageSource,
+    ) {
+        self.backing.set(pdid, base, len, source);
+    }
+
     /// Unmap a range: its pages are gone (their bytes too).
     pub fn unmap(&mut self, pdid: Pdid, base: u64, len: u64, iommu: &mut Iommu) {
         let (start, end) = (page_of(base), page_of(base + len + PAGE_BYTES - 1));
@@ -97,7 +114,7 @@ impl SimMemory {
         let mut p = start;
         while p < end {
             self.pages.remove(pdid, p);
-            iommu.invalidate(pdid, p / PAGE_BYTES);
+            self.backing.invalidate(iommu, pdid, p);
             p += PAGE_BYTES;
         }
     }
@@ -121,7 +138,7 @@ impl SimMemory {
         if let Some(p) = self.pages.get_mut(pdid, page_of(page_addr)) {
             p.present = false;
         }
-        iommu.invalidate(pdid, page_addr / PAGE_BYTES);
+        self.backing.invalidate(iommu, pdid, page_of(page_addr));
     }
 
     /// Whether a page is present.
@@ -277,7 +294,7 @@ impl SimMemory {
                     addr: page.max(addr),
                 });
             };
-            let t = iommu.translate(pdid, page / PAGE_BYTES, p.present);
+            let t = self.backing.translate(iommu, pdid, page, p.present);
             self.latency += t.latency;
             if t.result == TranslationResult::Fault {
                 self.pending_interrupts += 1;
@@ -303,6 +320,9 @@ fn is_zero(data: &[u8]) -> bool {
 impl Residency for SimMemory {
     fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool {
         SimMemory::is_present(self, pdid, page_addr)
+    }
+    fn source(&self, pdid: Pdid, page_addr: u64) -> unpinned_core::os::PageSource {
+        self.backing.source(pdid, page_addr)
     }
 }
 
@@ -337,7 +357,10 @@ impl NiView<'_> {
         let Some(p) = self.mem.pages.get_mut(pdid, page) else {
             return Err(MemError::Unmapped { addr });
         };
-        let t = self.iommu.translate(pdid, page / PAGE_BYTES, p.present);
+        let t = self
+            .mem
+            .backing
+            .translate(self.iommu, pdid, page, p.present);
         self.mem.latency += t.latency;
         if t.result == TranslationResult::Fault {
             self.mem.pending_interrupts += 1;

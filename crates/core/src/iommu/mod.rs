@@ -5,8 +5,10 @@
 //! Residency itself (which pages are present) is the page table's business and lives with the
 //! memory model; [`Iommu::translate`] is told whether the walked entry is present.
 
+mod huge;
 mod index;
 mod tlb;
+pub use huge::{HUGE_KEY, WALK_LEVELS};
 pub use tlb::{Replacement, Tlb};
 
 use crate::memory::Pdid;

@@ -42,6 +42,7 @@ use crate::api::{FaultRecord, FaultSide};
 use crate::memory::{page_of, Pdid, PAGE_BYTES};
 use crate::os::early_err::{pages_before_err, PageInCosts, PendingRun, Resend, ResendStream};
 use crate::os::plan::{BlockReply, PageInConfig, PageInPlan};
+use crate::os::source::{huge_of, PageSource, PAGES_PER_HUGE};
 use crate::profile::{ErrFrom, OsProfile, Profile};
 use crate::time::{Duration, Instant};
 
@@ -49,6 +50,13 @@ use crate::time::{Duration, Instant};
 pub trait Residency {
     /// Whether page `page_addr` of `pdid` is present.
     fn is_present(&self, pdid: Pdid, page_addr: u64) -> bool;
+
+    /// How missing page `page_addr` of `pdid` comes in (asked when a drain plans its
+    /// page-ins): the reference design's minor fault unless the memory says otherwise
+    /// (major faults, huge pages: [`crate::os::source`]).
+    fn source(&self, _pdid: Pdid, _page_addr: u64) -> PageSource {
+        PageSource::Minor
+    }
 }
 
 /// Configuration of the model.
@@ -127,6 +135,14 @@ pub struct HandlerStats {
     pub errs: u64,
     /// Source-side resumes issued.
     pub resumes: u64,
+    /// Pages brought in by a major fault (a device read).
+    pub major_pages_in: u64,
+    /// Device read requests of major faults.
+    pub io_requests: u64,
+    /// Time the page-in task waited for the device (not CPU time: not in [`Breakdown`]).
+    pub io_wait: Duration,
+    /// Huge pages brought in (their 4 KiB pages count in `pages_in` too).
+    pub huge_pages_in: u64,
 }
 
 /// One interrupt handler execution on the host core, `[start, end)`.
@@ -142,7 +158,15 @@ enum StepKind {
     Sched,
     FifoRead,
     GupCall,
-    GupPage { pdid: Pdid, page_addr: u64 },
+    GupPage {
+        pdid: Pdid,
+        page_addr: u64,
+    },
+    /// A major fault's device read: the task waits, the CPU is free (interrupts do not push
+    /// the end).
+    IoWait,
+    /// A whole huge page, the run at the front of `runs`.
+    HugePage,
     Bookkeeping,
     Notify,
     Err(BlockReply),
@@ -166,6 +190,11 @@ struct GupRun {
     left: u64,
     /// Whether the call's fixed cost is paid (its pages are being brought in).
     started: bool,
+    /// Where its pages come from (one kind per run).
+    source: PageSource,
+    /// Pages of the run brought in so far (a major run issues a read every
+    /// `readahead_pages`).
+    done: u64,
 }
 
 /// The model of one node's host fault path.
@@ -204,6 +233,10 @@ pub struct FaultHandlerModel {
     /// Pages whose `PageIn` is produced but not yet polled: the driver has not made them
     /// present yet, so the residency oracle cannot be trusted for them.
     unpolled: FxHashSet<(Pdid, u64)>,
+    /// Pages of major sources a device read brought into the page cache (its readahead
+    /// window) without mapping them: their fault is minor. Never dropped: a model of one
+    /// page cache that is not reclaimed while a run lasts.
+    cached: FxHashSet<(Pdid, u64)>,
     breakdown: Breakdown,
     stats: HandlerStats,
     /// The plan of the current drain (kept to avoid an allocation per drain).
@@ -268,6 +301,7 @@ impl FaultHandlerModel {
             errs: VecDeque::new(),
             actions: VecDeque::new(),
             unpolled: FxHashSet::default(),
+            cached: FxHashSet::default(),
             breakdown: Breakdown::default(),
             stats: HandlerStats::default(),
             plan: PageInPlan::new(),
@@ -332,7 +366,7 @@ impl FaultHandlerModel {
         // its duration. (A step that ended before `at` but was not processed yet is unaffected:
         // its successor accounts for this interrupt when it starts.)
         if let Some(step) = &mut self.step {
-            if start < step.end {
+            if start < step.end && step.kind != StepKind::IoWait {
                 step.end += self.irq;
             }
         }
@@ -401,6 +435,11 @@ impl FaultHandlerModel {
     /// would end push its end by their duration.
     fn start_step(&mut self, kind: StepKind, work: Duration, at: Instant) {
         let mut end = at + work;
+        if kind == StepKind::IoWait {
+            // A device wait: the core runs interrupts meanwhile, the device is not slowed.
+            self.step = Some(Step { kind, work, end });
+            return;
+        }
         // Each queued interrupt is scanned by at most one step (the step it overlaps ends after
         // it), so this loop is amortized O(1).
         for irq in &self.irqs {
@@ -426,7 +465,11 @@ impl FaultHandlerModel {
         match step.kind {
             StepKind::Sched => b.sched += step.work,
             StepKind::FifoRead => b.fifo += step.work,
-            StepKind::GupCall | StepKind::GupPage { .. } => b.gup += step.work,
+            StepKind::GupCall | StepKind::GupPage { .. } | StepKind::HugePage => b.gup += step.work,
+            StepKind::IoWait => {
+                self.stats.io_requests += 1;
+                self.stats.io_wait += step.work;
+            }
             StepKind::Bookkeeping => b.bookkeeping += step.work,
             StepKind::Notify => b.notify += step.work,
             StepKind::Err(_) => b.err += step.work,
@@ -449,9 +492,21 @@ impl FaultHandlerModel {
                 }
             },
             StepKind::GupCall => {
-                let r = self.runs.front_mut().expect("a gup run is pending");
-                r.started = true;
-                let r = *r;
+                self.runs.front_mut().expect("a gup run is pending").started = true;
+                self.next_page_step(t);
+            }
+            StepKind::IoWait => {
+                let r = *self.runs.front().expect("a gup run is pending");
+                if let PageSource::Major {
+                    readahead_pages, ..
+                } = r.source
+                {
+                    // The read filled the page cache with its window from this page on; the
+                    // run maps its own pages, the rest fault minor later.
+                    for i in r.left.min(readahead_pages)..readahead_pages {
+                        self.cached.insert((r.pdid, r.next + i * PAGE_BYTES));
+                    }
+                }
                 self.start_step(
                     StepKind::GupPage {
                         pdid: r.pdid,
@@ -467,7 +522,11 @@ impl FaultHandlerModel {
                 self.emit(t, HandlerAction::PageIn { pdid, page_addr });
                 self.early.pages_done += 1;
                 let r = self.runs.front_mut().expect("a gup run is pending");
+                if matches!(r.source, PageSource::Major { .. }) {
+                    self.stats.major_pages_in += 1;
+                }
                 r.left -= 1;
+                r.done += 1;
                 r.next += PAGE_BYTES;
                 if r.left == 0 {
                     self.runs.pop_front();
@@ -476,6 +535,24 @@ impl FaultHandlerModel {
             }
             // With every answer of the loop already sent early, nothing is left to notify.
             StepKind::Bookkeeping if self.early.on && self.errs.is_empty() => self.next_err(t),
+            StepKind::HugePage => {
+                let r = self.runs.front().copied().expect("a gup run is pending");
+                self.stats.huge_pages_in += 1;
+                for i in 0..r.left {
+                    let page_addr = r.next + i * PAGE_BYTES;
+                    self.stats.pages_in += 1;
+                    self.unpolled.insert((r.pdid, page_addr));
+                    self.emit(
+                        t,
+                        HandlerAction::PageIn {
+                            pdid: r.pdid,
+                            page_addr,
+                        },
+                    );
+                }
+                self.early.pages_done += r.left;
+                self.end_run(t);
+            }
             StepKind::Bookkeeping => self.start_step(StepKind::Notify, self.notify, t),
             StepKind::Notify => self.next_err(t),
             StepKind::Err(reply) => {
@@ -487,6 +564,36 @@ impl FaultHandlerModel {
                 self.next_err(t);
             }
         }
+    }
+
+    /// The next step of the run at the front of `runs`: a device read before the first page
+    /// of each `readahead_pages` of a major run, the whole huge page of a huge run, else the
+    /// next page.
+    fn next_page_step(&mut self, t: Instant) {
+        let r = *self.runs.front().expect("a gup run is pending");
+        match r.source {
+            PageSource::Major {
+                io,
+                readahead_pages,
+            } if r.done.is_multiple_of(readahead_pages.max(1)) => {
+                self.start_step(StepKind::IoWait, io, t)
+            }
+            PageSource::Huge { cost } => self.start_step(StepKind::HugePage, cost, t),
+            _ => self.start_step(
+                StepKind::GupPage {
+                    pdid: r.pdid,
+                    page_addr: r.next,
+                },
+                self.gup_page,
+                t,
+            ),
+        }
+    }
+
+    /// The run at the front is done: the next run's `get_user_pages` call, or bookkeeping.
+    fn end_run(&mut self, t: Instant) {
+        self.runs.pop_front();
+        self.gup_next(t);
     }
 
     /// The next ERR / resume of this loop, or the end of the loop (step 7).
@@ -526,10 +633,7 @@ impl FaultHandlerModel {
             }
         }
         match self.runs.front() {
-            Some(r) if r.started => {
-                let (pdid, page_addr) = (r.pdid, r.next);
-                self.start_step(StepKind::GupPage { pdid, page_addr }, self.gup_page, t);
-            }
+            Some(r) if r.started => self.next_page_step(t),
             Some(_) => self.start_step(StepKind::GupCall, self.gup_call, t),
             None => self.start_step(StepKind::Bookkeeping, self.bookkeeping, t),
         }
@@ -664,20 +768,64 @@ impl FaultHandlerModel {
     }
 
     /// Split one merged page interval into maximal runs of pages that are neither present nor
-    /// already being made present.
+    /// already being made present, and come from one kind of source. A missing page of a huge
+    /// page makes a run of the whole huge page (once per drain), even beyond the interval.
     fn plan_runs(&mut self, (pdid, start, end): (Pdid, u64, u64), mem: &dyn Residency) {
         let mut run: Option<GupRun> = None;
         let mut p = start;
         while p < end {
             let new = !mem.is_present(pdid, p) && !self.unpolled.contains(&(pdid, p));
+            let source = match new {
+                true => match mem.source(pdid, p) {
+                    PageSource::Major { .. } if self.cached.contains(&(pdid, p)) => {
+                        PageSource::Minor
+                    }
+                    s => s,
+                },
+                false => PageSource::Minor,
+            };
+            if let (true, PageSource::Huge { .. }) = (new, source) {
+                if let Some(r) = run.take() {
+                    self.runs.push_back(r);
+                }
+                let h = huge_of(p);
+                let planned = self.runs.iter().any(|r| {
+                    r.pdid == pdid && r.next == h && matches!(r.source, PageSource::Huge { .. })
+                });
+                if !planned {
+                    self.runs.push_back(GupRun {
+                        pdid,
+                        next: h,
+                        left: PAGES_PER_HUGE,
+                        started: false,
+                        source,
+                        done: 0,
+                    });
+                }
+                p = h + PAGES_PER_HUGE * PAGE_BYTES;
+                continue;
+            }
             match (&mut run, new) {
-                (Some(r), true) => r.left += 1,
+                (Some(r), true) if r.source == source => r.left += 1,
+                (Some(_), true) => {
+                    self.runs.push_back(run.take().expect("run"));
+                    run = Some(GupRun {
+                        pdid,
+                        next: p,
+                        left: 1,
+                        started: false,
+                        source,
+                        done: 0,
+                    })
+                }
                 (None, true) => {
                     run = Some(GupRun {
                         pdid,
                         next: p,
                         left: 1,
                         started: false,
+                        source,
+                        done: 0,
                     })
                 }
                 (Some(_), false) => self.runs.push_back(run.take().expect("run")),

@@ -4,6 +4,7 @@
 //! - [`policy`]: which pages a fault pages in (PIO / PI4 / PIA), pure.
 //! - [`plan`]: the page-in plan of one drain of fault records (merged ranges, one ERR or
 //!   resume per block), shared by the model below and the live page-in thread.
+//! - [`source`]: where a missing page comes from (minor, major fault, huge page).
 //! - [`handler`]: the fault handler model: IOMMU fault interrupts that preempt a deferred page-in
 //!   task, which drains the NI fault FIFO, deduplicates pages, calls `get_user_pages`, notifies
 //!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
@@ -16,6 +17,7 @@ pub mod early_err;
 pub mod handler;
 pub mod plan;
 pub mod policy;
+pub mod source;
 
 pub use early_err::ResendStream;
 pub use handler::{
@@ -23,3 +25,4 @@ pub use handler::{
 };
 pub use plan::{BlockReply, PageInConfig, PageInPlan, PageRange};
 pub use policy::PageInPolicy;
+pub use source::PageSource;

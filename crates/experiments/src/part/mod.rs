@@ -14,9 +14,11 @@ pub mod early_err;
 pub mod fault_all;
 pub mod fault_frequency;
 pub mod fault_small;
+pub mod huge_pages;
 mod isend;
 pub mod kernel_err;
 pub mod latency;
+pub mod major_faults;
 pub mod timeout;
 
 use crate::ExperimentSpec;
@@ -33,6 +35,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &early_err::SPEC,
         &kernel_err::SPEC,
         &isend::SPEC,
+        &major_faults::SPEC,
+        &huge_pages::SPEC,
         &apps::SPEC,
     ]
 }
