@@ -33,7 +33,9 @@ pub mod stream;
 pub mod world;
 
 pub use scheme::Scheme;
-pub use world::{AaWorld, AppOp, Handled, LogMode, RunStats, Workload, WorldConfig};
+pub use world::{AaWorld, AppOp, Handled, LogMode, RecvCpu, RunStats, Workload, WorldConfig};
 
+#[cfg(test)]
+mod recv_tests;
 #[cfg(test)]
 mod tests;
