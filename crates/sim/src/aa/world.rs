@@ -1,12 +1,12 @@
 //! The AA event loop: processes issuing operations, target NICs/IOMMUs, access logs or AM
 //! mailboxes, handlers on core timelines, flushes, acks and responses.
 //!
-//! Time is in ns. Every core (a process's core, an AA-Poll runtime thread or AA-SP hardware
-//! thread, an AM-Onload dedicated core) is a timeline `free_at`: work starts at
-//! `max(now, free_at)` and pushes it. Handler work scheduled on a process's core therefore
-//! delays that process's next operation (its `AppStep` defers until the core is free):
-//! contention comes from CPU time, not from a constant. Entries become visible when the IOMMU has written them (a `Commit` event), and a
-//! full log stalls the access (never a loss): its ack is withheld, so the source's window of
+//! Time is in ns. Every core (a process's core, an AA-Poll runtime thread or AA-SP hardware thread,
+//! an AM-Onload dedicated core) is a timeline `free_at`: work starts at `max(now, free_at)` and
+//! pushes it. Handler work scheduled on a process's core therefore delays that process's next
+//! operation (its `AppStep` defers until the core is free): contention comes from CPU time, not
+//! from a constant. Entries become visible when the IOMMU has written them (a `Commit` event), and
+//! a full log stalls the access (never a loss): its ack is withheld, so the source's window of
 //! outstanding operations fills and the source waits: back-pressure through the network.
 
 use std::cmp::Ordering;
