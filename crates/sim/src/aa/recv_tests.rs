@@ -84,3 +84,28 @@ fn am_inserts_pay_for_receiving_when_the_cpu_is_the_bottleneck() {
     assert!(aa > 1.05 * am, "AA-Poll {aa} vs AM {am}");
     assert!(sp > 1.05 * am, "AA-SP {sp} vs AM {am}");
 }
+
+#[test]
+fn on_the_torus_a_put_is_one_message_and_an_atomic_two() {
+    // Spec: on the reference platform a one-directional put is one message, a get or an
+    // atomic a request and a response. One node, many inserts per process: the final
+    // active flushes (a request and a response to each of at most 32 targets) stay few.
+    let prof = AaProfile::cray_xe6();
+    let ops = 200;
+    let cfg = WorldConfig::new(&prof, 1, Scheme::AaPoll, 5);
+    let (aa, wl) = run_dht(&prof, cfg, DhtParams::new(ops, 0.0, 5)).expect("aa-poll");
+    let flushes_max = 32 * 32;
+    assert!(
+        aa.platform.messages <= wl.total_ops() + 2 * flushes_max,
+        "{} messages for {} active puts",
+        aa.platform.messages,
+        wl.total_ops()
+    );
+    let cfg = WorldConfig::new(&prof, 1, Scheme::Rma, 5);
+    let (rma, wl) = run_dht(&prof, cfg, DhtParams::new(ops, 0.0, 5)).expect("rma");
+    assert_eq!(
+        rma.platform.messages,
+        2 * wl.remote_ops,
+        "a CAS is a request and a response"
+    );
+}

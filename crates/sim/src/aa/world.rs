@@ -614,7 +614,11 @@ impl<W: Workload> AaWorld<W> {
     /// Send `m` (from the node of `from` to the node of `to`) at `t`.
     fn send(&mut self, from: u32, to: u32, m: Msg, t: u64, to_source: bool) {
         let (a, b) = (self.node_of(from), self.node_of(to));
-        let mut arrive = self.pf.send(a, b, wire_bytes(&m), t);
+        let mut arrive = if self.is_completion(&m) {
+            self.pf.completion(a, b, t)
+        } else {
+            self.pf.send(a, b, wire_bytes(&m), t)
+        };
         let faulty = self.cfg.loss > 0.0 || self.cfg.duplicate > 0.0;
         if faulty {
             if self.rng.gen_bool(self.cfg.loss) {
@@ -636,6 +640,13 @@ impl<W: Workload> AaWorld<W> {
             let extra = self.rng.gen_range(0..self.cfg.retransmit_ns.max(1));
             self.schedule(arrive + extra, ev);
         }
+    }
+
+    /// An ack on the torus is the put's completion, not a message of its own (spec: on the
+    /// reference platform a one-directional put is one message; a get or an atomic is a
+    /// request and a response). On the Ethernet pair it is a frame like any other.
+    fn is_completion(&self, m: &Msg) -> bool {
+        m.kind == MsgKind::Ack && !self.cfg.ethernet
     }
 
     fn msg(&mut self, p: u32, kind: MsgKind, dst: u32, addr: u64, value: u64, bytes: u32) -> Msg {
@@ -1346,7 +1357,11 @@ impl<W: Workload> AaWorld<W> {
         let p = m.dst;
         let pi = p as usize;
         let node = self.node_of(p);
-        let t = self.pf.receive(node, wire_bytes(&m), self.now) + self.prof.cpu.memory_access_ns;
+        let t = if self.is_completion(&m) {
+            self.now
+        } else {
+            self.pf.receive(node, wire_bytes(&m), self.now)
+        } + self.prof.cpu.memory_access_ns;
         if self.cfg.loss > 0.0 || self.cfg.duplicate > 0.0 {
             // Duplicate answers are dropped at the source (by (peer, txn, kind)).
             let key = (m.src | 0x8000_0000, m.txn);
