@@ -92,8 +92,6 @@ pub struct NotifyCosts {
 pub struct AmCosts {
     /// Memory accesses of an AM send beyond posting.
     pub send_accesses: u32,
-    /// Memory accesses of receiving one message.
-    pub recv_accesses: u32,
     /// Poll interval of a waiting process, ns.
     pub idle_poll_ns: u64,
     /// AM-Exp back-off cap (polls skipped / idle interval multiplier).

@@ -270,6 +270,42 @@ fn aa_dht_compute_rates_fall_with_computation_and_schemes_converge() {
 }
 
 #[test]
+fn aa_dht_compute_accounts_am_receive_work_to_the_inserters_and_aa_not() {
+    // docs/aa-receive-side.md: AM's polls, copy-out and handlers run on the inserting
+    // processes, AA-Poll's and AA-SP's on their agents; where the processes' CPU is the
+    // bottleneck (computation ratio 25%), that decides the rate.
+    let o = run(
+        "aa-dht-compute",
+        &[("nodes", "1"), ("ops", "32"), ("ratio_pct", "25")],
+    );
+    let v = |s: &str, y: &str| value(&o.table, &[("scheme", s), ("ratio_pct", "25")], y);
+    for s in ["aa-poll", "aa-sp"] {
+        assert_eq!(v(s, "recv_app_cpu_ns_per_insert"), 0.0, "{s}");
+        assert!(v(s, "recv_cpu_ns_per_insert") > 0.0, "{s}: its agent works");
+    }
+    for s in ["am", "am-exp", "aa-int"] {
+        assert_eq!(
+            v(s, "recv_app_cpu_ns_per_insert"),
+            v(s, "recv_cpu_ns_per_insert"),
+            "{s}"
+        );
+    }
+    assert_eq!(v("rma", "recv_cpu_ns_per_insert"), 0.0);
+    // AM takes each message out (header, copy-out, release), AA reads entries in place.
+    assert!(
+        v("am", "recv_extract_ns_per_insert") > 2.0 * v("aa-poll", "recv_extract_ns_per_insert")
+    );
+    assert!(
+        v("aa-poll", "inserts_per_s") > 1.05 * v("am", "inserts_per_s"),
+        "aa-poll {} am {}",
+        v("aa-poll", "inserts_per_s"),
+        v("am", "inserts_per_s")
+    );
+    // RMA: every remote op is a request and a response (a CAS at least per insert).
+    assert!(v("rma", "msgs_per_insert") >= 2.0);
+}
+
+#[test]
 fn aa_iommu_stream_costs_little_bandwidth_and_ethernet_runs_at_link_rate() {
     let o = run(
         "aa-iommu-stream",

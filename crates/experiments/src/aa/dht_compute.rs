@@ -99,7 +99,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         let cfg = WorldConfig::new(&prof, nodes, s, ctx.seed);
         run_dht(&prof, cfg, params(compute_of(r))).map_err(ExperimentError::Sim)
     });
-    let mut table = Table::new(&[
+    let mut table = Table::new(&super::with_recv_columns(&[
         "scheme",
         "variant",
         "ratio_pct",
@@ -108,13 +108,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "inserts_per_s",
         "processes",
         "collision_pct",
-    ]);
+    ]));
     let mut events = base.events;
     for (&(r, s), res) in points.iter().zip(results) {
         let (st, wl) = res?;
         events += st.events;
         let c = compute_of(r);
-        table.push(vec![
+        let mut row = vec![
             s.name().into(),
             s.variant().into(),
             r.into(),
@@ -123,7 +123,9 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             per_s(wl.total_ops(), st.makespan_ns).into(),
             (nodes * prof.cpu.cores_per_node).into(),
             collision.into(),
-        ]);
+        ];
+        row.extend(super::recv_cells(&st, wl.total_ops()));
+        table.push(row);
     }
     Ok(ExperimentOutput {
         table,
@@ -142,6 +144,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
                 Some("scheme"),
             )
             .suffix("share"),
+            PlotSpec::line(
+                "Receive-side CPU taken from the computing processes, per insert",
+                "ratio_pct",
+                "recv_app_cpu_ns_per_insert",
+                Some("scheme"),
+            )
+            .suffix("recv"),
         ],
         sim_events: events,
         meta: json!({

@@ -86,14 +86,14 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         run_dht(&prof, cfg, DhtParams::new(ops, collision / 100.0, ctx.seed))
             .map_err(ExperimentError::Sim)
     });
-    let mut table = Table::new(&[
+    let mut table = Table::new(&super::with_recv_columns(&[
         "iotlb_entries",
         "associativity",
         "policy",
         "inserts_per_s",
         "iotlb_hit_rate",
         "makespan_us",
-    ]);
+    ]));
     let mut events = 0;
     for (&(e, ways, policy), r) in points.iter().zip(results) {
         let (st, wl) = r?;
@@ -104,14 +104,16 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             format!("{ways}-way")
         };
         let t = st.platform.tlb_hits + st.platform.tlb_misses;
-        table.push(vec![
+        let mut row = vec![
             e.into(),
             assoc.into(),
             policy.name().into(),
             per_s(wl.total_ops(), st.makespan_ns).into(),
             (st.platform.tlb_hits as f64 / t.max(1) as f64).into(),
             (st.makespan_ns as f64 / 1e3).into(),
-        ]);
+        ];
+        row.extend(super::recv_cells(&st, wl.total_ops()));
+        table.push(row);
     }
     Ok(ExperimentOutput {
         table,

@@ -100,7 +100,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         p.compute_ns = compute_ns;
         run_dht(&prof, cfg, p).map_err(ExperimentError::Sim)
     });
-    let mut table = Table::new(&[
+    let mut table = Table::new(&super::with_recv_columns(&[
         "scheme",
         "variant",
         "processes",
@@ -113,13 +113,13 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         "iotlb_hit_rate",
         "stalls",
         "interrupts",
-    ]);
+    ]));
     let mut events = 0;
     for (&(n, c, s), r) in points.iter().zip(results) {
         let (st, wl) = r?;
         events += st.events;
         let t = st.platform.tlb_hits + st.platform.tlb_misses;
-        table.push(vec![
+        let mut row = vec![
             s.name().into(),
             s.variant().into(),
             (n * prof.cpu.cores_per_node).into(),
@@ -132,7 +132,9 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             (st.platform.tlb_hits as f64 / t.max(1) as f64).into(),
             st.stalls.into(),
             st.interrupts.into(),
-        ]);
+        ];
+        row.extend(super::recv_cells(&st, wl.total_ops()));
+        table.push(row);
     }
     let main = ["aa-int", "aa-poll", "aa-sp", "rma", "am", "am-exp"];
     Ok(ExperimentOutput {
@@ -177,6 +179,16 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             .only("collision_pct", "25")
             .only("scheme", "am-ints")
             .suffix("ints"),
+            PlotSpec::line(
+                "Receive-side CPU taken from the computing processes per insert (25% collisions)",
+                "processes",
+                "recv_app_cpu_ns_per_insert",
+                Some("scheme"),
+            )
+            .log(true, false)
+            .only("collision_pct", "25")
+            .only_any("scheme", &main)
+            .suffix("recv"),
         ],
         sim_events: events,
         meta: json!({ "profile": prof.name, "ops_per_process": ops, "compute_ns": compute_ns, "volume_slots": 1u64 << 21, "onload_cores": onload }),

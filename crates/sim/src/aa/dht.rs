@@ -466,7 +466,9 @@ mod tests {
                 cfg.log_bytes = 4 * 40;
                 let (st, _) = run_dht(&prof, cfg, DhtParams::new(30, 0.25, seed))
                     .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name()));
-                if s != Scheme::Rma {
+                // AA-Poll's agent drains within a poll and may never fill even a tiny log; a
+                // computing process that handles its own log falls behind while it inserts.
+                if s.recv_on_app() {
                     assert!(
                         st.stalls > 0,
                         "{} seed {seed}: back-pressure exercised",

@@ -10,7 +10,9 @@
 //!
 //! Handler contention is a mechanism of the model, not a constant: handlers and application
 //! code share core timelines ([`world`]), AM polls happen at operation boundaries or idle
-//! ticks, AM-Exp skips polls after empty ones, AM-Onload dedicates C of the node's cores (and
+//! ticks and AM takes each message out (header, copy-out, slot release) on the computing
+//! process, AA-Poll's runtime thread and AA-SP's hardware thread handle log entries in place
+//! on their own timelines (docs/aa-receive-side.md), AM-Exp skips polls after empty ones, AM-Onload dedicates C of the node's cores (and
 //! loses them as application processes), interrupt schemes pay 3 us per interrupt on the
 //! interrupted core.
 //!
@@ -33,7 +35,9 @@ pub mod stream;
 pub mod world;
 
 pub use scheme::Scheme;
-pub use world::{AaWorld, AppOp, Handled, LogMode, RunStats, Workload, WorldConfig};
+pub use world::{AaWorld, AppOp, Handled, LogMode, RecvCpu, RunStats, Workload, WorldConfig};
 
+#[cfg(test)]
+mod recv_tests;
 #[cfg(test)]
 mod tests;

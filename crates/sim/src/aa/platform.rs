@@ -159,6 +159,20 @@ impl Platform {
         depart + self.wire_ns(bytes) + flight
     }
 
+    /// A put's completion travelling back from `src` (the target) to `dst` (the source) on
+    /// the torus, sent at `now`: returns when the source's NIC has it. Not a message (spec
+    /// "Where the schemes' costs come from": on the reference platform a one-directional put is
+    /// one message): it takes neither NIC's message slot nor link time and is not counted,
+    /// only the flight (both NICs and the hops).
+    pub fn completion(&self, src: u32, dst: u32, now: u64) -> u64 {
+        let hops = if src == dst {
+            0
+        } else {
+            self.topo.hops(src, dst) as u64
+        };
+        now + 2 * self.prof.net.nic_ns + hops * self.prof.net.hop_ns
+    }
+
     /// The message is taken off the link into `dst`'s NIC: returns when it is in.
     pub fn receive(&mut self, dst: u32, bytes: u32, now: u64) -> u64 {
         let slot = self.slot_ns(bytes);

@@ -6,7 +6,8 @@
 pub enum Scheme {
     /// AA, interrupt at a fill threshold or period.
     AaInt,
-    /// AA, the process polls head/tail at operation boundaries (and at idle ticks).
+    /// AA, a runtime thread of the process (its own hardware context) polls head/tail in
+    /// memory and runs the handler on the entry in place.
     AaPoll,
     /// AA, a dedicated hardware thread polls a scratchpad.
     AaSp,
@@ -60,9 +61,21 @@ impl Scheme {
         )
     }
 
-    /// The application polls at operation boundaries.
+    /// The computing processes poll their receive buffers at operation boundaries (and at
+    /// idle ticks while they wait): AM and AM-Exp (spec "Where the schemes' costs come from").
     pub fn app_polls(&self) -> bool {
-        matches!(self, Scheme::AaPoll | Scheme::Am | Scheme::AmExp)
+        matches!(self, Scheme::Am | Scheme::AmExp)
+    }
+
+    /// The receive-side work (polls, extraction, handlers, interrupts) runs on the computing
+    /// processes' cores, taken out of the time they spend issuing their own operations. Else a
+    /// polling agent does it (AA-Poll's runtime thread, AA-SP's hardware thread, AM-Onload's
+    /// dedicated cores), or there is none (RMA: the target NIC executes atomics).
+    pub fn recv_on_app(&self) -> bool {
+        matches!(
+            self,
+            Scheme::AaInt | Scheme::Am | Scheme::AmExp | Scheme::AmInts { .. }
+        )
     }
 
     /// Dedicated handler cores per node.

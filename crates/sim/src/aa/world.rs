@@ -1,12 +1,12 @@
 //! The AA event loop: processes issuing operations, target NICs/IOMMUs, access logs or AM
 //! mailboxes, handlers on core timelines, flushes, acks and responses.
 //!
-//! Time is in ns. Every core (a process's core, an AA-SP hardware thread, an AM-Onload
-//! dedicated core) is a timeline `free_at`: work starts at `max(now, free_at)` and pushes it.
-//! Handler work scheduled on a process's core therefore delays that process's next operation
-//! (its `AppStep` defers until the core is free): contention comes from CPU time, not from a
-//! constant. Entries become visible when the IOMMU has written them (a `Commit` event), and a
-//! full log stalls the access (never a loss): its ack is withheld, so the source's window of
+//! Time is in ns. Every core (a process's core, an AA-Poll runtime thread or AA-SP hardware thread,
+//! an AM-Onload dedicated core) is a timeline `free_at`: work starts at `max(now, free_at)` and
+//! pushes it. Handler work scheduled on a process's core therefore delays that process's next
+//! operation (its `AppStep` defers until the core is free): contention comes from CPU time, not
+//! from a constant. Entries become visible when the IOMMU has written them (a `Commit` event), and
+//! a full log stalls the access (never a loss): its ack is withheld, so the source's window of
 //! outstanding operations fills and the source waits: back-pressure through the network.
 
 use std::cmp::Ordering;
@@ -269,6 +269,36 @@ impl WorldConfig {
     }
 }
 
+/// Receive-side CPU time of a run, ns, by component (spec "Where the schemes' costs come
+/// from"). Every component is also on the timeline of the core that did it; `app_ns` is the
+/// part done on the computing processes' cores (AA-Int, AM, AM-Exp, AM-Ints), the rest was
+/// done by a polling agent (AA-Poll's runtime thread, AA-SP's hardware thread, AM-Onload's
+/// dedicated cores). RMA has none: the target NIC executes its atomics and gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecvCpu {
+    /// Polls: of a mailbox flag or log head/tail in memory (one access), of a scratchpad. The
+    /// computing processes' polls all count, empty ones included; an agent's count once per
+    /// handler run (the poll that found entries: its empty polls take no one's time).
+    pub poll_ns: u64,
+    /// Taking entries or messages out: AA reads the entry in place (one access) and publishes
+    /// the new head once per run; AM reads the message header, copies the payload out of the
+    /// receive buffer and releases the slot.
+    pub extract_ns: u64,
+    /// The handlers themselves (the workload's memory accesses and copies, posting replies).
+    pub handler_ns: u64,
+    /// Interrupt entry (AA-Int, AM-Ints).
+    pub interrupt_ns: u64,
+    /// The part of the four above spent on the computing processes' cores.
+    pub app_ns: u64,
+}
+
+impl RecvCpu {
+    /// All receive-side CPU time, ns.
+    pub fn total_ns(&self) -> u64 {
+        self.poll_ns + self.extract_ns + self.handler_ns + self.interrupt_ns
+    }
+}
+
 /// What a run measured.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunStats {
@@ -288,6 +318,8 @@ pub struct RunStats {
     pub interrupts: u64,
     /// Polls made.
     pub polls: u64,
+    /// Receive-side CPU time by component.
+    pub recv: RecvCpu,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,6 +421,9 @@ struct Proc {
     touched: FxHashSet<u32>,
     txn: u32,
     log: AccessLog,
+    /// Payload bytes of the messages in an AM mailbox, in log order (what the receiver
+    /// copies out).
+    payloads: VecDeque<u32>,
     stalled: VecDeque<Msg>,
     gate: FlushGate<Msg>,
     notifier: Notifier,
@@ -462,6 +497,7 @@ impl<W: Workload> AaWorld<W> {
                 touched: FxHashSet::default(),
                 txn: 0,
                 log: AccessLog::new(if has_log { cfg.log_bytes } else { 64 }),
+                payloads: VecDeque::new(),
                 stalled: VecDeque::new(),
                 gate: FlushGate::new(),
                 notifier: Notifier::new(policy),
@@ -578,7 +614,11 @@ impl<W: Workload> AaWorld<W> {
     /// Send `m` (from the node of `from` to the node of `to`) at `t`.
     fn send(&mut self, from: u32, to: u32, m: Msg, t: u64, to_source: bool) {
         let (a, b) = (self.node_of(from), self.node_of(to));
-        let mut arrive = self.pf.send(a, b, wire_bytes(&m), t);
+        let mut arrive = if self.is_completion(&m) {
+            self.pf.completion(a, b, t)
+        } else {
+            self.pf.send(a, b, wire_bytes(&m), t)
+        };
         let faulty = self.cfg.loss > 0.0 || self.cfg.duplicate > 0.0;
         if faulty {
             if self.rng.gen_bool(self.cfg.loss) {
@@ -600,6 +640,13 @@ impl<W: Workload> AaWorld<W> {
             let extra = self.rng.gen_range(0..self.cfg.retransmit_ns.max(1));
             self.schedule(arrive + extra, ev);
         }
+    }
+
+    /// An ack on the torus is the put's completion, not a message of its own (spec: on the
+    /// reference platform a one-directional put is one message; a get or an atomic is a
+    /// request and a response). On the Ethernet pair it is a frame like any other.
+    fn is_completion(&self, m: &Msg) -> bool {
+        m.kind == MsgKind::Ack && !self.cfg.ethernet
     }
 
     fn msg(&mut self, p: u32, kind: MsgKind, dst: u32, addr: u64, value: u64, bytes: u32) -> Msg {
@@ -860,7 +907,8 @@ impl<W: Workload> AaWorld<W> {
             return t;
         }
         self.stats.polls += 1;
-        let (end, n) = self.run_handler(p, t, self.mem(1));
+        let poll = self.app_poll_ns();
+        let (end, n) = self.run_handler(p, t + poll);
         let pr = &mut self.procs[pi];
         pr.last_poll = end;
         if self.cfg.scheme == Scheme::AmExp {
@@ -1040,6 +1088,9 @@ impl<W: Workload> AaWorld<W> {
         if self.procs[qi].log.append(h, &data).is_err() {
             return false;
         }
+        if m.kind == MsgKind::AmSend {
+            self.procs[qi].payloads.push_back(m.bytes);
+        }
         match m.kind {
             MsgKind::Get => {
                 let v = self.wl.get(q, m.addr);
@@ -1065,15 +1116,12 @@ impl<W: Workload> AaWorld<W> {
                     self.schedule(w.at.as_ns(), Ev::HandlerWake(q));
                 }
             }
-            Scheme::AaSp | Scheme::AmOnload { .. } => {
-                let poll = if self.cfg.scheme == Scheme::AaSp {
-                    self.prof.cpu.scratchpad_ns
-                } else {
-                    self.prof.cpu.memory_access_ns
-                };
+            Scheme::AaPoll | Scheme::AaSp | Scheme::AmOnload { .. } => {
+                // The agent polls continuously: it sees the entry one poll later.
+                let poll = self.agent_poll_ns();
                 self.wake_at(q, t + poll);
             }
-            Scheme::AaPoll | Scheme::Am | Scheme::AmExp => {
+            Scheme::Am | Scheme::AmExp => {
                 let w = self.procs[qi].wait;
                 if w == Wait::Running {
                     return; // it polls at its next operation boundary
@@ -1082,6 +1130,16 @@ impl<W: Workload> AaWorld<W> {
                 self.wake_at(q, tick);
             }
             Scheme::Rma => {}
+        }
+    }
+
+    /// One poll of a polling agent: AA-SP's hardware thread reads a scratchpad, AA-Poll's
+    /// runtime thread and AM-Onload's cores read head/tail or a mailbox flag in memory.
+    fn agent_poll_ns(&self) -> u64 {
+        if self.cfg.scheme == Scheme::AaSp {
+            self.prof.cpu.scratchpad_ns
+        } else {
+            self.prof.cpu.memory_access_ns
         }
     }
 
@@ -1124,17 +1182,22 @@ impl<W: Workload> AaWorld<W> {
                 }
                 self.stats.interrupts += 1;
                 let start = now.max(self.procs[qi].core_free);
-                let (end, _) = self.run_handler(q, start, self.prof.cpu.interrupt_ns);
+                let irq = self.prof.cpu.interrupt_ns;
+                self.stats.recv.interrupt_ns += irq;
+                self.stats.recv.app_ns += irq;
+                let (end, _) = self.run_handler(q, start + irq);
                 self.procs[qi].core_free = end;
                 self.notify(q, end);
             }
-            Scheme::AaSp => {
+            Scheme::AaPoll | Scheme::AaSp => {
                 if self.procs[qi].wake_at != Some(now) {
                     return;
                 }
                 self.procs[qi].wake_at = None;
+                // The agent's own hardware context: AA-Poll's runtime thread, AA-SP's thread.
                 let start = now.max(self.procs[qi].hw_free);
-                let (end, _) = self.run_handler(q, start, 0);
+                self.stats.recv.poll_ns += self.agent_poll_ns();
+                let (end, _) = self.run_handler(q, start);
                 self.procs[qi].hw_free = end;
                 self.notify(q, end);
             }
@@ -1148,11 +1211,12 @@ impl<W: Workload> AaWorld<W> {
                     self.procs[qi].local as usize % cores as usize,
                 );
                 let start = now.max(self.hcore_free[node][h]);
-                let (end, _) = self.run_handler(q, start, 0);
+                self.stats.recv.poll_ns += self.agent_poll_ns();
+                let (end, _) = self.run_handler(q, start);
                 self.hcore_free[node][h] = end;
                 self.notify(q, end);
             }
-            Scheme::AaPoll | Scheme::Am | Scheme::AmExp => {
+            Scheme::Am | Scheme::AmExp => {
                 if self.procs[qi].wake_at != Some(now) {
                     return;
                 }
@@ -1162,7 +1226,8 @@ impl<W: Workload> AaWorld<W> {
                 }
                 self.stats.polls += 1;
                 let start = now.max(self.procs[qi].core_free);
-                let (end, n) = self.run_handler(q, start, self.mem(1));
+                let poll = self.app_poll_ns();
+                let (end, n) = self.run_handler(q, start + poll);
                 let pr = &mut self.procs[qi];
                 pr.core_free = end;
                 pr.last_poll = end;
@@ -1175,25 +1240,49 @@ impl<W: Workload> AaWorld<W> {
         }
     }
 
-    /// Run `q`'s handler from `start` (after `overhead`): drain the log, release held flushes,
-    /// retry stalled accesses. Returns (end, entries handled).
-    fn run_handler(&mut self, q: u32, start: u64, overhead: u64) -> (u64, u64) {
+    /// A poll of a computing process (AM, AM-Exp): one read of its mailbox's flag in
+    /// memory, charged to its core.
+    fn app_poll_ns(&mut self) -> u64 {
+        let poll = self.mem(1);
+        self.stats.recv.poll_ns += poll;
+        self.stats.recv.app_ns += poll;
+        poll
+    }
+
+    /// Taking one entry or message out of `q`'s log / mailbox, ns (spec "Where the schemes'
+    /// costs come from"). AA: the IOMMU wrote header and data into the access log; the handler
+    /// reads the entry in place (one access). AM: read the message header (one access), copy
+    /// the payload out of the receive buffer (the first line's miss, then streaming at the
+    /// memory bandwidth), release the slot for the sender (one access).
+    fn extract_ns(&mut self, q: u32) -> u64 {
+        if !self.cfg.scheme.is_am() {
+            return self.mem(1);
+        }
+        let bytes = self.procs[q as usize]
+            .payloads
+            .pop_front()
+            .expect("one payload size per mailbox message");
+        let copy_out = self.mem(1) + (bytes as f64 / self.prof.cpu.memory_gbps).ceil() as u64;
+        self.mem(1) + copy_out + self.mem(1)
+    }
+
+    /// Run `q`'s handler from `start`: drain the log, release held flushes, retry stalled
+    /// accesses. Returns (end, entries handled).
+    fn run_handler(&mut self, q: u32, start: u64) -> (u64, u64) {
         let qi = q as usize;
-        let mut t = start + overhead;
+        let mut t = start;
         let mut n = 0;
-        let is_am = self.cfg.scheme.is_am();
-        let entry_cost = if is_am {
-            self.mem(self.prof.am.recv_accesses)
-        } else {
-            self.mem(1)
-        };
+        let (mut extract, mut handler) = (0, 0);
         let mut replies = Vec::new();
         while let Some(e) = self.procs[qi].log.pop() {
             n += 1;
-            t += entry_cost;
+            let x = self.extract_ns(q);
+            extract += x;
+            t += x;
             let h = e.header;
             if h.addr == AM_FLUSH_ADDR {
                 t += self.prof.cpu.post_ns;
+                handler += self.prof.cpu.post_ns;
                 replies.push((h, 0, t));
                 continue;
             }
@@ -1204,17 +1293,29 @@ impl<W: Workload> AaWorld<W> {
                     .unwrap_or([0; 8]),
             );
             let hd = self.wl.handle(q, h.source, h.kind, h.addr, value);
-            t += self.mem(hd.accesses)
+            let mut work = self.mem(hd.accesses)
                 + (hd.copy_bytes as f64 / self.prof.cpu.memory_gbps).ceil() as u64;
             if h.kind == EntryKind::ActiveGet {
-                t += self.prof.cpu.post_ns;
-                replies.push((h, hd.reply, t));
+                work += self.prof.cpu.post_ns;
+                replies.push((h, hd.reply, t + work));
             }
+            handler += work;
+            t += work;
         }
         if n > 0 {
             self.stats.handler_runs += 1;
             self.stats.handled += n;
-            t += self.mem(1); // publish the new head
+            if !self.cfg.scheme.is_am() {
+                // Publish the new head of the access log (AM released each slot instead).
+                let publish = self.mem(1);
+                extract += publish;
+                t += publish;
+            }
+        }
+        self.stats.recv.extract_ns += extract;
+        self.stats.recv.handler_ns += handler;
+        if self.cfg.scheme.recv_on_app() {
+            self.stats.recv.app_ns += extract + handler;
         }
         for (h, v, at) in replies {
             let req = Msg {
@@ -1256,7 +1357,11 @@ impl<W: Workload> AaWorld<W> {
         let p = m.dst;
         let pi = p as usize;
         let node = self.node_of(p);
-        let t = self.pf.receive(node, wire_bytes(&m), self.now) + self.prof.cpu.memory_access_ns;
+        let t = if self.is_completion(&m) {
+            self.now
+        } else {
+            self.pf.receive(node, wire_bytes(&m), self.now)
+        } + self.prof.cpu.memory_access_ns;
         if self.cfg.loss > 0.0 || self.cfg.duplicate > 0.0 {
             // Duplicate answers are dropped at the source (by (peer, txn, kind)).
             let key = (m.src | 0x8000_0000, m.txn);
