@@ -28,15 +28,21 @@ pub mod typed;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use unpinned_live::AtomicOp;
+
 use crate::amo::{amo_bits, Amo};
+use crate::ctx::Pending;
 use crate::rma;
-use crate::state::State;
+use crate::state::{fatal, State};
 use crate::sync::wait_while;
+use crate::xlate::Target;
 
 /// Barrier rounds (enough for 2^32 PEs).
 pub const ROUNDS: usize = 32;
 /// Index of the exchange word after the counters.
 pub const XCHG: usize = ROUNDS;
+/// Index of the broadcast's data-ready counter (see [`broadcast`]).
+pub const BCAST: usize = ROUNDS + 1;
 /// Words of symmetric scratch a group needs (`SHMEM_*_SYNC_SIZE` are at least this).
 pub const GROUP_WORDS: usize = ROUNDS + 2;
 /// Bytes pulled from one PE per step of a reduction.
@@ -168,7 +174,62 @@ unsafe fn pull(st: &State, call: &str, pe: c_int, dst: *mut u8, src: *const u8, 
 
 /// Broadcast `len` bytes of the root's (member index `root`) `source` to `dest` of every
 /// other member, and of the root too when `to_root`.
+///
+/// Up to [`PUSH_MAX_BYTES`] the root pushes: it puts `source` into every other member's
+/// `dest`, waits until the puts are complete, then adds one to each member's [`BCAST`]
+/// counter; a member waits for its counter and takes one off. OpenSHMEM requires every `dest`
+/// to be ready for the data before any PE calls the broadcast, and the root may return once
+/// `source` may be reused, so no synchronization is needed before or after (as in Sandia
+/// OpenSHMEM's put-based broadcasts): through PART a put round trip and a one-way signal,
+/// where pulling takes a barrier before (the root's source ready), a read round trip and a
+/// barrier after (read by everyone).
+///
+/// Larger broadcasts pull: every member reads from the root at once (the root copies nothing
+/// itself, and PART's reads move large volumes faster than its writes here).
 pub unsafe fn broadcast(
+    st: &State,
+    call: &str,
+    g: &Group,
+    dest: *mut u8,
+    source: *const u8,
+    len: usize,
+    root: u32,
+    to_root: bool,
+) {
+    if len > PUSH_MAX_BYTES {
+        // SAFETY: the caller's symmetric buffers.
+        return unsafe { broadcast_pull(st, call, g, dest, source, len, root, to_root) };
+    }
+    if g.me != root {
+        let c = g.atomic(BCAST);
+        wait_while(st, || c.load(Ordering::Acquire) > 0);
+        c.fetch_sub(1, Ordering::AcqRel);
+        return;
+    }
+    if len > 0 {
+        for i in (0..g.size).filter(|&i| i != root) {
+            // SAFETY: the caller's symmetric buffers; `source` stays untouched until the quiet
+            // below.
+            unsafe { rma::put_nbi(st, &st.internal_ctx, call, g.pe(i), dest, source, len) };
+        }
+        if to_root {
+            // SAFETY: the caller's buffers (`copy` allows in place).
+            unsafe { std::ptr::copy(source, dest, len) };
+        }
+    }
+    // The data is in place everywhere before any member sees its signal.
+    st.internal_ctx.quiet();
+    for i in (0..g.size).filter(|&i| i != root) {
+        // SAFETY: the counter is symmetric and aligned.
+        unsafe { signal(st, call, g.pe(i), g.word(BCAST)) };
+    }
+}
+
+/// Broadcasts larger than this pull (see [`broadcast`]).
+pub const PUSH_MAX_BYTES: usize = 64 << 10;
+
+/// [`broadcast`] by pulling: a barrier, every member reads the root's `source`, a barrier.
+unsafe fn broadcast_pull(
     st: &State,
     call: &str,
     g: &Group,
@@ -183,11 +244,41 @@ pub unsafe fn broadcast(
         // SAFETY: the caller's symmetric buffers.
         unsafe { pull(st, call, g.pe(root), dest, source, len) };
         st.internal_ctx.quiet();
-    } else if to_root && len > 0 {
+    } else if to_root {
         // SAFETY: the caller's buffers (`copy` allows in place).
         unsafe { std::ptr::copy(source, dest, len) };
     }
     sync(st, call, g);
+}
+
+/// Add one to the symmetric counter `word` of world PE `pe` without waiting for the old value
+/// when it goes through PART (the request completes with the internal context's next quiet).
+unsafe fn signal(st: &State, call: &str, pe: c_int, word: *mut u64) {
+    match st.target(call, pe, word as *mut u8, 8) {
+        // SAFETY: a symmetric, aligned word (caller).
+        Target::Local(p) | Target::Mapped(p) => {
+            unsafe { &*(p as *const AtomicU64) }.fetch_add(1, Ordering::AcqRel);
+        }
+        Target::Remote { addr, key } => {
+            let mut result: Box<[u8]> = vec![0u8; 8].into();
+            let ptr = result.as_mut_ptr() as *mut u64;
+            // SAFETY: the box stays in the context until the completion (the engine writes the
+            // old value into it) and nobody reads it.
+            let id = unsafe {
+                st.rt
+                    .post_atomic(pe as u32, ptr, addr, key, AtomicOp::FetchAdd(1))
+            }
+            .unwrap_or_else(|e| fatal(call, format!("the signal to PE {pe} was refused: {e}")));
+            st.internal_ctx.push(
+                Pending {
+                    id,
+                    pe: pe as u32,
+                    buf: Some(result),
+                },
+                false,
+            );
+        }
+    }
 }
 
 /// Concatenate every member's `len` bytes (`len` may differ between members when
