@@ -34,9 +34,6 @@ use crate::timers::TimerKind;
 /// blocks: `post` refuses them).
 pub const ATOMIC_BLOCK: u32 = u32::MAX;
 
-/// Outcomes remembered per target before an amortized sweep of the expired ones.
-const DONE_SWEEP_AT: usize = 4096;
-
 /// A remote atomic to post with [`PartEngine::post_atomic`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AtomicRequest {
@@ -193,15 +190,7 @@ impl PartEngine {
                 }
             }
         };
-        if self.atomics_done.len() >= DONE_SWEEP_AT {
-            let keep = self
-                .cfg
-                .ack_timeout()
-                .as_ns()
-                .saturating_mul(self.cfg.max_timeouts as u64 + 2);
-            self.atomics_done
-                .retain(|_, d| now.as_ns().saturating_sub(d.at.as_ns()) < keep);
-        }
+        self.expire_done_atomics(now);
         self.atomics_done.insert(
             (src, id),
             DoneAtomic {
@@ -210,8 +199,35 @@ impl PartEngine {
                 at: now,
             },
         );
+        self.atomics_done_order.push_back((now, src, id));
         self.ctrl
             .push_back((src, Ctrl::AtomicResp { id, status, old }));
+    }
+
+    /// Forget the outcomes older than the initiators can still resend for
+    /// (`ack_timeout * (max_timeouts + 2)`), oldest first. A sweep of the whole table once it
+    /// held some thousand outcomes cost one pass over every outcome of that window per atomic
+    /// (hundreds of thousands at a few microseconds per atomic and a window of seconds).
+    fn expire_done_atomics(&mut self, now: Instant) {
+        let keep = self
+            .cfg
+            .ack_timeout()
+            .as_ns()
+            .saturating_mul(self.cfg.max_timeouts as u64 + 2);
+        while let Some(&(at, src, id)) = self.atomics_done_order.front() {
+            if now.as_ns().saturating_sub(at.as_ns()) < keep {
+                break;
+            }
+            self.atomics_done_order.pop_front();
+            // The key may have been executed again since (ids wrap): only this outcome goes.
+            if self
+                .atomics_done
+                .get(&(src, id))
+                .is_some_and(|d| d.at == at)
+            {
+                self.atomics_done.remove(&(src, id));
+            }
+        }
     }
 
     /// Initiator side: the response.
@@ -282,5 +298,64 @@ impl PartEngine {
 
     pub(crate) fn atomic_deadline(&self, id: u32) -> Option<Instant> {
         self.atomics.get(&id).map(|p| p.deadline)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unpinned_core::profile::Profile;
+    use unpinned_core::time::Duration;
+
+    /// A word memory for the target: every address present, zero until written.
+    #[derive(Default)]
+    struct Words(rustc_hash::FxHashMap<u64, u8>);
+    impl Memory for Words {
+        fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
+            for (i, b) in data.iter().enumerate() {
+                self.0.insert(addr + i as u64, *b);
+            }
+            Ok(())
+        }
+        fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = *self.0.get(&(addr + i as u64)).unwrap_or(&0);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn outcomes_expire_oldest_first_and_duplicates_in_the_window_are_answered() {
+        let mut cfg = crate::EngineConfig::from_profile(&Profile::forth_arm().engine);
+        cfg.block_timeout = Some(Duration::from_us(100));
+        cfg.max_timeouts = 3;
+        // Outcomes live 100 us * (3 + 2) = 500 us.
+        let mut e = PartEngine::new(1, cfg);
+        let key = e.expose(1, 0x1000, 4096, Perms::RW).unwrap();
+        let mut mem = Words::default();
+        let add = |e: &mut PartEngine, mem: &mut Words, t_us: u64, id: u32| {
+            let now = Instant(t_us * 1000);
+            e.on_atomic_request(now, 0, 1, key, id, AtomicKind::FetchAdd, 0x1000, 1, 0, mem);
+            match e.ctrl.pop_back() {
+                Some((0, Ctrl::AtomicResp { old, .. })) => old,
+                other => panic!("no response: {other:?}"),
+            }
+        };
+        // One atomic per microsecond for 2 ms: at most ~500 outcomes are remembered.
+        for i in 0..2000u32 {
+            assert_eq!(add(&mut e, &mut mem, i as u64, i + 1), i as u64);
+            assert!(
+                e.atomics_done.len() <= 501,
+                "{} outcomes",
+                e.atomics_done.len()
+            );
+            assert_eq!(e.atomics_done.len(), e.atomics_done_order.len());
+        }
+        // A resend within the window is answered from memory, not executed again.
+        assert_eq!(add(&mut e, &mut mem, 2000, 1900), 1899);
+        assert_eq!(add(&mut e, &mut mem, 2000, 2001), 2000);
+        // One from before the window is gone (executed anew: the initiator gave up long ago).
+        assert!(!e.atomics_done.contains_key(&(0, 1)));
     }
 }

@@ -161,6 +161,9 @@ pub struct PartEngine {
     pub(crate) atomics: FxHashMap<u32, crate::atomics::PendingAtomic>,
     /// Atomics we executed as target, by (initiator, id): answered again, never re-executed.
     pub(crate) atomics_done: FxHashMap<(NodeId, u32), crate::atomics::DoneAtomic>,
+    /// The keys of `atomics_done` in the order they were executed (oldest first): outcomes
+    /// expire from the front, a constant amortized cost per atomic whatever the table holds.
+    pub(crate) atomics_done_order: VecDeque<(Instant, NodeId, u32)>,
 }
 
 impl PartEngine {
@@ -187,6 +190,7 @@ impl PartEngine {
             checksum: Checksum::Crc32,
             atomics: FxHashMap::default(),
             atomics_done: FxHashMap::default(),
+            atomics_done_order: VecDeque::new(),
         }
     }
 
