@@ -33,6 +33,7 @@ use rustc_hash::FxHashSet;
 
 use crate::api::FaultRecord;
 use crate::memory::{Pdid, PAGE_BYTES};
+use crate::os::adaptive::{AdaptiveCosts, AdaptiveStats};
 use crate::os::plan::{BlockReply, PageInConfig, PageInPlan};
 use crate::profile::OsProfile;
 use crate::time::{Duration, Instant};
@@ -222,6 +223,18 @@ impl FaultHandlerModel {
             ranges: Vec::new(),
             cfg,
         }
+    }
+
+    /// Weigh `costs` in the adaptive page-in policy (default: the built-in profile's; a
+    /// driver with the whole profile passes [`AdaptiveCosts::from_profile`]).
+    pub fn with_adaptive_costs(mut self, costs: AdaptiveCosts) -> FaultHandlerModel {
+        self.plan.set_adaptive_costs(costs);
+        self
+    }
+
+    /// The adaptive page-in policy's counters (zero under the other policies).
+    pub fn adaptive_stats(&self) -> AdaptiveStats {
+        self.plan.adaptive_stats()
     }
 
     /// The configuration.

@@ -2,6 +2,7 @@
 //! live runtime shares.
 //!
 //! - [`policy`]: which pages a fault pages in (PIO / PI4 / PIA), pure.
+//! - [`adaptive`]: the adaptive policy between PIO and PIA (fault density, refaults).
 //! - [`plan`]: the page-in plan of one drain of fault records (merged ranges, one ERR or
 //!   resume per block), shared by the model below and the live page-in thread.
 //! - [`handler`]: the fault handler model: IOMMU fault interrupts that preempt a deferred page-in
@@ -9,6 +10,7 @@
 //!   user space, and issues ERRs (spec part.md, mechanism 5 and "Fault path").
 //! - [`cpu`]: CPU cost models for the Touch and Pin schemes.
 
+pub mod adaptive;
 pub mod cpu;
 pub mod handler;
 pub mod plan;
@@ -17,5 +19,6 @@ pub mod policy;
 pub use handler::{
     Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,
 };
+pub use adaptive::{AdaptiveCosts, AdaptiveStats};
 pub use plan::{BlockReply, PageInConfig, PageInPlan, PageRange};
 pub use policy::PageInPolicy;

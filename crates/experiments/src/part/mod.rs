@@ -8,10 +8,12 @@
 pub mod harness;
 pub mod sim_testbed;
 
+pub mod adaptive;
 pub mod apps;
 mod breakdown;
 pub mod fault_all;
 pub mod fault_frequency;
+pub mod fault_patterns;
 pub mod fault_small;
 mod isend;
 pub mod latency;
@@ -30,6 +32,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &timeout::SPEC,
         &isend::SPEC,
         &apps::SPEC,
+        &adaptive::SPEC,
+        &fault_patterns::SPEC,
     ]
 }
 
