@@ -143,7 +143,10 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{policy}: {e}"));
             assert_eq!(sim.posts()[0].completion.unwrap().status, Ok(()));
             assert!(r.evicted() > 10, "{policy}: evicted {}", r.evicted());
-            assert!(sim.stats(1).handler.pages_in > 0, "{policy}: refaults paged in");
+            assert!(
+                sim.stats(1).handler.pages_in > 0,
+                "{policy}: refaults paged in"
+            );
             let (mut a, mut b) = (vec![0u8; LEN as usize], vec![0u8; LEN as usize]);
             sim.node(0).mem.host_read(1, SRC, &mut a);
             sim.node(1).mem.host_read(1, DST, &mut b);

@@ -42,6 +42,17 @@ pub fn random_run_with(
     fault_rate: f64,
     retransmit: RetransmitPolicy,
 ) -> Result<RandomRun, SimError> {
+    random_run_page_in(seed, fault_rate, retransmit, None)
+}
+
+/// [`random_run_with`], with the page-in policy given instead of drawn (`None`: drawn; the
+/// draw is made either way, so the rest of the seed's scenario is the same).
+pub fn random_run_page_in(
+    seed: u64,
+    fault_rate: f64,
+    retransmit: RetransmitPolicy,
+    page_in: Option<PageInPolicy>,
+) -> Result<RandomRun, SimError> {
     let mut rng = rng_for(seed, "scenario");
     let mut profile = Profile::forth_arm();
     if rng.gen_bool(0.5) {
@@ -58,9 +69,11 @@ pub fn random_run_with(
     profile.engine.max_timeouts = 30;
     profile.engine.retransmit = retransmit;
     let nodes = rng.gen_range(2..=4u32);
+    let drawn_page_in =
+        [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)];
     let cfg = SimConfig {
         profile,
-        policy: [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)],
+        policy: page_in.unwrap_or(drawn_page_in),
         send_err: rng.gen_bool(0.8),
         seed,
         nodes,

@@ -27,7 +27,9 @@
 //! **Eviction.** Pages brought in ahead are worth it only if they are still there when the
 //! data arrives; under memory pressure reclaim takes some back first. A fault on a page that a
 //! plan at least two drains old brought in (older plans' pages were in before the faulting
-//! record could have been logged) is a refault: the page was evicted. The lookahead is then cut
+//! record could have been logged) is a refault: the page was evicted. (A record that waits in
+//! a full NI fault FIFO across drains can be older; it is then taken for a refault, which only
+//! shortens the lookahead.) The lookahead is then cut
 //! to half the distance that page had been brought in ahead (at least one block), and doubled
 //! again after every drain of the transfer without a refault. The lookahead is a property of
 //! the host's memory pressure, so it carries over to the address space's next transfers.
@@ -156,7 +158,7 @@ struct TransferState {
     covered: Vec<Covered>,
     /// Pages brought in beyond the faulting one when eager; `None`: to the transfer's end.
     lookahead: Option<u64>,
-    /// The last drain it had a record in.
+    /// The last drain it had a record in (0: none yet).
     seen: u64,
     /// A refault was seen in the current drain.
     refault_now: bool,
@@ -201,6 +203,8 @@ pub struct AdaptiveTracker {
     drain: u64,
     transfers: FxHashMap<(FaultSide, Pdid, TransferKey), TransferState>,
     spaces: FxHashMap<(FaultSide, Pdid), SpaceState>,
+    /// Transfers with a record in the current drain, in first-seen order.
+    touched: Vec<(FaultSide, Pdid, TransferKey)>,
     stats: AdaptiveStats,
 }
 
@@ -219,6 +223,7 @@ impl AdaptiveTracker {
             drain: 0,
             transfers: FxHashMap::default(),
             spaces: FxHashMap::default(),
+            touched: Vec::new(),
             stats: AdaptiveStats::default(),
         }
     }
@@ -252,16 +257,15 @@ impl AdaptiveTracker {
     /// The drain's records are all planned: transfers that had records and no refault in it
     /// may look further ahead again.
     pub fn end_drain(&mut self) {
-        let now = self.drain;
-        for ((side, pdid, _), t) in self.transfers.iter_mut() {
-            if t.seen != now {
+        for key in self.touched.drain(..) {
+            let Some(t) = self.transfers.get_mut(&key) else {
                 continue;
-            }
+            };
             if !t.refault_now {
                 t.lookahead = t.lookahead.map(|l| l.saturating_mul(2));
             }
             t.refault_now = false;
-            if let Some(s) = self.spaces.get_mut(&(*side, *pdid)) {
+            if let Some(s) = self.spaces.get_mut(&(key.0, key.1)) {
                 s.lookahead = t.lookahead;
             }
         }
@@ -281,19 +285,20 @@ impl AdaptiveTracker {
             lookahead: None,
         });
         let drain = self.drain;
-        let t = self
-            .transfers
-            .entry((rec.side, rec.pdid, rec.transfer))
-            .or_insert_with(|| TransferState {
-                first,
-                faults: 0,
-                furthest: first,
-                covered: Vec::new(),
-                lookahead: space.lookahead,
-                seen: drain,
-                refault_now: false,
-            });
-        t.seen = drain;
+        let key = (rec.side, rec.pdid, rec.transfer);
+        let t = self.transfers.entry(key).or_insert_with(|| TransferState {
+            first,
+            faults: 0,
+            furthest: first,
+            covered: Vec::new(),
+            lookahead: space.lookahead,
+            seen: 0,
+            refault_now: false,
+        });
+        if t.seen != drain {
+            t.seen = drain;
+            self.touched.push(key);
+        }
         // Every record of this drain was logged after the plans of two drains ago had
         // brought their pages in (the task is serial: plan, page-in, ERRs, then the next
         // drain's reads), so a page one of those covered and that is missing again was

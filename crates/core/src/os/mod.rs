@@ -16,9 +16,9 @@ pub mod handler;
 pub mod plan;
 pub mod policy;
 
+pub use adaptive::{AdaptiveCosts, AdaptiveStats};
 pub use handler::{
     Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,
 };
-pub use adaptive::{AdaptiveCosts, AdaptiveStats};
 pub use plan::{BlockReply, PageInConfig, PageInPlan, PageRange};
 pub use policy::PageInPolicy;

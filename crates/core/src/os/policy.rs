@@ -80,7 +80,8 @@ impl std::fmt::Display for PageInPolicy {
 
 impl std::str::FromStr for PageInPolicy {
     type Err = String;
-    /// Accepts `pio`, `pi4`, `pia`, `adaptive` (case-insensitive, so the spec's upper-case names work too).
+    /// Accepts `pio`, `pi4`, `pia`, `adaptive` (case-insensitive, so the spec's upper-case
+    /// names work too).
     fn from_str(s: &str) -> Result<Self, String> {
         let l = s.trim().to_ascii_lowercase();
         PageInPolicy::ALL
