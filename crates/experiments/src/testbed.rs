@@ -54,6 +54,15 @@ pub enum Missing {
     All,
     /// Each page independently missing with this probability (0..=1), drawn from the seed.
     Fraction(f64),
+    /// Missing pages in runs: on average `fraction` of the pages missing, in runs of
+    /// `run_pages` pages on average (a two-state Markov chain over the pages, drawn from the
+    /// seed): the pattern of memory reclaimed or never touched in contiguous stretches.
+    Clustered {
+        /// Mean fraction of pages missing (0..=1).
+        fraction: f64,
+        /// Mean length of a run of missing pages (>= 1).
+        run_pages: f64,
+    },
 }
 
 /// One write of node/rank 0's source into rank 1's destination.
@@ -159,7 +168,35 @@ pub fn missing_pages(seed: u64, size: u64, missing: Missing) -> Vec<bool> {
             rng.fill(&mut source[..]);
             (0..n).map(|_| rng.gen::<f64>() < f).collect()
         }
+        Missing::Clustered {
+            fraction,
+            run_pages,
+        } => clustered(seed, n, fraction, run_pages),
     }
+}
+
+/// `n` page flags from a two-state chain whose stationary share of missing pages is `f` and
+/// whose runs of missing pages last `run` pages on average: a missing page is followed by a
+/// present one with probability `1 / run`, a present page by a missing one with probability
+/// `f / (run (1 - f))` (so that the chain spends `f` of its pages missing); the first page is
+/// drawn from the stationary share.
+fn clustered(seed: u64, n: usize, f: f64, run: f64) -> Vec<bool> {
+    let f = f.clamp(0.0, 1.0);
+    if f >= 1.0 {
+        return vec![true; n];
+    }
+    let run = run.max(1.0);
+    let (leave, enter) = (1.0 / run, (f / (run * (1.0 - f))).min(1.0));
+    let mut rng = rng_for(seed, "clustered");
+    let mut missing = rng.gen::<f64>() < f;
+    (0..n)
+        .map(|_| {
+            let m = missing;
+            let u = rng.gen::<f64>();
+            missing = if missing { u >= leave } else { u < enter };
+            m
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -181,5 +218,32 @@ mod tests {
         assert!((400..624).contains(&n), "{n} of 1024 missing at 50%");
         assert_eq!(half, missing_pages(3, 4 << 20, Missing::Fraction(0.5)));
         assert_ne!(half, missing_pages(4, 4 << 20, Missing::Fraction(0.5)));
+    }
+
+    #[test]
+    fn clustered_pages_keep_the_fraction_in_longer_runs() {
+        let c = Missing::Clustered {
+            fraction: 0.2,
+            run_pages: 16.0,
+        };
+        let flags = missing_pages(5, 64 << 20, c);
+        let n = flags.len() as f64;
+        let missing = flags.iter().filter(|&&m| m).count() as f64;
+        let runs = flags.windows(2).filter(|w| w[1] && !w[0]).count() as f64 + 1.0;
+        assert!((missing / n - 0.2).abs() < 0.03, "fraction {}", missing / n);
+        let mean_run = missing / runs;
+        assert!((12.0..20.0).contains(&mean_run), "mean run {mean_run}");
+        let indep = missing_pages(5, 64 << 20, Missing::Fraction(0.2));
+        let indep_runs = indep.windows(2).filter(|w| w[1] && !w[0]).count() as f64;
+        assert!(
+            indep_runs > 5.0 * runs,
+            "independent pages make many more runs"
+        );
+        assert_eq!(flags, missing_pages(5, 64 << 20, c));
+        let all = Missing::Clustered {
+            fraction: 1.0,
+            run_pages: 4.0,
+        };
+        assert!(missing_pages(5, 1 << 20, all).iter().all(|&m| m));
     }
 }

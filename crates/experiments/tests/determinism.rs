@@ -14,6 +14,14 @@ use unpinned_report::{write_experiment, Metadata};
 fn quick(name: &str) -> &'static [(&'static str, &'static str)] {
     match name {
         "part-fault-frequency" => &[("seeds", "1")],
+        "part-adaptive" => &[("seeds", "1"), ("sizes", "16384,262144")],
+        "part-fault-patterns" => &[
+            ("seeds", "1"),
+            ("sizes", "65536"),
+            ("fault_pct", "40"),
+            ("uses", "2"),
+            ("reclaim_per_ms", "128"),
+        ],
         "part-apps" => &[("nodes", "1,2"), ("seeds", "2")],
         "part-major-faults" => &[
             ("sizes", "4096,65536"),

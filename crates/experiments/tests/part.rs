@@ -403,3 +403,111 @@ fn part_kernel_err_saves_the_notification() {
         eprintln!("{line}");
     }
 }
+
+/// The adaptive policy against the better of PIO and PIA over a part of part-fault-frequency's
+/// grid: where PIA's page-in of the rest pays (dense faults), it does the same; nowhere is it
+/// far from the better fixed policy.
+#[test]
+fn part_adaptive_tracks_the_better_fixed_policy() {
+    let o = run(
+        "part-adaptive",
+        &[("seeds", "2"), ("sizes", "65536,1048576")],
+    );
+    has_columns(
+        &o.table,
+        &[
+            "policy",
+            "size_bytes",
+            "fault_pct",
+            "latency_us",
+            "best_fixed",
+            "vs_best_fixed",
+        ],
+    );
+    let t = &o.table;
+    let (pol, vs) = (t.col("policy").unwrap(), t.col("vs_best_fixed").unwrap());
+    let adaptive: Vec<f64> = t
+        .rows
+        .iter()
+        .filter(|r| r[pol].to_text() == "adaptive")
+        .map(|r| r[vs].as_f64().unwrap())
+        .collect();
+    assert_eq!(adaptive.len(), 18);
+    assert!(
+        adaptive.iter().all(|&v| v < 1.10),
+        "adaptive / better fixed: {adaptive:?}"
+    );
+    let lat = |p: &str| {
+        value(
+            t,
+            &[
+                ("policy", p),
+                ("size_bytes", "1048576"),
+                ("fault_pct", "60"),
+            ],
+            "latency_us",
+        )
+    };
+    assert!(lat("pio") > 1.5 * lat("pia"), "dense faults: PIA's regime");
+    assert!(lat("adaptive") <= 1.01 * lat("pia"));
+    let findings = unpinned_report::findings::for_experiment("part-adaptive", t);
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.contains("of 18 (size, f) points")),
+        "{findings:?}"
+    );
+}
+
+/// Fault patterns: every pattern has its three policies; under dense reclaim of a fresh buffer
+/// the pages PIA brings in ahead are evicted before the data arrives (more pages brought in
+/// than the buffer has), and the adaptive policy, which sees the refaults and looks less far
+/// ahead, is faster than PIA.
+#[test]
+fn part_fault_patterns_reclaim_defeats_pia_lookahead() {
+    let o = run(
+        "part-fault-patterns",
+        &[
+            ("seeds", "1"),
+            ("sizes", "1048576"),
+            ("fault_pct", "40"),
+            ("uses", "3"),
+            ("reclaim_per_ms", "128"),
+        ],
+    );
+    let t = &o.table;
+    has_columns(
+        t,
+        &[
+            "pattern",
+            "level",
+            "size_bytes",
+            "policy",
+            "latency_us",
+            "first_us",
+            "vs_best_fixed",
+            "pages_in",
+            "evicted",
+            "refaults",
+        ],
+    );
+    assert_eq!(t.rows.len(), 5 * 3, "five patterns x three policies");
+    let v = |pat: &str, p: &str, col: &str| value(t, &[("pattern", pat), ("policy", p)], col);
+    // First use: the later uses find the buffer present, so the mean is below the first.
+    assert!(v("first-use", "pio", "latency_us") < v("first-use", "pio", "first_us"));
+    // Clustered runs: PIA pages a run in with one call, PIO pays a round per page.
+    assert!(v("clustered", "pio", "latency_us") > v("clustered", "pia", "latency_us"));
+    assert!(
+        v("reclaim-fresh", "pia", "pages_in") > 256.0,
+        "PIA re-brings evicted pages"
+    );
+    assert!(v("reclaim-fresh", "adaptive", "refaults") > 0.0);
+    assert!(v("reclaim-fresh", "adaptive", "latency_us") < v("reclaim-fresh", "pia", "latency_us"));
+    assert!(v("reclaim", "pio", "evicted") > 0.0);
+    let findings = unpinned_report::findings::for_experiment("part-fault-patterns", t);
+    assert_eq!(
+        findings.len(),
+        6,
+        "one per pattern and the mechanism: {findings:?}"
+    );
+}

@@ -628,7 +628,7 @@ pub const KNOB_DOCS: &[(&str, &str)] = &[
     ("engine.fault_recovery_timeout_us", "a faulted block waits this long for its ERR before retransmitting anyway"),
     ("engine.rx_state_idle_us", "receive-side block state idle this long is discarded"),
     ("engine.retransmit", "what a retransmission resends: selective (the packets the receiver lacks, from its SACK) or block (the whole block, as the spec)"),
-    ("handler.policy", "pages one fault brings in: pio (the page), pi4 (its block), pia (the rest of the transfer)"),
+    ("handler.policy", "pages one fault brings in: pio (the page), pi4 (its block), pia (the rest of the transfer), adaptive (pio or pia from the fault density seen)"),
     ("handler.send_err", "send an ERR after a page-in (false: only the block timeout retransmits)"),
     ("progress.batch_packets", "packets received, and sent, per engine turn at most"),
     ("progress.spin_us", "progress thread busy-polls this long after its last work (0: yield at once)"),

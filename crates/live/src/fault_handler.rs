@@ -120,12 +120,14 @@ impl PageInCounters {
 }
 
 /// Process one batch of fault records: plan, page in, then the outputs for the engine loop.
+/// `plan` is the thread's planner, kept across batches (the adaptive policy learns from the
+/// sequence of drains).
 pub fn process_batch(
+    plan: &mut PageInPlan,
     cfg: &PageInConfig,
     batch: &[FaultRecord],
     stats: &PageInCounters,
 ) -> Vec<HandlerOutput> {
-    let mut plan = PageInPlan::new();
     plan.plan(cfg, batch);
     let mut out = Vec::new();
     let t = StdInstant::now();
@@ -189,6 +191,7 @@ pub fn run(
     stats: Arc<PageInCounters>,
 ) {
     let mut batch = Vec::new();
+    let mut plan = PageInPlan::new();
     while let Some(first) = next_record(&records) {
         batch.clear();
         batch.push(first);
@@ -204,7 +207,7 @@ pub fn run(
             crate::trace::Point::HandlerStart,
             batch.len() as u32,
         );
-        let outs = process_batch(&cfg, &batch, &stats);
+        let outs = process_batch(&mut plan, &cfg, &batch, &stats);
         crate::trace::mark(
             crate::trace::PAGE_IN_THREAD,
             crate::trace::Point::HandlerEnd,
@@ -291,7 +294,12 @@ mod tests {
         };
         let stats = PageInCounters::default();
         // Two packets of block 0 and one of block 1, on adjacent pages: one call, two ERRs.
-        let out = process_batch(&cfg, &[rec(0, 0), rec(0, 0), rec(1, 1)], &stats);
+        let out = process_batch(
+            &mut PageInPlan::new(),
+            &cfg,
+            &[rec(0, 0), rec(0, 0), rec(1, 1)],
+            &stats,
+        );
         let err = |block| {
             HandlerOutput::Reply(BlockReply::SendErr {
                 transfer,

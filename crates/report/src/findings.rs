@@ -2,12 +2,13 @@
 //! stated in words, computed from the rows (never typed in), shown under the experiment.
 //!
 //! Today: `odp-fix-period` (issue 17, section 3), the software-timer fix's period against the
-//! fault-resolution time.
+//! fault-resolution time; `part-adaptive` and `part-fault-patterns` (section 4, in `part`).
 
 use std::collections::BTreeMap;
 
 use crate::{format_float, Cell, Table};
 
+mod part;
 mod part_beyond;
 
 /// The findings for experiment `name` from its table (empty when there is none, or when the
@@ -21,6 +22,8 @@ pub fn for_experiment(name: &str, table: &Table) -> Vec<String> {
             .unwrap_or_default(),
         "part-early-err" => part_beyond::early_err(table).unwrap_or_default(),
         "part-kernel-err" => part_beyond::kernel_err(table).unwrap_or_default(),
+        "part-adaptive" => part::adaptive(table).unwrap_or_default(),
+        "part-fault-patterns" => part::patterns(table).unwrap_or_default(),
         _ => Vec::new(),
     }
 }

@@ -36,6 +36,7 @@ pub mod net;
 pub mod pages;
 pub mod queue;
 pub mod rc;
+pub mod reclaim;
 pub mod scenario;
 pub mod sizing;
 pub mod slab;

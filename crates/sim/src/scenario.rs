@@ -42,7 +42,7 @@ pub fn random_run_with(
     fault_rate: f64,
     retransmit: RetransmitPolicy,
 ) -> Result<RandomRun, SimError> {
-    random_run_tweaked(seed, fault_rate, retransmit, &|_| {})
+    random_run_custom(seed, fault_rate, retransmit, None, &|_| {})
 }
 
 /// [`random_run_with`], with `tweak` applied to the drawn profile before the run (e.g. a
@@ -51,6 +51,29 @@ pub fn random_run_tweaked(
     seed: u64,
     fault_rate: f64,
     retransmit: RetransmitPolicy,
+    tweak: &dyn Fn(&mut Profile),
+) -> Result<RandomRun, SimError> {
+    random_run_custom(seed, fault_rate, retransmit, None, tweak)
+}
+
+/// [`random_run_with`], with the page-in policy given instead of drawn (`None`: drawn; the
+/// draw is made either way, so the rest of the seed's scenario is the same).
+pub fn random_run_page_in(
+    seed: u64,
+    fault_rate: f64,
+    retransmit: RetransmitPolicy,
+    page_in: Option<PageInPolicy>,
+) -> Result<RandomRun, SimError> {
+    random_run_custom(seed, fault_rate, retransmit, page_in, &|_| {})
+}
+
+/// The scenario of `seed`, with the page-in policy given or drawn and `tweak` applied to
+/// the drawn profile.
+fn random_run_custom(
+    seed: u64,
+    fault_rate: f64,
+    retransmit: RetransmitPolicy,
+    page_in: Option<PageInPolicy>,
     tweak: &dyn Fn(&mut Profile),
 ) -> Result<RandomRun, SimError> {
     let mut rng = rng_for(seed, "scenario");
@@ -70,9 +93,11 @@ pub fn random_run_tweaked(
     profile.engine.retransmit = retransmit;
     tweak(&mut profile);
     let nodes = rng.gen_range(2..=4u32);
+    let drawn_page_in =
+        [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)];
     let cfg = SimConfig {
         profile,
-        policy: [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)],
+        policy: page_in.unwrap_or(drawn_page_in),
         send_err: rng.gen_bool(0.8),
         seed,
         nodes,

@@ -260,6 +260,7 @@ impl Sim {
     /// Build a simulation.
     pub fn new(cfg: SimConfig) -> Sim {
         let p = &cfg.profile;
+        let adaptive = unpinned_core::os::AdaptiveCosts::from_profile(p);
         let nodes = (0..cfg.nodes)
             .map(|n| {
                 let mut ecfg = EngineConfig::from_profile(&p.engine);
@@ -277,7 +278,8 @@ impl Sim {
                             policy: cfg.policy,
                             send_err: cfg.send_err,
                         },
-                    )),
+                    ))
+                    .with_adaptive_costs(adaptive),
                     tx_free_at: Instant::ZERO,
                     tx_prep_at: Instant::ZERO,
                     ni_ready_at: Instant::ZERO,

@@ -52,3 +52,21 @@ fn selective_runs_at_high_fault_rates_keep_every_invariant() {
     );
     assert!(ok > 0);
 }
+
+/// The adaptive page-in policy (`unpinned_core::os::adaptive`) in the same randomized
+/// scenarios (packet faults, reads and writes, source and destination faults, several
+/// transfers per node): every invariant holds. Fewer seeds than above: it is one more policy.
+#[test]
+fn random_runs_under_the_adaptive_page_in_policy_keep_every_invariant() {
+    use unpinned_core::os::PageInPolicy;
+    use unpinned_sim::scenario::random_run_page_in;
+    unpinned_testkit::for_each_seed("cargo test -p unpinned-sim --test random", 40, |seed| {
+        let fault_rate = if seed % 4 == 0 { 0.0 } else { 0.01 };
+        let retransmit = unpinned_core::profile::RetransmitPolicy::ALL[(seed % 2) as usize];
+        if let Err(e) =
+            random_run_page_in(seed, fault_rate, retransmit, Some(PageInPolicy::Adaptive))
+        {
+            panic!("randomized run under the adaptive policy failed (seed {seed}): {e}");
+        }
+    });
+}

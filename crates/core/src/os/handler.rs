@@ -40,6 +40,7 @@ use rustc_hash::FxHashSet;
 
 use crate::api::{FaultRecord, FaultSide};
 use crate::memory::{page_of, Pdid, PAGE_BYTES};
+use crate::os::adaptive::{AdaptiveCosts, AdaptiveStats};
 use crate::os::early_err::{pages_before_err, PageInCosts, PendingRun, Resend, ResendStream};
 use crate::os::plan::{BlockReply, PageInConfig, PageInPlan};
 use crate::os::source::{huge_of, PageSource, PAGES_PER_HUGE};
@@ -313,6 +314,18 @@ impl FaultHandlerModel {
             },
             cfg,
         }
+    }
+
+    /// Weigh `costs` in the adaptive page-in policy (default: the built-in profile's; a
+    /// driver with the whole profile passes [`AdaptiveCosts::from_profile`]).
+    pub fn with_adaptive_costs(mut self, costs: AdaptiveCosts) -> FaultHandlerModel {
+        self.plan.set_adaptive_costs(costs);
+        self
+    }
+
+    /// The adaptive page-in policy's counters (zero under the other policies).
+    pub fn adaptive_stats(&self) -> AdaptiveStats {
+        self.plan.adaptive_stats()
     }
 
     /// The configuration.

@@ -2,6 +2,7 @@
 //! live runtime shares.
 //!
 //! - [`policy`]: which pages a fault pages in (PIO / PI4 / PIA), pure.
+//! - [`adaptive`]: the adaptive policy between PIO and PIA (fault density, refaults).
 //! - [`plan`]: the page-in plan of one drain of fault records (merged ranges, one ERR or
 //!   resume per block), shared by the model below and the live page-in thread.
 //! - [`source`]: where a missing page comes from (minor, major fault, huge page).
@@ -12,6 +13,7 @@
 //!   page-in is done (beyond the reference design), pure.
 //! - [`cpu`]: CPU cost models for the Touch and Pin schemes.
 
+pub mod adaptive;
 pub mod cpu;
 pub mod early_err;
 pub mod handler;
@@ -19,6 +21,7 @@ pub mod plan;
 pub mod policy;
 pub mod source;
 
+pub use adaptive::{AdaptiveCosts, AdaptiveStats};
 pub use early_err::ResendStream;
 pub use handler::{
     Breakdown, FaultHandlerModel, HandlerAction, HandlerConfig, HandlerStats, Residency,

@@ -17,6 +17,7 @@ use rustc_hash::FxHashSet;
 
 use crate::api::{FaultRecord, FaultSide, TransferKey};
 use crate::memory::Pdid;
+use crate::os::adaptive::{AdaptiveCosts, AdaptiveStats, AdaptiveTracker};
 use crate::os::PageInPolicy;
 
 /// What the page-in planning needs to know.
@@ -82,6 +83,8 @@ pub struct PageInPlan {
     /// One answer per distinct faulted block attempt, in the order first seen.
     pub replies: Vec<BlockReply>,
     seen: FxHashSet<(FaultSide, TransferKey, u32, u16)>,
+    /// The adaptive policy's history (used only under [`PageInPolicy::Adaptive`]).
+    adaptive: AdaptiveTracker,
 }
 
 impl PageInPlan {
@@ -90,17 +93,40 @@ impl PageInPlan {
         PageInPlan::default()
     }
 
-    /// Plan the drain of `batch` (replacing the previous plan).
+    /// Weigh `costs` in the adaptive policy (default: the built-in profile's).
+    pub fn set_adaptive_costs(&mut self, costs: AdaptiveCosts) {
+        self.adaptive.set_costs(costs);
+    }
+
+    /// The adaptive policy's counters.
+    pub fn adaptive_stats(&self) -> AdaptiveStats {
+        self.adaptive.stats()
+    }
+
+    /// Plan the drain of `batch` (replacing the previous plan). Drains must be planned in the
+    /// order they happen, each once its predecessor's pages are in (the adaptive policy learns
+    /// from the sequence).
     pub fn plan(&mut self, cfg: &PageInConfig, batch: &[FaultRecord]) {
         self.ranges.clear();
+        let adaptive = cfg.policy == PageInPolicy::Adaptive;
+        if adaptive {
+            self.adaptive.begin_drain();
+        }
         for rec in batch {
-            let (start, end) = cfg.policy.pages(rec);
+            let (start, end) = if adaptive {
+                self.adaptive.pages(rec)
+            } else {
+                cfg.policy.pages(rec)
+            };
             self.ranges.push(PageRange {
                 pdid: rec.pdid,
                 write: rec.side == FaultSide::Destination,
                 start,
                 end,
             });
+        }
+        if adaptive {
+            self.adaptive.end_drain();
         }
         self.ranges.sort_unstable();
         let mut merged = 0;

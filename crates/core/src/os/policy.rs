@@ -13,6 +13,11 @@ pub enum PageInPolicy {
     Pi4,
     /// All remaining pages of the transfer, from the faulting page on.
     Pia,
+    /// PIO or PIA (or PIA up to a lookahead under memory pressure) per fault, from the fault
+    /// density observed so far and the profile's costs: [`super::adaptive`]. Needs the
+    /// planner's state ([`super::PageInPlan`]); alone, [`PageInPolicy::pages`] gives the
+    /// faulting page.
+    Adaptive,
 }
 
 /// The end of the page holding the last byte before `end` (page-rounded up). Saturates at the
@@ -22,15 +27,21 @@ fn page_end(end: u64) -> u64 {
 }
 
 impl PageInPolicy {
-    /// Every policy, in increasing eagerness.
-    pub const ALL: [PageInPolicy; 3] = [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia];
+    /// Every policy: the fixed ones in increasing eagerness, then the adaptive one.
+    pub const ALL: [PageInPolicy; 4] = [
+        PageInPolicy::Pio,
+        PageInPolicy::Pi4,
+        PageInPolicy::Pia,
+        PageInPolicy::Adaptive,
+    ];
 
-    /// Lower-case name as used in CSVs (`pio`, `pi4`, `pia`).
+    /// Lower-case name as used in CSVs (`pio`, `pi4`, `pia`, `adaptive`).
     pub fn name(self) -> &'static str {
         match self {
             PageInPolicy::Pio => "pio",
             PageInPolicy::Pi4 => "pi4",
             PageInPolicy::Pia => "pia",
+            PageInPolicy::Adaptive => "adaptive",
         }
     }
 
@@ -42,13 +53,16 @@ impl PageInPolicy {
     /// - PIA: from the faulting page to the end of the transfer; earlier pages of the transfer
     ///   are not included (they were written already or will fault on their own).
     ///
+    /// - Adaptive: the faulting page here; the planner ([`super::PageInPlan`]) widens it from
+    ///   what it has seen.
+    ///
     /// Whatever the ranges in the record say, the faulting page is always included: a record
     /// whose ranges do not cover its own page must still make progress.
     pub fn pages(self, rec: &FaultRecord) -> (u64, u64) {
         let fault = page_of(rec.page_addr);
         let fault_end = fault.saturating_add(PAGE_BYTES);
         match self {
-            PageInPolicy::Pio => (fault, fault_end),
+            PageInPolicy::Pio | PageInPolicy::Adaptive => (fault, fault_end),
             PageInPolicy::Pi4 => {
                 let (s, e) = rec.block_range;
                 (page_of(s).min(fault), page_end(e).max(fault_end))
@@ -66,13 +80,14 @@ impl std::fmt::Display for PageInPolicy {
 
 impl std::str::FromStr for PageInPolicy {
     type Err = String;
-    /// Accepts `pio`, `pi4`, `pia` (case-insensitive, so the spec's upper-case names work too).
+    /// Accepts `pio`, `pi4`, `pia`, `adaptive` (case-insensitive, so the spec's upper-case
+    /// names work too).
     fn from_str(s: &str) -> Result<Self, String> {
         let l = s.trim().to_ascii_lowercase();
         PageInPolicy::ALL
             .into_iter()
             .find(|p| p.name() == l)
-            .ok_or_else(|| format!("unknown page-in policy {s:?} (valid: pio, pi4, pia)"))
+            .ok_or_else(|| format!("unknown page-in policy {s:?} (valid: pio, pi4, pia, adaptive)"))
     }
 }
 
@@ -137,6 +152,6 @@ mod tests {
         }
         assert_eq!("PIA".parse::<PageInPolicy>(), Ok(PageInPolicy::Pia));
         let e = "pi8".parse::<PageInPolicy>().unwrap_err();
-        assert!(e.contains("pio, pi4, pia"), "{e}");
+        assert!(e.contains("pio, pi4, pia, adaptive"), "{e}");
     }
 }

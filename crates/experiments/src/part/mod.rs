@@ -8,11 +8,13 @@
 pub mod harness;
 pub mod sim_testbed;
 
+pub mod adaptive;
 pub mod apps;
 mod breakdown;
 pub mod early_err;
 pub mod fault_all;
 pub mod fault_frequency;
+pub mod fault_patterns;
 pub mod fault_small;
 pub mod huge_pages;
 mod isend;
@@ -38,6 +40,8 @@ pub fn specs() -> Vec<&'static ExperimentSpec> {
         &major_faults::SPEC,
         &huge_pages::SPEC,
         &apps::SPEC,
+        &adaptive::SPEC,
+        &fault_patterns::SPEC,
     ]
 }
 
