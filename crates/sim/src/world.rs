@@ -250,6 +250,8 @@ pub struct Sim {
     last_ser: (usize, Duration),
     /// Whether the fault injector can do anything (`cfg.faults.any()`).
     faults_any: bool,
+    /// Packets the fault injector touched (lost, duplicated, delayed or corrupted).
+    faults_injected: u64,
     /// `(src, dst)` of the last packet received (for drivers that watch memory, `take_arrival`).
     arrived: Option<(NodeId, NodeId)>,
     /// What that packet may have written at `dst` (from its header).
@@ -324,6 +326,7 @@ impl Sim {
             header_bytes: p.net.header_bytes as usize,
             last_ser: (usize::MAX, Duration::ZERO),
             faults_any: cfg.faults.any(),
+            faults_injected: 0,
             arrived: None,
             arrived_write: WriteTarget::Any,
             cfg,
@@ -399,6 +402,25 @@ impl Sim {
             breakdown: node.handler.breakdown(),
             iommu: node.iommu.stats(),
         }
+    }
+
+    /// Change the packet faults from now on (a VOPR run's liveness phase turns them off).
+    pub fn set_faults(&mut self, faults: FaultConfig) {
+        self.cfg.faults = faults;
+        self.faults_any = faults.any();
+        // Compact link buffers hold no bytes the injector could change: off once faults are on.
+        self.compact_ok &= !self.faults_any;
+    }
+
+    /// Writes into `[base, base + len)` of `pdid` at node `n` are rewritten by design before
+    /// they complete (a mailbox ring, a credit word): the bytes-delivered invariant skips them.
+    pub fn rewritten_by_design(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
+        self.checker.rewritten_by_design(n, pdid, base, base + len);
+    }
+
+    /// Packets the fault injector lost, duplicated, delayed or corrupted so far.
+    pub fn faults_injected(&self) -> u64 {
+        self.faults_injected
     }
 
     /// Evict every page of a range (reclaim): the next access faults again.
@@ -674,7 +696,9 @@ impl Sim {
                 let hops = self.hops.get(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
                 let f = if self.faults_any {
-                    fate(&self.cfg.faults, &mut self.fault_rng)
+                    let f = fate(&self.cfg.faults, &mut self.fault_rng);
+                    self.faults_injected += (f != Fate::INTACT) as u64;
+                    f
                 } else {
                     Fate::INTACT
                 };

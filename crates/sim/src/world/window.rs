@@ -134,6 +134,7 @@ impl Sim {
             header_bytes: self.header_bytes,
             last_ser: (usize::MAX, Duration::ZERO),
             faults_any: self.faults_any,
+            faults_injected: 0,
             arrived: None,
             arrived_write: unpinned_wire::part::WriteTarget::Any,
         }
