@@ -37,6 +37,7 @@ pub mod rc;
 pub mod scenario;
 pub mod sizing;
 pub mod slab;
+pub mod vopr_aa;
 pub mod vopr_dsm;
 pub mod world;
 

@@ -8,7 +8,7 @@
 //! present. The host CPU uses [`SimMemory::host_write`] / [`SimMemory::host_read`] (no IOMMU).
 
 use unpinned_core::iommu::{Iommu, TranslationResult};
-use unpinned_core::memory::{page_of, MemError, Memory, Pdid, PAGE_BYTES};
+use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid, PAGE_BYTES};
 use unpinned_core::os::Residency;
 use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::Duration;
@@ -25,6 +25,30 @@ pub enum Residence {
 }
 
 use crate::pages::{zeroed_page, Page, PageTable};
+
+/// A layer in front of the NI's accesses on behalf of a peer (remote puts, packets served to
+/// remote gets): the Active Access IOMMU extension of the VOPR's AA swarm. It reaches memory
+/// through `mem`, the NI's own view (IOMMU, residency, protection checks).
+pub trait PacketHook: Send {
+    /// A remote put's packet (see [`Memory::write_from`]).
+    fn write_from(
+        &mut self,
+        mem: &mut dyn Memory,
+        pdid: Pdid,
+        addr: u64,
+        data: &[u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError>;
+    /// A packet served to a remote get (see [`Memory::read_for`]).
+    fn read_for(
+        &mut self,
+        mem: &mut dyn Memory,
+        pdid: Pdid,
+        addr: u64,
+        out: &mut [u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError>;
+}
 
 /// One node's memory.
 pub struct SimMemory {
@@ -46,6 +70,8 @@ pub struct SimMemory {
     /// whose sender read it from a page without bytes; length 0: none): written into a page
     /// without bytes, they need no zero check.
     zero_vouched: (usize, usize),
+    /// A layer in front of remote puts and gets, if any.
+    hook: Option<Box<dyn PacketHook>>,
 }
 
 impl Default for SimMemory {
@@ -67,6 +93,7 @@ impl SimMemory {
             keep_bytes: None,
             zero_read: false,
             zero_vouched: (0, 0),
+            hook: None,
         }
     }
 
@@ -256,6 +283,11 @@ impl SimMemory {
         std::mem::take(&mut self.latency)
     }
 
+    /// Put `hook` in front of the NI's accesses on behalf of peers.
+    pub fn set_packet_hook(&mut self, hook: Box<dyn PacketHook>) {
+        self.hook = Some(hook);
+    }
+
     /// The NI's view through `iommu`.
     pub fn ni_view<'a>(&'a mut self, iommu: &'a mut Iommu) -> NiView<'a> {
         NiView { mem: self, iommu }
@@ -348,6 +380,40 @@ impl NiView<'_> {
 }
 
 impl Memory for NiView<'_> {
+    fn write_from(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        data: &[u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        match self.mem.hook.take() {
+            None => self.write(pdid, addr, data),
+            Some(mut h) => {
+                let r = h.write_from(self, pdid, addr, data, origin);
+                self.mem.hook = Some(h);
+                r
+            }
+        }
+    }
+
+    fn read_for(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        out: &mut [u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        match self.mem.hook.take() {
+            None => self.read(pdid, addr, out),
+            Some(mut h) => {
+                let r = h.read_for(self, pdid, addr, out, origin);
+                self.mem.hook = Some(h);
+                r
+            }
+        }
+    }
+
     #[inline]
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let keep = self.mem.keeps(pdid, addr);
