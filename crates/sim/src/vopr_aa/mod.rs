@@ -7,7 +7,7 @@
 //! active puts, counted puts and gets, logged get data, faults to the access log or to the
 //! system log, a log that does not exist) and its logs random sizes (small ones stall: back-
 //! pressure). Random puts and gets go between nodes, plus requests designed to fail at the
-//! engine (bad key, out of range, write into a read-only exposure). A handler drains the logs
+//! engine (bad key, out of range, write into a read-only exposure, a revoked exposure). A handler drains the logs
 //! now and then and counts accesses (crates/aa's `AccessCounter`). The checkers ([`check`]):
 //! bytes (a put's target holds its source, an active or refused put left the target as it
 //! was, a get returned the target's bytes), exactly-once (the simulator's, plus one log entry
@@ -47,6 +47,8 @@ const PDID: u16 = 1;
 const TGT_BASE: u64 = 0x1000_0000;
 /// A read-only exposure (one page).
 const RO_BASE: u64 = 0x2000_0000;
+/// An exposure revoked at setup (one page).
+const REV_BASE: u64 = 0x3000_0000;
 /// Sources of puts: request `i`'s bytes at `SRC_BASE + i * LANE`.
 const SRC_BASE: u64 = 0x4000_0000;
 /// Where gets land: request `i`'s at `GET_BASE + i * LANE`.
@@ -129,6 +131,8 @@ pub enum Designed {
     OutOfRange,
     /// A put into a read-only exposure.
     ReadOnly,
+    /// Into an exposure the target revoked.
+    Revoked,
 }
 
 /// One request of the swarm.
@@ -346,11 +350,12 @@ impl Swarm {
         let (n, pages) = (self.cfg.nodes, self.cfg.pages as u64);
         let tgt_len = pages * PAGE_BYTES;
         let lanes_len = (self.cfg.requests as u64 * LANE).max(PAGE_BYTES);
-        let mut keys: Vec<(RemoteKey, RemoteKey)> = Vec::new();
+        let mut keys: Vec<(RemoteKey, RemoteKey, RemoteKey)> = Vec::new();
         for node in 0..n {
             for (base, len) in [
                 (TGT_BASE, tgt_len),
                 (RO_BASE, PAGE_BYTES),
+                (REV_BASE, PAGE_BYTES),
                 (SRC_BASE, lanes_len),
                 (GET_BASE, lanes_len),
             ] {
@@ -369,7 +374,14 @@ impl Swarm {
                     read: true,
                 },
             );
-            keys.push((rw, ro));
+            let revoked = self.sim.expose(node, PDID, REV_BASE, PAGE_BYTES, Perms::RW);
+            let engine = &mut self.sim.node_mut(node).engine;
+            assert!(engine.revoke(revoked), "a fresh exposure revokes");
+            self.sim
+                .node_mut(node)
+                .mem
+                .disallow_writes(PDID, REV_BASE, REV_BASE + PAGE_BYTES);
+            keys.push((rw, ro, revoked));
             // Page bits and logs.
             let mut st = AaState::default();
             let mut kinds = Vec::new();
@@ -430,10 +442,11 @@ impl Swarm {
             } else {
                 Op::Read
             };
-            let designed = match self.rng.gen_range(0..20) {
+            let designed = match self.rng.gen_range(0..24) {
                 0 => Designed::BadKey,
                 1 => Designed::OutOfRange,
                 2 if op == Op::Write => Designed::ReadOnly,
+                3 => Designed::Revoked,
                 _ => Designed::Normal,
             };
             let mut len = self.rng.gen_range(1..=LANE);
@@ -444,6 +457,10 @@ impl Swarm {
                 }
                 Designed::ReadOnly => (
                     RO_BASE + self.rng.gen_range(0..=PAGE_BYTES - len),
+                    PageKind::Plain,
+                ),
+                Designed::Revoked => (
+                    REV_BASE + self.rng.gen_range(0..=PAGE_BYTES - len),
                     PageKind::Plain,
                 ),
                 _ => {
@@ -457,11 +474,11 @@ impl Swarm {
                     (lane + off, self.kinds[dst as usize][page as usize])
                 }
             };
-            let (rw, ro) = keys[dst as usize];
-            let mut rkey = if designed == Designed::ReadOnly {
-                ro
-            } else {
-                rw
+            let (rw, ro, revoked) = keys[dst as usize];
+            let mut rkey = match designed {
+                Designed::ReadOnly => ro,
+                Designed::Revoked => revoked,
+                _ => rw,
             };
             if designed == Designed::BadKey {
                 rkey ^= 0x5a5a_0000;
