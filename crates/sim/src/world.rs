@@ -15,8 +15,9 @@ use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
 use unpinned_wire::part::{write_target, WriteTarget, DATA_HEADER_LEN, DATA_PAYLOAD_OFFSET};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::faults::{fate, Fate, FaultConfig};
+use crate::faults::{Fate, FaultConfig};
 use crate::invariants::Checker;
+use crate::kernel::{FaultyLink, LinkStats};
 use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
 use crate::net::{Hops, Topology};
@@ -226,7 +227,8 @@ pub struct Sim {
     /// the check and the copies cost more time than the little memory they save is worth).
     compact_ok: bool,
     buf_len: usize,
-    fault_rng: SimRng,
+    /// The links' fault injector (the kernel's wrapper: one generator for every link).
+    link: FaultyLink,
     setup_rng: SimRng,
     /// Posts not yet completed, by slot (see [`Slab`]).
     pending: Slab<PostRecord>,
@@ -250,8 +252,6 @@ pub struct Sim {
     last_ser: (usize, Duration),
     /// Whether the fault injector can do anything (`cfg.faults.any()`).
     faults_any: bool,
-    /// Packets the fault injector touched (lost, duplicated, delayed or corrupted).
-    faults_injected: u64,
     /// `(src, dst)` of the last packet received (for drivers that watch memory, `take_arrival`).
     arrived: Option<(NodeId, NodeId)>,
     /// What that packet may have written at `dst` (from its header).
@@ -307,7 +307,7 @@ impl Sim {
                 && !cfg.trace
                 && buf_len >= linkbuf::COMPACT_MIN_BUF_BYTES,
             buf_len,
-            fault_rng: rng_for(cfg.seed, "faults"),
+            link: FaultyLink::new(cfg.faults, rng_for(cfg.seed, "faults")),
             setup_rng: rng_for(cfg.seed, "setup"),
             pending: Slab::new(),
             completed: Vec::new(),
@@ -326,7 +326,6 @@ impl Sim {
             header_bytes: p.net.header_bytes as usize,
             last_ser: (usize::MAX, Duration::ZERO),
             faults_any: cfg.faults.any(),
-            faults_injected: 0,
             arrived: None,
             arrived_write: WriteTarget::Any,
             cfg,
@@ -378,6 +377,24 @@ impl Sim {
         self.arrived.take()
     }
 
+    /// Packet faults injected so far.
+    pub fn link_stats(&self) -> LinkStats {
+        self.link.stats()
+    }
+
+    /// Change the packet faults from now on (the VOPR's liveness phase turns them off). A
+    /// run built without faults keeps small packets compactly, which faults cannot touch:
+    /// turning faults on there panics.
+    pub fn set_faults(&mut self, faults: FaultConfig) {
+        assert!(
+            !faults.any() || !self.compact_ok,
+            "faults turned on in a run built without them (build it with faults, then turn them off)"
+        );
+        self.cfg.faults = faults;
+        self.faults_any = faults.any();
+        self.link.set_config(faults);
+    }
+
     /// Hash of every event so far (only with `trace` on): equal seeds give equal hashes.
     pub fn trace_hash(&self) -> u64 {
         self.trace.digest()
@@ -404,23 +421,10 @@ impl Sim {
         }
     }
 
-    /// Change the packet faults from now on (a VOPR run's liveness phase turns them off).
-    pub fn set_faults(&mut self, faults: FaultConfig) {
-        self.cfg.faults = faults;
-        self.faults_any = faults.any();
-        // Compact link buffers hold no bytes the injector could change: off once faults are on.
-        self.compact_ok &= !self.faults_any;
-    }
-
     /// Writes into `[base, base + len)` of `pdid` at node `n` are rewritten by design before
     /// they complete (a mailbox ring, a credit word): the bytes-delivered invariant skips them.
     pub fn rewritten_by_design(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
         self.checker.rewritten_by_design(n, pdid, base, base + len);
-    }
-
-    /// Packets the fault injector lost, duplicated, delayed or corrupted so far.
-    pub fn faults_injected(&self) -> u64 {
-        self.faults_injected
     }
 
     /// Evict every page of a range (reclaim): the next access faults again.
@@ -696,9 +700,7 @@ impl Sim {
                 let hops = self.hops.get(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
                 let f = if self.faults_any {
-                    let f = fate(&self.cfg.faults, &mut self.fault_rng);
-                    self.faults_injected += (f != Fate::INTACT) as u64;
-                    f
+                    self.link.fate()
                 } else {
                     Fate::INTACT
                 };

@@ -26,16 +26,18 @@ use std::collections::BinaryHeap;
 use unpinned_core::api::{Op, Perms, WorkRequest};
 use unpinned_core::os::PageInPolicy;
 use unpinned_core::profile::{Profile, RetransmitPolicy};
-use unpinned_core::rng::{rng_for, Rng, SimRng};
+use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
 use unpinned_dsm::{Access, Event, FaultResult, Node};
 
+use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
+use crate::kernel::{Checkers, FaultMix, RngTree};
 use crate::memory::Residence;
 use crate::net::Topology;
 use crate::world::{PostRecord, Sim, SimConfig};
 
-use coherence::Coherence;
+use coherence::{Dsm, DsmEvent};
 use transport::Endpoint;
 
 /// Address space of every node's regions.
@@ -83,24 +85,15 @@ pub struct DsmSwarmConfig {
 impl DsmSwarmConfig {
     /// The swarm seed `seed` picks.
     pub fn from_seed(seed: u64) -> DsmSwarmConfig {
-        let mut rng = rng_for(seed, "vopr-dsm");
-        let rate = [0.0, 0.001, 0.01, 0.03, 0.05][rng.gen_range(0..5)];
-        let kind = |rng: &mut SimRng| {
-            if rng.gen_bool(0.6) {
-                rate * rng.gen_range(0.5..=1.0)
-            } else {
-                0.0
-            }
-        };
-        let faults = FaultConfig {
-            loss: kind(&mut rng),
-            duplicate: kind(&mut rng),
-            reorder: kind(&mut rng),
-            reorder_window: Duration::from_us(rng.gen_range(1..=50)),
-            corrupt: kind(&mut rng),
-            delay: kind(&mut rng),
-            delay_max: Duration::from_us(rng.gen_range(1..=50)),
-        };
+        let tree = RngTree::new(seed);
+        let mut rng = tree.rng("vopr/dsm");
+        // Control messages are single packets and minipages at most a block: whole-block
+        // retransmission copes with the same rates as selective.
+        let faults = FaultMix::draw(
+            &mut tree.rng("vopr/dsm/faults"),
+            MAX_FAULT_RATE,
+            Duration::from_us(50),
+        );
         DsmSwarmConfig {
             seed,
             nodes: rng.gen_range(2..=4),
@@ -119,61 +112,40 @@ impl DsmSwarmConfig {
     }
 }
 
-/// What a passing seed did.
+/// What a seed did besides the kernel's report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DsmReport {
-    /// Reads performed (each checked against the latest write).
-    pub reads: u64,
-    /// Writes performed.
-    pub writes: u64,
+struct Counts {
+    reads: u64,
+    writes: u64,
     /// Accesses that faulted and waited for the protocol.
-    pub waits: u64,
-    /// Control messages through the mailboxes.
-    pub messages: u64,
+    waits: u64,
     /// Data writes (page transfers) and RDMA reads (`ReadFrom`).
-    pub data_moves: u64,
-    /// Packets the links lost, duplicated, delayed or corrupted.
-    pub faults_injected: u64,
-    /// Pages evicted.
-    pub evictions: u64,
-    /// Simulator events.
-    pub events: u64,
-    /// Hash of the run (equal seeds, equal hashes).
-    pub trace_hash: u64,
+    data_moves: u64,
+    evictions: u64,
 }
 
-/// A failing seed: what broke and when.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("dsm seed {seed}: {what} (t = {at_us:.3} us)")]
-pub struct DsmFailure {
-    /// Master seed.
-    pub seed: u64,
-    /// The broken promise, or the stuck state.
-    pub what: String,
-    /// Simulated time, us.
-    pub at_us: f64,
-}
+/// Largest rate per fault kind.
+const MAX_FAULT_RATE: f64 = 0.05;
 
 /// Simulated time the liveness phase may take before the run counts as stuck.
 const LIVENESS_LIMIT: Duration = Duration::from_ms(200);
 
-/// Run one seed of the DSM swarm.
-pub fn run_seed(seed: u64) -> Result<DsmReport, DsmFailure> {
-    run(DsmSwarmConfig::from_seed(seed))
+/// Run one seed of the DSM swarm (the registry's entry).
+pub fn run(seed: u64) -> SeedReport {
+    run_config(DsmSwarmConfig::from_seed(seed))
 }
 
-/// Run one configured swarm.
-pub fn run(cfg: DsmSwarmConfig) -> Result<DsmReport, DsmFailure> {
+/// Run one configured swarm: a coherence violation is recorded and the run goes on; a
+/// transport failure, a broken simulator invariant or a stuck run ends it.
+pub fn run_config(cfg: DsmSwarmConfig) -> SeedReport {
     let mut s = Swarm::new(cfg);
-    let r = s.run();
-    match r {
-        Ok(()) => Ok(s.report()),
-        Err(what) => Err(DsmFailure {
-            seed: s.cfg.seed,
-            what,
-            at_us: s.sim.now().as_us_f64(),
-        }),
+    if let Err((source, what)) = s.run() {
+        let at = s.sim.now();
+        s.checkers.report(source, at, what);
     }
+    let at = s.sim.now();
+    s.checkers.finish(at);
+    s.report()
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -204,12 +176,12 @@ pub(crate) struct Swarm {
     threads: Vec<Vec<Thread>>,
     drv: BinaryHeap<Reverse<(Instant, u64, DrvEv)>>,
     drv_seq: u64,
-    coherence: Coherence,
+    checkers: Checkers<Dsm>,
     rng: SimRng,
     think: Duration,
     liveness_from: Option<Instant>,
     done: bool,
-    report: DsmReport,
+    report: Counts,
     completed: Vec<PostRecord>,
     /// The first failure found inside a handler (checked after every step).
     pub(crate) failure: Option<String>,
@@ -233,7 +205,7 @@ impl Swarm {
             check_invariants: true,
             trace: true,
         });
-        let mut rng = rng_for(cfg.seed, "vopr-dsm-run");
+        let mut rng = RngTree::new(cfg.seed).rng("vopr/dsm/run");
         let mut s = Swarm {
             sim,
             eps: Vec::new(),
@@ -243,12 +215,12 @@ impl Swarm {
             threads: Vec::new(),
             drv: BinaryHeap::new(),
             drv_seq: 0,
-            coherence: Coherence::new(cfg.nodes, cfg.minipages, cfg.mp_bytes),
+            checkers: coherence::checkers(cfg.minipages, cfg.mp_bytes),
             think: Duration::from_us(rng.gen_range(0..=20)),
             rng,
             liveness_from: None,
             done: false,
-            report: DsmReport::default(),
+            report: Counts::default(),
             completed: Vec::new(),
             failure: None,
             cfg,
@@ -338,10 +310,11 @@ impl Swarm {
             .all(|ts| ts.iter().all(|t| t.pc >= t.ops.len()))
     }
 
-    fn run(&mut self) -> Result<(), String> {
+    /// Run to the end; `Err((source, what))`: what ended it early.
+    fn run(&mut self) -> Result<(), (&'static str, String)> {
         loop {
             if let Some(f) = self.failure.take() {
-                return Err(f);
+                return Err(("transport", f));
             }
             let drv_at = self.drv.peek().map(|r| r.0 .0);
             let sim_at = self.sim.next_event_at();
@@ -350,27 +323,33 @@ impl Swarm {
             }
             if let Some(from) = self.liveness_from {
                 if self.sim.now() > from + LIVENESS_LIMIT {
-                    return Err(format!(
-                        "liveness: accesses still waiting {:.0} us after faults were turned off\n{}",
-                        LIVENESS_LIMIT.as_us_f64(),
-                        self.stuck_summary()
+                    return Err((
+                        "liveness",
+                        format!(
+                            "accesses still waiting {:.0} us after faults were turned off\n{}",
+                            LIVENESS_LIMIT.as_us_f64(),
+                            self.stuck_summary()
+                        ),
                     ));
                 }
             }
             match (drv_at, sim_at) {
                 (None, None) => {
-                    return Err(format!(
-                        "stuck: nothing left to happen but accesses wait\n{}",
-                        self.stuck_summary()
+                    return Err((
+                        "liveness",
+                        format!(
+                            "stuck: nothing left to happen but accesses wait\n{}",
+                            self.stuck_summary()
+                        ),
                     ))
                 }
                 (Some(d), s) if s.is_none_or(|s| d < s) => {
                     let Reverse((at, _, ev)) = self.drv.pop().expect("peeked");
-                    self.sim.run_until(at).map_err(|e| e.what)?;
+                    self.sim.run_until(at).map_err(|e| ("world", e.what))?;
                     self.on_driver(ev);
                 }
                 _ => {
-                    self.sim.step().map_err(|e| e.what)?;
+                    self.sim.step().map_err(|e| ("world", e.what))?;
                     self.after_step();
                 }
             }
@@ -440,7 +419,8 @@ impl Swarm {
 
     fn perform(&mut self, node: u32, thread: u32, op: AccessOp) {
         let access: Vec<Access> = self.dsm.iter().map(|d| d.access(op.mp)).collect();
-        let r = if op.write {
+        let at = self.sim.now();
+        if op.write {
             self.report.writes += 1;
             let value = ((node as u64) << 56) | ((thread as u64) << 48) | self.report.writes;
             let addr = DATA_BASE + op.mp as u64 * self.cfg.mp_bytes as u64 + op.word as u64 * 8;
@@ -448,16 +428,27 @@ impl Swarm {
                 .node_mut(node)
                 .mem
                 .host_write(PDID, addr, &value.to_le_bytes());
-            self.coherence.write(node, op.mp, op.word, value, &access)
+            let ev = DsmEvent::Write {
+                node,
+                mp: op.mp,
+                word: op.word,
+                value,
+                access: &access,
+            };
+            self.checkers.observe(at, &ev);
         } else {
             self.report.reads += 1;
             let mut bytes = vec![0u8; self.cfg.mp_bytes as usize];
             let addr = DATA_BASE + op.mp as u64 * self.cfg.mp_bytes as u64;
             self.sim.node(node).mem.host_read(PDID, addr, &mut bytes);
-            self.coherence.read(node, op.mp, &bytes, &access)
-        };
-        if let Err(e) = r {
-            self.fail(format!("node {node} thread {thread}: {e}"));
+            let ev = DsmEvent::Read {
+                node,
+                mp: op.mp,
+                bytes: &bytes,
+                access: &access,
+                final_copy: false,
+            };
+            self.checkers.observe(at, &ev);
         }
     }
 
@@ -492,11 +483,16 @@ impl Swarm {
                 None => break,
             }
         }
+        let at = self.sim.now();
         for mp in 0..self.cfg.minipages {
             let access: Vec<Access> = self.dsm.iter().map(|d| d.access(mp)).collect();
-            if let Err(e) = coherence::single_writer(mp, &access) {
-                self.fail(e);
-            }
+            self.checkers.observe(
+                at,
+                &DsmEvent::State {
+                    mp,
+                    access: &access,
+                },
+            );
         }
     }
 
@@ -589,14 +585,16 @@ impl Swarm {
 
     /// Every access done: the protocol and the transport must be quiet, and every valid copy
     /// must hold the latest values.
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), (&'static str, String)> {
         self.done = true;
+        let at = self.sim.now();
         for n in 0..self.cfg.nodes {
             if !self.dsm[n as usize].is_idle() {
-                return Err(format!("node {n}: protocol not idle after every access"));
+                let what = format!("node {n}: protocol not idle after every access");
+                return Err(("liveness", what));
             }
             if let Some(busy) = self.eps[n as usize].busy() {
-                return Err(format!("node {n}: {busy} after every access"));
+                return Err(("liveness", format!("node {n}: {busy} after every access")));
             }
             for mp in 0..self.cfg.minipages {
                 if self.dsm[n as usize].access(mp) == Access::None {
@@ -606,21 +604,59 @@ impl Swarm {
                 let addr = DATA_BASE + mp as u64 * self.cfg.mp_bytes as u64;
                 self.sim.node(n).mem.host_read(PDID, addr, &mut bytes);
                 let access: Vec<Access> = self.dsm.iter().map(|d| d.access(mp)).collect();
-                self.coherence
-                    .read(n, mp, &bytes, &access)
-                    .map_err(|e| format!("final copy at node {n}: {e}"))?;
+                let ev = DsmEvent::Read {
+                    node: n,
+                    mp,
+                    bytes: &bytes,
+                    access: &access,
+                    final_copy: true,
+                };
+                self.checkers.observe(at, &ev);
             }
         }
         Ok(())
     }
 
-    fn report(&self) -> DsmReport {
-        let mut r = self.report.clone();
-        r.messages = self.eps.iter().map(|e| e.sent).sum();
-        r.faults_injected = self.sim.faults_injected();
-        r.events = self.sim.events();
-        r.trace_hash = self.sim.trace_hash();
-        r
+    fn report(&self) -> SeedReport {
+        let c = &self.cfg;
+        let posted = (c.nodes * c.threads * c.ops_per_thread) as u64;
+        let done = self.report.reads + self.report.writes;
+        let swarm = format!(
+            "nodes {}, threads {}, minipages {} x {} B, accesses {} per thread, slots {}, rdma read {}, {:?}, retransmit {}, safety {} us, faults {}; {} reads, {} writes, {} waits, {} messages, {} data moves",
+            c.nodes,
+            c.threads,
+            c.minipages,
+            c.mp_bytes,
+            c.ops_per_thread,
+            c.slots,
+            c.rdma_read,
+            c.policy,
+            c.retransmit.name(),
+            c.safety_us,
+            super::part::describe(&c.faults),
+            self.report.reads,
+            self.report.writes,
+            self.report.waits,
+            self.eps.iter().map(|e| e.sent).sum::<u64>(),
+            self.report.data_moves,
+        );
+        SeedReport {
+            protocol: "dsm",
+            seed: c.seed,
+            swarm,
+            tally: Tally {
+                posted,
+                ok: done,
+                failed_other: posted - done,
+                ..Tally::default()
+            },
+            events: self.sim.events(),
+            faults: self.sim.link_stats(),
+            evictions: self.report.evictions,
+            trace_hash: self.sim.trace_hash(),
+            violations: self.checkers.violations().to_vec(),
+            violation_count: self.checkers.count(),
+        }
     }
 }
 

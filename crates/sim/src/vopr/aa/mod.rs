@@ -31,10 +31,14 @@ use unpinned_core::api::{CompletionError, Op, Perms, RemoteKey, WorkRequest};
 use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::os::PageInPolicy;
 use unpinned_core::profile::{Profile, RetransmitPolicy};
-use unpinned_core::rng::{rng_for, Rng, SimRng};
+use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
 
+use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
+use crate::kernel::{
+    checkers, Checkers, ErrorKind, Expect, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
+};
 use crate::memory::Residence;
 use crate::net::Topology;
 use crate::world::{PostRecord, Sim, SimConfig};
@@ -155,6 +159,25 @@ pub(crate) struct Req {
     pub(crate) status: Option<Result<(), CompletionError>>,
 }
 
+impl Req {
+    /// The phase it was posted in.
+    fn phase(&self) -> Phase {
+        if self.in_safety {
+            Phase::Safety
+        } else {
+            Phase::Liveness
+        }
+    }
+
+    /// What it was designed to do: refused by the engine, or by its page's bits.
+    fn expect(&self) -> Expect {
+        match check::expect(self).0 {
+            Ok(()) => Expect::Succeed,
+            Err(_) => Expect::Fail(ErrorKind::Protection),
+        }
+    }
+}
+
 /// What one seed runs.
 #[derive(Clone, Debug)]
 pub struct AaSwarmConfig {
@@ -185,24 +208,13 @@ pub struct AaSwarmConfig {
 impl AaSwarmConfig {
     /// The swarm seed `seed` picks.
     pub fn from_seed(seed: u64) -> AaSwarmConfig {
-        let mut rng = rng_for(seed, "vopr-aa");
-        let rate = [0.0, 0.001, 0.01, 0.03, 0.05][rng.gen_range(0..5)];
-        let kind = |rng: &mut SimRng| {
-            if rng.gen_bool(0.6) {
-                rate * rng.gen_range(0.5..=1.0)
-            } else {
-                0.0
-            }
-        };
-        let faults = FaultConfig {
-            loss: kind(&mut rng),
-            duplicate: kind(&mut rng),
-            reorder: kind(&mut rng),
-            reorder_window: Duration::from_us(rng.gen_range(1..=50)),
-            corrupt: kind(&mut rng),
-            delay: kind(&mut rng),
-            delay_max: Duration::from_us(rng.gen_range(1..=50)),
-        };
+        let tree = RngTree::new(seed);
+        let mut rng = tree.rng("vopr/aa");
+        let faults = FaultMix::draw(
+            &mut tree.rng("vopr/aa/faults"),
+            MAX_FAULT_RATE,
+            Duration::from_us(50),
+        );
         let log = |rng: &mut SimRng| [2048, 4096, 1 << 16][rng.gen_range(0..3)];
         AaSwarmConfig {
             seed,
@@ -220,43 +232,13 @@ impl AaSwarmConfig {
     }
 }
 
-/// What a passing seed did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AaReport {
-    /// Requests posted.
-    pub requests: u64,
-    /// Of which designed to fail (engine refusal or a fault page).
-    pub designed_to_fail: u64,
-    /// Requests that failed while faults were on (retries exhausted: tolerated there only).
-    pub gave_up_under_faults: u64,
-    /// Log entries checked.
-    pub entries: u64,
-    /// Packets refused because a log was full (back-pressure).
-    pub stalls: u64,
-    /// Packets the links lost, duplicated, delayed or corrupted.
-    pub faults_injected: u64,
-    /// Simulator events.
-    pub events: u64,
-    /// Hash of the run.
-    pub trace_hash: u64,
+/// Run one seed of the AA swarm (the registry's entry).
+pub fn run(seed: u64) -> SeedReport {
+    run_config(AaSwarmConfig::from_seed(seed))
 }
 
-/// A failing seed.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("aa seed {seed}: {what} (t = {at_us:.3} us)")]
-pub struct AaFailure {
-    /// Master seed.
-    pub seed: u64,
-    /// What broke.
-    pub what: String,
-    /// Simulated time, us.
-    pub at_us: f64,
-}
-
-/// Run one seed of the AA swarm.
-pub fn run_seed(seed: u64) -> Result<AaReport, AaFailure> {
-    run(AaSwarmConfig::from_seed(seed))
-}
+/// Largest rate per fault kind.
+const MAX_FAULT_RATE: f64 = 0.05;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum DrvEv {
@@ -265,17 +247,21 @@ enum DrvEv {
     FaultsOff,
 }
 
-/// Run one configured swarm.
-pub fn run(cfg: AaSwarmConfig) -> Result<AaReport, AaFailure> {
+/// Run one configured swarm: violations are collected; a stuck run ends it.
+pub fn run_config(cfg: AaSwarmConfig) -> SeedReport {
     let mut s = Swarm::new(cfg);
-    match s.run() {
-        Ok(()) => Ok(s.report()),
-        Err(what) => Err(AaFailure {
-            seed: s.cfg.seed,
-            what,
-            at_us: s.sim.now().as_us_f64(),
-        }),
+    if let Err(what) = s.run() {
+        let at = s.sim.now();
+        s.checkers.report("liveness", at, what);
     }
+    let mut found = Vec::new();
+    check::logs(&s, &mut found);
+    let at = s.sim.now();
+    for (checker, what) in found {
+        s.checkers.report(checker, at, what);
+    }
+    s.checkers.finish(at);
+    s.report()
 }
 
 pub(crate) struct Swarm {
@@ -293,7 +279,9 @@ pub(crate) struct Swarm {
     rng: SimRng,
     liveness_from: Option<Instant>,
     completed: Vec<PostRecord>,
-    report: AaReport,
+    checkers: Checkers<Requests>,
+    tally: Tally,
+    evictions: u64,
 }
 
 impl Swarm {
@@ -323,10 +311,12 @@ impl Swarm {
                 .collect(),
             drv: BinaryHeap::new(),
             drv_seq: 0,
-            rng: rng_for(cfg.seed, "vopr-aa-run"),
+            rng: RngTree::new(cfg.seed).rng("vopr/aa/run"),
             liveness_from: None,
             completed: Vec::new(),
-            report: AaReport::default(),
+            checkers: checkers::transport(false),
+            tally: Tally::default(),
+            evictions: 0,
             cfg,
         };
         s.setup();
@@ -513,6 +503,7 @@ impl Swarm {
                 len,
             };
             self.sim.post(at, src, wr);
+            let idx = self.reqs.len() as u64;
             self.reqs.push(Req {
                 src,
                 dst,
@@ -526,6 +517,15 @@ impl Swarm {
                 tgt_before,
                 status: None,
             });
+            let r = &self.reqs[idx as usize];
+            let ev = ReqEvent::Posted {
+                req: idx,
+                stream: u64::from(src),
+                phase: r.phase(),
+                expect: r.expect(),
+            };
+            self.checkers.observe(Instant::ZERO, &ev);
+            self.tally.posted += 1;
         }
         for _ in 0..self.cfg.evictions {
             let node = self.rng.gen_range(0..n);
@@ -541,6 +541,7 @@ impl Swarm {
         self.schedule(safety_end, DrvEv::FaultsOff);
     }
 
+    /// Run until every request completed (`Err`: stuck, or not done in the liveness limit).
     fn run(&mut self) -> Result<(), String> {
         loop {
             let sim_at = self.sim.next_event_at();
@@ -550,7 +551,7 @@ impl Swarm {
             if let Some(from) = self.liveness_from {
                 if self.sim.now() > from + LIVENESS_LIMIT {
                     return Err(format!(
-                        "liveness: {} requests unfinished {:.0} us after faults were turned off\n{}",
+                        "{} requests unfinished {:.0} us after faults were turned off\n{}",
                         self.sim.pending_posts(),
                         LIVENESS_LIMIT.as_us_f64(),
                         self.sim.debug_summary()
@@ -561,11 +562,15 @@ impl Swarm {
             match (drv_at, sim_at) {
                 (Some(d), s) if s.is_none_or(|s| d < s) => {
                     let Reverse((at, _, ev)) = self.drv.pop().expect("peeked");
-                    self.sim.run_until(at).map_err(|e| e.what)?;
+                    if let Err(e) = self.sim.run_until(at) {
+                        self.world_violation(e.what);
+                    }
                     self.on_driver(ev);
                 }
                 (_, Some(_)) => {
-                    self.sim.step().map_err(|e| e.what)?;
+                    if let Err(e) = self.sim.step() {
+                        self.world_violation(e.what);
+                    }
                     self.take_completions();
                 }
                 (_, None) => {
@@ -580,17 +585,90 @@ impl Swarm {
         for node in 0..self.cfg.nodes {
             self.drain(node);
         }
-        check::all(self)
+        Ok(())
+    }
+
+    /// The simulator's own invariants broke (an NI write outside what it may write, ...).
+    fn world_violation(&mut self, what: String) {
+        let at = self.sim.now();
+        self.checkers.observe(at, &ReqEvent::World { what: &what });
     }
 
     fn take_completions(&mut self) {
         let mut done = std::mem::take(&mut self.completed);
         self.sim.take_completed_into(&mut done);
+        let at = self.sim.now();
         for rec in &done {
             let c = rec
                 .completion
                 .expect("completed posts carry their completion");
-            self.reqs[rec.wr.wr_id as usize].status = Some(c.status);
+            let id = rec.wr.wr_id;
+            let outcome = match c.status {
+                Ok(()) => Outcome::Ok,
+                Err(e) => Outcome::Err {
+                    kind: match e {
+                        CompletionError::RemoteAccess => ErrorKind::Protection,
+                        CompletionError::RetryExceeded | CompletionError::PeerGone => {
+                            ErrorKind::Transport
+                        }
+                        _ => ErrorKind::Other,
+                    },
+                    detail: e.to_string(),
+                },
+            };
+            self.checkers.observe(
+                at,
+                &ReqEvent::Completed {
+                    req: id,
+                    outcome: &outcome,
+                },
+            );
+            let Some(r) = self.reqs.get_mut(id as usize) else {
+                continue;
+            };
+            r.status = Some(c.status);
+            self.tally.count(r.phase(), r.expect(), &outcome);
+            let r = &self.reqs[id as usize];
+            let mut now = vec![0u8; r.len as usize];
+            self.sim.node(r.dst).mem.host_read(PDID, r.addr, &mut now);
+            let (_, after, _) = check::expect(r);
+            let ev = match (&outcome, r.op) {
+                // A put leaves its source's bytes, or (active) the target as it was.
+                (Outcome::Ok, Op::Write) => ReqEvent::Bytes {
+                    req: id,
+                    expected: match after {
+                        check::After::Source => &r.src_bytes,
+                        check::After::Unchanged => &r.tgt_before,
+                    },
+                    got: &now,
+                },
+                (Outcome::Ok, Op::Read) => {
+                    let mut got = vec![0u8; r.len as usize];
+                    self.sim
+                        .node(r.src)
+                        .mem
+                        .host_read(PDID, GET_BASE + id * LANE, &mut got);
+                    let ev = ReqEvent::Bytes {
+                        req: id,
+                        expected: &r.tgt_before,
+                        got: &got,
+                    };
+                    self.checkers.observe(at, &ev);
+                    // A get never changes its target.
+                    ReqEvent::Untouched {
+                        req: id,
+                        before: &r.tgt_before,
+                        after: &now,
+                    }
+                }
+                (Outcome::Err { .. }, _) if r.expect() != Expect::Succeed => ReqEvent::Untouched {
+                    req: id,
+                    before: &r.tgt_before,
+                    after: &now,
+                },
+                _ => continue,
+            };
+            self.checkers.observe(at, &ev);
         }
         self.completed = done;
     }
@@ -605,7 +683,10 @@ impl Swarm {
                     self.schedule(at, DrvEv::Drain { node });
                 }
             }
-            DrvEv::Evict { node, addr } => self.sim.evict(node, PDID, addr, 1),
+            DrvEv::Evict { node, addr } => {
+                self.sim.evict(node, PDID, addr, 1);
+                self.evictions += 1;
+            }
             DrvEv::FaultsOff => {
                 self.sim.set_faults(FaultConfig::NONE);
                 self.liveness_from = Some(self.sim.now());
@@ -627,19 +708,39 @@ impl Swarm {
         }
     }
 
-    fn report(&self) -> AaReport {
-        let mut r = self.report.clone();
-        r.requests = self.reqs.len() as u64;
-        r.stalls = self
+    fn report(&self) -> SeedReport {
+        let c = &self.cfg;
+        let stalls: u64 = self
             .states
             .iter()
             .map(|s| s.lock().expect("aa state").stalls)
             .sum();
-        r.entries = self.entries.iter().map(|e| e.len() as u64).sum();
-        r.faults_injected = self.sim.faults_injected();
-        r.events = self.sim.events();
-        r.trace_hash = self.sim.trace_hash();
-        r
+        let entries: usize = self.entries.iter().map(Vec::len).sum();
+        let swarm = format!(
+            "nodes {}, pages {}, logs {:?} B, drain every {} us, {:?}, retransmit {}, safety {} us, faults {}; {} log entries, {} stalls",
+            c.nodes,
+            c.pages,
+            c.log_bytes,
+            c.drain_every_us,
+            c.policy,
+            c.retransmit.name(),
+            c.safety_us,
+            super::part::describe(&c.faults),
+            entries,
+            stalls,
+        );
+        SeedReport {
+            protocol: "aa",
+            seed: c.seed,
+            swarm,
+            tally: self.tally,
+            events: self.sim.events(),
+            faults: self.sim.link_stats(),
+            evictions: self.evictions,
+            trace_hash: self.sim.trace_hash(),
+            violations: self.checkers.violations().to_vec(),
+            violation_count: self.checkers.count(),
+        }
     }
 }
 
