@@ -19,8 +19,6 @@
 mod check;
 mod layer;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex};
 
 use unpinned_aa::counter::AccessCounter;
@@ -37,7 +35,8 @@ use unpinned_core::time::{Duration, Instant};
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
 use crate::kernel::{
-    checkers, Checkers, ErrorKind, Expect, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
+    checkers, Checkers, ErrorKind, Expect, FaultMix, Kernel, Outcome, Phase, ReqEvent, Requests,
+    RngTree,
 };
 use crate::memory::Residence;
 use crate::net::Topology;
@@ -240,7 +239,7 @@ pub fn run(seed: u64) -> SeedReport {
 /// Largest rate per fault kind.
 const MAX_FAULT_RATE: f64 = 0.05;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DrvEv {
     Drain { node: u32 },
     Evict { node: u32, addr: u64 },
@@ -274,8 +273,9 @@ pub(crate) struct Swarm {
     /// Per node: the entries its handler took from its logs, in order.
     pub(crate) entries: Vec<Vec<LogEntry>>,
     pub(crate) counters: Vec<AccessCounter>,
-    drv: BinaryHeap<Reverse<(Instant, u64, DrvEv)>>,
-    drv_seq: u64,
+    /// The driver's own events (threads, evictions, handlers, the phase change), on the
+    /// kernel's queue and clock; the PART world keeps its loop and is stepped between them.
+    drv: Kernel<DrvEv>,
     rng: SimRng,
     liveness_from: Option<Instant>,
     completed: Vec<PostRecord>,
@@ -309,8 +309,7 @@ impl Swarm {
             counters: (0..cfg.nodes)
                 .map(|_| AccessCounter::new(TGT_BASE, LANE))
                 .collect(),
-            drv: BinaryHeap::new(),
-            drv_seq: 0,
+            drv: Kernel::new(),
             rng: RngTree::new(cfg.seed).rng("vopr/aa/run"),
             liveness_from: None,
             completed: Vec::new(),
@@ -332,8 +331,7 @@ impl Swarm {
     }
 
     fn schedule(&mut self, at: Instant, ev: DrvEv) {
-        self.drv_seq += 1;
-        self.drv.push(Reverse((at, self.drv_seq, ev)));
+        self.drv.schedule(at, ev);
     }
 
     fn setup(&mut self) {
@@ -558,10 +556,10 @@ impl Swarm {
                     ));
                 }
             }
-            let drv_at = self.drv.peek().map(|r| r.0 .0);
+            let drv_at = self.drv.peek_at();
             match (drv_at, sim_at) {
                 (Some(d), s) if s.is_none_or(|s| d < s) => {
-                    let Reverse((at, _, ev)) = self.drv.pop().expect("peeked");
+                    let (at, ev) = self.drv.pop().expect("peeked");
                     if let Err(e) = self.sim.run_until(at) {
                         self.world_violation(e.what);
                     }

@@ -20,9 +20,6 @@ mod coherence;
 pub mod slot;
 mod transport;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use unpinned_core::api::{Op, Perms, WorkRequest};
 use unpinned_core::os::PageInPolicy;
 use unpinned_core::profile::{Profile, RetransmitPolicy};
@@ -32,7 +29,7 @@ use unpinned_dsm::{Access, Event, FaultResult, Node};
 
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
-use crate::kernel::{Checkers, FaultMix, RngTree};
+use crate::kernel::{Checkers, FaultMix, Kernel, RngTree};
 use crate::memory::Residence;
 use crate::net::Topology;
 use crate::world::{PostRecord, Sim, SimConfig};
@@ -161,7 +158,7 @@ struct Thread {
     waiting: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DrvEv {
     Step { node: u32, thread: u32 },
     Evict { node: u32, addr: u64 },
@@ -174,8 +171,9 @@ pub(crate) struct Swarm {
     pub(crate) eps: Vec<Endpoint>,
     dsm: Vec<Node>,
     threads: Vec<Vec<Thread>>,
-    drv: BinaryHeap<Reverse<(Instant, u64, DrvEv)>>,
-    drv_seq: u64,
+    /// The driver's own events (threads, evictions, handlers, the phase change), on the
+    /// kernel's queue and clock; the PART world keeps its loop and is stepped between them.
+    drv: Kernel<DrvEv>,
     checkers: Checkers<Dsm>,
     rng: SimRng,
     think: Duration,
@@ -213,8 +211,7 @@ impl Swarm {
                 .map(|n| Node::new(n, cfg.nodes, cfg.mp_bytes as usize))
                 .collect(),
             threads: Vec::new(),
-            drv: BinaryHeap::new(),
-            drv_seq: 0,
+            drv: Kernel::new(),
             checkers: coherence::checkers(cfg.minipages, cfg.mp_bytes),
             think: Duration::from_us(rng.gen_range(0..=20)),
             rng,
@@ -300,8 +297,7 @@ impl Swarm {
     }
 
     fn schedule(&mut self, at: Instant, ev: DrvEv) {
-        self.drv_seq += 1;
-        self.drv.push(Reverse((at, self.drv_seq, ev)));
+        self.drv.schedule(at, ev);
     }
 
     fn all_done(&self) -> bool {
@@ -316,7 +312,7 @@ impl Swarm {
             if let Some(f) = self.failure.take() {
                 return Err(("transport", f));
             }
-            let drv_at = self.drv.peek().map(|r| r.0 .0);
+            let drv_at = self.drv.peek_at();
             let sim_at = self.sim.next_event_at();
             if self.all_done() && sim_at.is_none() {
                 break;
@@ -344,7 +340,7 @@ impl Swarm {
                     ))
                 }
                 (Some(d), s) if s.is_none_or(|s| d < s) => {
-                    let Reverse((at, _, ev)) = self.drv.pop().expect("peeked");
+                    let (at, ev) = self.drv.pop().expect("peeked");
                     self.sim.run_until(at).map_err(|e| ("world", e.what))?;
                     self.on_driver(ev);
                 }
