@@ -15,7 +15,8 @@ use crate::error::CliError;
 /// Arguments of `unpinned vopr`.
 #[derive(Args, Debug)]
 pub struct VoprArgs {
-    /// Protocol to test (see the list in `--help`'s error for an unknown name), or `all`.
+    /// Protocol to test: a name of the registry (part, rc, ...; an unknown name prints the
+    /// list), or `all`.
     #[arg(long, default_value = "all")]
     pub protocol: String,
     /// Seeds `A..B` (B excluded); default `0..100`.
