@@ -2,6 +2,7 @@
 //! convention, [`unpinned_testkit`]: `UNPINNED_TEST_SEEDS=N` for a soak, `UNPINNED_TEST_SEED=S`
 //! for one seed); every failing seed is listed with its rerun commands, not just the first.
 
+use unpinned_sim::kernel::LinkStats;
 use unpinned_sim::vopr::{self, SeedReport};
 
 const SEEDS: u64 = 300;
@@ -23,6 +24,24 @@ fn run_protocol(name: &str) -> Vec<SeedReport> {
         }
         reports.push(r);
     }
+    // One line per protocol (shown with --nocapture: a soak's totals).
+    let mut faults = LinkStats::default();
+    for r in &reports {
+        faults.add(&r.faults);
+    }
+    eprintln!(
+        "{name}: {} seeds, {} failing, requests {}, faults {} of {} packets (lost {}, duplicated {}, delayed {}, corrupted {}), evictions {}",
+        reports.len(),
+        failing.len(),
+        reports.iter().map(|r| r.tally.posted).sum::<u64>(),
+        faults.faults(),
+        faults.packets,
+        faults.lost,
+        faults.duplicated,
+        faults.delayed,
+        faults.corrupted,
+        reports.iter().map(|r| r.evictions).sum::<u64>(),
+    );
     assert!(
         failing.is_empty(),
         "{} failing seed(s) of {name}:\n{}",
