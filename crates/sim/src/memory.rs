@@ -380,6 +380,7 @@ impl NiView<'_> {
 }
 
 impl Memory for NiView<'_> {
+    #[inline]
     fn write_from(
         &mut self,
         pdid: Pdid,
@@ -387,6 +388,10 @@ impl Memory for NiView<'_> {
         data: &[u8],
         origin: &AccessOrigin,
     ) -> Result<(), MemError> {
+        // The common case (no hook) touches nothing else.
+        if self.mem.hook.is_none() {
+            return self.write(pdid, addr, data);
+        }
         match self.mem.hook.take() {
             None => self.write(pdid, addr, data),
             Some(mut h) => {
@@ -397,6 +402,7 @@ impl Memory for NiView<'_> {
         }
     }
 
+    #[inline]
     fn read_for(
         &mut self,
         pdid: Pdid,
@@ -404,6 +410,10 @@ impl Memory for NiView<'_> {
         out: &mut [u8],
         origin: &AccessOrigin,
     ) -> Result<(), MemError> {
+        // The common case (no hook) touches nothing else.
+        if self.mem.hook.is_none() {
+            return self.read(pdid, addr, out);
+        }
         match self.mem.hook.take() {
             None => self.read(pdid, addr, out),
             Some(mut h) => {
