@@ -41,6 +41,10 @@ use unpinned_live::memory::LiveMemory;
 struct Logs<'a>(&'a ActiveState);
 
 impl LogStore for Logs<'_> {
+    fn has_log(&self, iuid: Iuid) -> bool {
+        self.0.log(iuid).is_some()
+    }
+
     fn on_fragment(
         &mut self,
         iuid: Iuid,

@@ -15,7 +15,8 @@
 //! - served-and-logged gets read before they are logged, for the same reason;
 //! - a metadata-only entry is one per access: it is logged with the packet at offset 0 only;
 //! - an entry with data is reassembled from the packets (per source and transaction);
-//! - a marked page naming a log that does not exist is a system fault, never a silent access;
+//! - a marked page naming a log that does not exist is a system fault, never a silent access:
+//!   it is refused before memory is touched (a refused access writes nothing);
 //! - a full log refuses the packet untouched (back-pressure): the source retries it.
 
 use crate::log::{Backpressure, EntryHeader, EntryKind};
@@ -75,6 +76,10 @@ impl Decision {
 /// The driver's access logs: an [`crate::AccessLog`] with its
 /// [`crate::reassembly::Reassembler`] per IUID.
 pub trait LogStore {
+    /// Whether log `iuid` exists (an access to a page naming a missing log is refused before
+    /// it touches memory).
+    fn has_log(&self, iuid: Iuid) -> bool;
+
     /// Offer one fragment of an entry to log `iuid`: `None` if there is no such log, else the
     /// reassembler's outcome (`Err`: the log is full, nothing was taken).
     fn on_fragment(
@@ -212,6 +217,9 @@ pub fn put<L: LogStore + ?Sized, M: PacketMemory + ?Sized>(
         }
         Decision::SystemFault => return Ok(Outcome::Fault(FaultLog::System)),
         Decision::Hold => unreachable!("a put is never held"),
+        Decision::Log { .. } if !logs.has_log(bits.iuid) => {
+            return Ok(Outcome::Fault(FaultLog::System))
+        }
         Decision::Log { kind, data, memory } => (kind, data, memory),
     };
     if memory {
@@ -248,6 +256,9 @@ pub fn get<L: LogStore + ?Sized, M: PacketMemory + ?Sized>(
         }
         Decision::SystemFault => return Ok(Outcome::Fault(FaultLog::System)),
         Decision::Hold => return Ok(Outcome::Hold),
+        Decision::Log { .. } if !logs.has_log(bits.iuid) => {
+            return Ok(Outcome::Fault(FaultLog::System))
+        }
         Decision::Log { kind, data, memory } => (kind, data, memory),
     };
     if memory {
@@ -262,6 +273,10 @@ pub fn get<L: LogStore + ?Sized, M: PacketMemory + ?Sized>(
 
 fn finish(logged: Result<bool, Outcome>, decision: Decision, kind: EntryKind) -> Outcome {
     match logged {
+        // A resent or duplicated packet of a refused access is refused again: its fault entry
+        // is logged once, but the access never becomes a success (the VOPR's AA swarm found a
+        // retransmission of a faulted put acknowledged as written).
+        Err(Outcome::Duplicate) if kind == EntryKind::Fault => Outcome::Fault(FaultLog::Access),
         Err(o) => o,
         Ok(_) if kind == EntryKind::Fault => Outcome::Fault(FaultLog::Access),
         Ok(completed) => Outcome::Done {
@@ -280,6 +295,9 @@ mod tests {
 
     struct OneLog(Iuid, AccessLog, Reassembler);
     impl LogStore for OneLog {
+        fn has_log(&self, iuid: Iuid) -> bool {
+            iuid == self.0
+        }
         fn on_fragment(
             &mut self,
             iuid: Iuid,
@@ -391,6 +409,54 @@ mod tests {
         assert_eq!(
             put(other, &pkt(0x5000, 8, 0), b"abcdefgh", &mut logs, &mut mem).unwrap(),
             Outcome::Fault(FaultLog::System)
+        );
+    }
+
+    /// A written-and-logged page naming a missing log: refused before the write (the VOPR's
+    /// AA swarm found the bytes written while the source was told the access was refused).
+    #[test]
+    fn a_missing_log_or_a_fault_page_refuses_every_packet_and_writes_nothing() {
+        let i = Iuid::new(1).unwrap();
+        let mut logs = OneLog(i, AccessLog::new(4096), Reassembler::new());
+        let mut mem = Holey(SparseMemory::new());
+        let missing = Iuid::new(2).unwrap();
+        assert_eq!(
+            put(
+                PageBits::track_puts(missing),
+                &pkt(0x5000, 8, 0),
+                b"abcdefgh",
+                &mut logs,
+                &mut mem
+            ),
+            Ok(Outcome::Fault(FaultLog::System))
+        );
+        let mut b = [0u8; 8];
+        mem.0.read(0x5000, &mut b);
+        assert_eq!(b, [0; 8], "a refused put writes nothing");
+        // A fault page (E=1): the first packet logs the fault, a resent copy is refused too.
+        let fault = PageBits {
+            e: true,
+            iuid: i,
+            ..PageBits::default()
+        };
+        for _ in 0..2 {
+            assert_eq!(
+                put(fault, &pkt(0x6000, 8, 0), b"abcdefgh", &mut logs, &mut mem),
+                Ok(Outcome::Fault(FaultLog::Access))
+            );
+        }
+        assert_eq!(logs.1.pop().unwrap().header.kind, EntryKind::Fault);
+        assert!(logs.1.pop().is_none(), "one fault entry per access");
+        let mut out = [0u8; 8];
+        assert_eq!(
+            get(
+                PageBits::log_get_data(missing),
+                &pkt(0x5000, 8, 0),
+                &mut out,
+                &mut logs,
+                &mut mem
+            ),
+            Ok(Outcome::Fault(FaultLog::System))
         );
     }
 

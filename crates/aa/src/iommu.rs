@@ -81,6 +81,10 @@ pub enum GetOutcome {
 struct Logs(FxHashMap<u16, (AccessLog, Reassembler)>);
 
 impl LogStore for Logs {
+    fn has_log(&self, iuid: Iuid) -> bool {
+        self.0.contains_key(&iuid.get())
+    }
+
     fn on_fragment(
         &mut self,
         iuid: Iuid,

@@ -16,6 +16,7 @@ mod run;
 mod run_cmd;
 mod sweep;
 mod thp;
+mod vopr_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,6 +100,9 @@ enum Command {
     /// [--input small|medium|spec] [--protect batched|per-page] [--trace FILE] [--result FILE]`
     /// (the same program as `unpinned-dsm-run`).
     DsmRun(DsmRunArgs),
+    /// Seeded swarms of every simulated protocol, each with a safety phase (faults on) and a
+    /// liveness phase (faults off), judged by the kernel's checkers (docs/vopr.md).
+    Vopr(vopr_cmd::VoprArgs),
 }
 
 #[derive(Args, Debug)]
@@ -524,6 +528,7 @@ fn main() -> ExitCode {
         Command::DsmRun(a) => std::process::exit(unpinned_dsm_run::main_with(&a.args)),
         Command::Bench(BenchCommand::Live(a)) => bench::run_live(a).map_err(CliError::Run),
         Command::Bench(BenchCommand::Shmem(a)) => bench_shmem::run(a).map_err(CliError::Run),
+        Command::Vopr(a) => vopr_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

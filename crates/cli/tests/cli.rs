@@ -226,3 +226,29 @@ fn knobs_are_set_one_way_and_unknown_ones_are_refused() {
         assert!(err.contains(&format!("`{key}`")), "{flag} {env}: {err}");
     }
 }
+
+#[test]
+fn vopr_runs_seeds_of_every_protocol_and_refuses_unknown_ones() {
+    let o = unpinned(&["vopr", "--seeds", "0..20", "--jobs", "2", "-q"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        ["part", "rc", "aa", "dsm"]
+            .iter()
+            .all(|p| out.contains(&format!("{p}: 20 seeds, 0 failing"))),
+        "{out}"
+    );
+    let o = unpinned(&["vopr", "--protocol", "rc", "--seed", "3"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("trace hash"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = unpinned(&["vopr", "--protocol", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("part") && err.contains("rc"), "{err}");
+    let o = unpinned(&["vopr", "--seeds", "5..2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

@@ -7,7 +7,12 @@
 //! into slot `(n-1) % slots` of its ring at the receiver; the receiver consumes its rings in
 //! sequence order (so a channel is FIFO even if two writes land out of order) and returns
 //! credits by writing its consumed count into the sender's credit word every `slots / 4`
-//! messages. A sender never has more than `slots` unconsumed messages in a ring.
+//! messages. A sender never has more than `slots` unconsumed messages in a ring, rewrites a
+//! slot only after the write of its previous message completed (a retransmission of that
+//! write, its ACK lost, would otherwise land on the new message), and a receiver has at most
+//! one credit return in flight per sender (two in flight may land in either order, leaving a
+//! smaller count in the word; crates/dsm's `credit.rs`). Both rules close deadlocks the VOPR's
+//! DSM swarm found under packet loss and reordering (docs/vopr.md).
 //!
 //! Page data moves by RDMA write from the sender's private view straight into the receiver's
 //! private view ([`Endpoint::send_data`]); the notice that follows is posted only after the
@@ -21,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
+use unpinned_dsm::credit::CreditReturn;
 use unpinned_live::{Perms, Runtime, WrId};
 use unpinned_os::mapping::Mapping;
 
@@ -52,14 +58,33 @@ struct PeerTx {
     sent: u64,
     /// A data write whose notice waits at the queue head.
     blocked_on: Option<WrId>,
+    /// Per slot of the peer's ring: the write of its last message has not completed.
+    slot_busy: Vec<bool>,
+    /// Credit returns to this peer (for its ring at this rank).
+    credit: CreditReturn,
 }
 
 enum Inflight {
-    /// A control slot, a credit or a heartbeat: the staging buffer lives until completion.
+    /// A heartbeat: the staging buffer lives until completion.
     Staged(u32, #[allow(dead_code)] Box<[u8; SLOT_BYTES]>),
+    /// A control message into slot `.1` of the peer's ring.
+    Slot(u32, u32, #[allow(dead_code)] Box<[u8; SLOT_BYTES]>),
+    /// A credit return to the peer.
+    Credit(u32, #[allow(dead_code)] Box<[u8; SLOT_BYTES]>),
     Data(u32),
     /// An RDMA read; on success `then` is delivered locally.
     Read(u32, WireMsg),
+}
+
+/// What a staged write is for.
+#[derive(Clone, Copy)]
+enum StageKind {
+    /// A control message into this slot of the peer's ring.
+    Slot(u32),
+    /// A credit return.
+    Credit,
+    /// A heartbeat.
+    Heartbeat,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -77,10 +102,8 @@ struct Tx {
     inflight: FxHashMap<WrId, Inflight>,
 }
 
-struct Rx {
-    /// Credits consumed but not yet returned, per sender.
-    unreturned: Vec<u64>,
-}
+/// The receive side's lock (handlers of one endpoint never run concurrently).
+struct Rx;
 
 /// Counters of an endpoint.
 #[derive(Clone, Copy, Debug, Default)]
@@ -187,12 +210,15 @@ impl Endpoint {
             peers,
             heads: (0..n).map(|_| AtomicU64::new(0)).collect(),
             tx: Mutex::new(Tx {
-                peers: (0..n).map(|_| PeerTx::default()).collect(),
+                peers: (0..n)
+                    .map(|_| PeerTx {
+                        slot_busy: vec![false; slots],
+                        ..PeerTx::default()
+                    })
+                    .collect(),
                 inflight: FxHashMap::default(),
             }),
-            rx: Mutex::new(Rx {
-                unreturned: vec![0; n],
-            }),
+            rx: Mutex::new(Rx),
             local: Mutex::new(VecDeque::new()),
             local_len: AtomicU64::new(0),
             failed: AtomicBool::new(false),
@@ -331,13 +357,27 @@ impl Endpoint {
         self.pump(&mut tx, to);
     }
 
-    fn stage(&self, tx: &mut Tx, to: u32, remote: u64, key: u32, bytes: &[u8]) -> bool {
+    /// Post a small write of `bytes` from a staging buffer; `kind` says what it is for.
+    fn stage(
+        &self,
+        tx: &mut Tx,
+        to: u32,
+        remote: u64,
+        key: u32,
+        bytes: &[u8],
+        kind: StageKind,
+    ) -> bool {
         let mut b = Box::new([0u8; SLOT_BYTES]);
         b[..bytes.len()].copy_from_slice(bytes);
         // SAFETY: the staging box is kept in `inflight` until the completion arrives.
         match unsafe { self.rt.write(to, b.as_ptr(), remote, key, bytes.len()) } {
             Ok(id) => {
-                tx.inflight.insert(id, Inflight::Staged(to, b));
+                let what = match kind {
+                    StageKind::Slot(i) => Inflight::Slot(to, i, b),
+                    StageKind::Credit => Inflight::Credit(to, b),
+                    StageKind::Heartbeat => Inflight::Staged(to, b),
+                };
+                tx.inflight.insert(id, what);
                 true
             }
             Err(e) => {
@@ -369,6 +409,11 @@ impl Endpoint {
                         return; // ring full: retried by `progress`
                     }
                     let seq = pt.sent + 1;
+                    let index = ((seq - 1) % self.slots) as usize;
+                    if pt.slot_busy[index] {
+                        return; // the slot's last write has not completed: retried then
+                    }
+                    pt.slot_busy[index] = true;
                     let slot = wire::encode(seq, m);
                     let remote = p.mbox
                         + (self.rank as u64 * self.slots + (seq - 1) % self.slots)
@@ -376,7 +421,8 @@ impl Endpoint {
                     pt.sent = seq;
                     pt.queue.pop_front();
                     self.sent.fetch_add(1, Ordering::Relaxed);
-                    if !self.stage(tx, to, remote, p.mbox_key, &slot) {
+                    let kind = StageKind::Slot(index as u32);
+                    if !self.stage(tx, to, remote, p.mbox_key, &slot, kind) {
                         return;
                     }
                 }
@@ -472,6 +518,29 @@ impl Endpoint {
             };
             let peer = match what {
                 Inflight::Staged(p, _) => p,
+                Inflight::Slot(p, i, _) => {
+                    tx.peers[p as usize].slot_busy[i as usize] = false;
+                    p
+                }
+                Inflight::Credit(p, _) => {
+                    let head = self.heads[p as usize].load(Ordering::Acquire);
+                    let batch = self.slots / 4;
+                    if c.status.is_ok() {
+                        if let Some(h) = tx.peers[p as usize].credit.completed(head, batch) {
+                            let (remote, key) =
+                                (self.remote_credit_addr(p), self.peers[p as usize].mbox_key);
+                            self.stage(
+                                &mut tx,
+                                p,
+                                remote,
+                                key,
+                                &h.to_le_bytes(),
+                                StageKind::Credit,
+                            );
+                        }
+                    }
+                    p
+                }
                 Inflight::Read(p, then) => {
                     if c.status.is_ok() {
                         self.local.lock().expect("local queue").push_back(then);
@@ -541,7 +610,7 @@ impl Endpoint {
     /// receive lock (so handlers of one endpoint never run concurrently and per-channel FIFO
     /// order holds). Returns how many were handled; 0 if another thread is polling.
     pub fn handle_pending(&self, mut handle: impl FnMut(u32, WireMsg)) -> usize {
-        let Ok(mut rx) = self.rx.try_lock() else {
+        let Ok(_rx) = self.rx.try_lock() else {
             return 0;
         };
         let mut n = 0;
@@ -561,17 +630,19 @@ impl Endpoint {
                 }
                 while let Some(slot) = self.landed_slot(s) {
                     let head = self.heads[s as usize].fetch_add(1, Ordering::AcqRel) + 1;
-                    rx.unreturned[s as usize] += 1;
-                    if rx.unreturned[s as usize] >= self.slots / 4 {
-                        rx.unreturned[s as usize] = 0;
+                    {
                         let mut tx = self.tx.lock().expect("tx lock");
-                        self.stage(
-                            &mut tx,
-                            s,
-                            self.remote_credit_addr(s),
-                            self.peers[s as usize].mbox_key,
-                            &head.to_le_bytes(),
-                        );
+                        let batch = self.slots / 4;
+                        if let Some(h) = tx.peers[s as usize].credit.consumed(head, batch) {
+                            self.stage(
+                                &mut tx,
+                                s,
+                                self.remote_credit_addr(s),
+                                self.peers[s as usize].mbox_key,
+                                &h.to_le_bytes(),
+                                StageKind::Credit,
+                            );
+                        }
                     }
                     self.received.fetch_add(1, Ordering::Relaxed);
                     match wire::decode(&slot) {
@@ -600,6 +671,7 @@ impl Endpoint {
                     self.remote_heartbeat_addr(p),
                     self.peers[p as usize].mbox_key,
                     &[1u8; 8],
+                    StageKind::Heartbeat,
                 );
             }
         }

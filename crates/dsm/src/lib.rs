@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod credit;
 mod manager;
 mod msg;
 mod node;

@@ -12,6 +12,8 @@
 //! - [`net`]: topology, links and ports.
 //! - [`faults`]: packet fault injection (loss, duplication, reordering, corruption, delay).
 //! - [`invariants`]: checks after every step (bytes, exactly-once completion, protection).
+//! - [`kernel`]: the simulation kernel (queue and clock, RNG tree, faulty links, trace hash,
+//!   checkers) the worlds run on; [`vopr`]: seeded swarms of every protocol over it.
 //! - [`queue`]: the event queue ((time, seq) order, a 4-ary heap).
 //! - [`world`]: the event loop.
 //! - [`slab`]: slot-addressed storage (the posts in flight).
@@ -30,6 +32,7 @@ pub mod dsm;
 pub mod faults;
 mod heap;
 pub mod invariants;
+pub mod kernel;
 pub mod linkbuf;
 pub mod memory;
 pub mod net;
@@ -40,6 +43,7 @@ pub mod reclaim;
 pub mod scenario;
 pub mod sizing;
 pub mod slab;
+pub mod vopr;
 pub mod world;
 
 pub use faults::FaultConfig;

@@ -8,7 +8,7 @@
 //! present. The host CPU uses [`SimMemory::host_write`] / [`SimMemory::host_read`] (no IOMMU).
 
 use unpinned_core::iommu::{Iommu, TranslationResult};
-use unpinned_core::memory::{page_of, MemError, Memory, Pdid, PAGE_BYTES};
+use unpinned_core::memory::{page_of, AccessOrigin, MemError, Memory, Pdid, PAGE_BYTES};
 use unpinned_core::os::Residency;
 use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::Duration;
@@ -26,6 +26,30 @@ pub enum Residence {
 
 use crate::backing::Backing;
 use crate::pages::{zeroed_page, Page, PageTable};
+
+/// A layer in front of the NI's accesses on behalf of a peer (remote puts, packets served to
+/// remote gets): the Active Access IOMMU extension of the VOPR's AA swarm. It reaches memory
+/// through `mem`, the NI's own view (IOMMU, residency, protection checks).
+pub trait PacketHook: Send {
+    /// A remote put's packet (see [`Memory::write_from`]).
+    fn write_from(
+        &mut self,
+        mem: &mut dyn Memory,
+        pdid: Pdid,
+        addr: u64,
+        data: &[u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError>;
+    /// A packet served to a remote get (see [`Memory::read_for`]).
+    fn read_for(
+        &mut self,
+        mem: &mut dyn Memory,
+        pdid: Pdid,
+        addr: u64,
+        out: &mut [u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError>;
+}
 
 /// One node's memory.
 pub struct SimMemory {
@@ -49,6 +73,8 @@ pub struct SimMemory {
     zero_vouched: (usize, usize),
     /// Ranges backed by files / swap or huge pages ([`SimMemory::set_source`]).
     backing: Backing,
+    /// A layer in front of remote puts and gets, if any.
+    hook: Option<Box<dyn PacketHook>>,
 }
 
 impl Default for SimMemory {
@@ -71,6 +97,7 @@ impl SimMemory {
             zero_read: false,
             zero_vouched: (0, 0),
             backing: Backing::default(),
+            hook: None,
         }
     }
 
@@ -273,6 +300,11 @@ impl SimMemory {
         std::mem::take(&mut self.latency)
     }
 
+    /// Put `hook` in front of the NI's accesses on behalf of peers.
+    pub fn set_packet_hook(&mut self, hook: Box<dyn PacketHook>) {
+        self.hook = Some(hook);
+    }
+
     /// The NI's view through `iommu`.
     pub fn ni_view<'a>(&'a mut self, iommu: &'a mut Iommu) -> NiView<'a> {
         NiView { mem: self, iommu }
@@ -371,6 +403,50 @@ impl NiView<'_> {
 }
 
 impl Memory for NiView<'_> {
+    #[inline]
+    fn write_from(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        data: &[u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        // The common case (no hook) touches nothing else.
+        if self.mem.hook.is_none() {
+            return self.write(pdid, addr, data);
+        }
+        match self.mem.hook.take() {
+            None => self.write(pdid, addr, data),
+            Some(mut h) => {
+                let r = h.write_from(self, pdid, addr, data, origin);
+                self.mem.hook = Some(h);
+                r
+            }
+        }
+    }
+
+    #[inline]
+    fn read_for(
+        &mut self,
+        pdid: Pdid,
+        addr: u64,
+        out: &mut [u8],
+        origin: &AccessOrigin,
+    ) -> Result<(), MemError> {
+        // The common case (no hook) touches nothing else.
+        if self.mem.hook.is_none() {
+            return self.read(pdid, addr, out);
+        }
+        match self.mem.hook.take() {
+            None => self.read(pdid, addr, out),
+            Some(mut h) => {
+                let r = h.read_for(self, pdid, addr, out, origin);
+                self.mem.hook = Some(h);
+                r
+            }
+        }
+    }
+
     #[inline]
     fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let keep = self.mem.keeps(pdid, addr);

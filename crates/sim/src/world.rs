@@ -15,8 +15,9 @@ use unpinned_part::{EngineConfig, Event as EngineEvent, PartEngine};
 use unpinned_wire::part::{write_target, WriteTarget, DATA_HEADER_LEN, DATA_PAYLOAD_OFFSET};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::faults::{fate, Fate, FaultConfig};
+use crate::faults::{Fate, FaultConfig};
 use crate::invariants::Checker;
+use crate::kernel::{FaultyLink, LinkStats};
 use crate::linkbuf;
 use crate::memory::{Residence, SimMemory};
 use crate::net::{Hops, Topology};
@@ -226,7 +227,8 @@ pub struct Sim {
     /// the check and the copies cost more time than the little memory they save is worth).
     compact_ok: bool,
     buf_len: usize,
-    fault_rng: SimRng,
+    /// The links' fault injector (the kernel's wrapper: one generator for every link).
+    link: FaultyLink,
     setup_rng: SimRng,
     /// Posts not yet completed, by slot (see [`Slab`]).
     pending: Slab<PostRecord>,
@@ -307,7 +309,7 @@ impl Sim {
                 && !cfg.trace
                 && buf_len >= linkbuf::COMPACT_MIN_BUF_BYTES,
             buf_len,
-            fault_rng: rng_for(cfg.seed, "faults"),
+            link: FaultyLink::new(cfg.faults, rng_for(cfg.seed, "faults")),
             setup_rng: rng_for(cfg.seed, "setup"),
             pending: Slab::new(),
             completed: Vec::new(),
@@ -377,6 +379,24 @@ impl Sim {
         self.arrived.take()
     }
 
+    /// Packet faults injected so far.
+    pub fn link_stats(&self) -> LinkStats {
+        self.link.stats()
+    }
+
+    /// Change the packet faults from now on (the VOPR's liveness phase turns them off). A
+    /// run built without faults keeps small packets compactly, which faults cannot touch:
+    /// turning faults on there panics.
+    pub fn set_faults(&mut self, faults: FaultConfig) {
+        assert!(
+            !faults.any() || !self.compact_ok,
+            "faults turned on in a run built without them (build it with faults, then turn them off)"
+        );
+        self.cfg.faults = faults;
+        self.faults_any = faults.any();
+        self.link.set_config(faults);
+    }
+
     /// Hash of every event so far (only with `trace` on): equal seeds give equal hashes.
     pub fn trace_hash(&self) -> u64 {
         self.trace.digest()
@@ -401,6 +421,12 @@ impl Sim {
             breakdown: node.handler.breakdown(),
             iommu: node.iommu.stats(),
         }
+    }
+
+    /// Writes into `[base, base + len)` of `pdid` at node `n` are rewritten by design before
+    /// they complete (a mailbox ring, a credit word): the bytes-delivered invariant skips them.
+    pub fn rewritten_by_design(&mut self, n: NodeId, pdid: Pdid, base: u64, len: u64) {
+        self.checker.rewritten_by_design(n, pdid, base, base + len);
     }
 
     /// Evict every page of a range (reclaim): the next access faults again.
@@ -676,7 +702,7 @@ impl Sim {
                 let hops = self.hops.get(n, tx.dst) as u64;
                 let arrival = start + ser + self.hop.times(hops);
                 let f = if self.faults_any {
-                    fate(&self.cfg.faults, &mut self.fault_rng)
+                    self.link.fate()
                 } else {
                     Fate::INTACT
                 };

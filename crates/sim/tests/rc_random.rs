@@ -104,13 +104,17 @@ fn setup_with_faults(b: &ReadBench, faults: FaultConfig) -> (unpinned_sim::rc::R
 #[test]
 fn reads_complete_exactly_once_with_the_right_bytes_or_fail_with_retry_exceeded() {
     let (mut ok, mut failed) = (0, 0);
-    for seed in 0..200 {
+    // Seeds: the workspace convention (200 by default; UNPINNED_TEST_SEEDS=N for a soak,
+    // UNPINNED_TEST_SEED=S for one; the totals below apply to the default list only).
+    let seeds = unpinned_testkit::seeds(200);
+    let default_list = seeds.len() == 200 && seeds[0] == 0;
+    unpinned_testkit::for_each_seed("cargo test -p unpinned-sim --test rc_random", 200, |seed| {
         let (o, f) = one_run(seed, seed % 2 == 0, seed % 3 == 0);
         ok += o;
         failed += f;
-    }
+    });
     assert!(
-        ok > 300 && failed > 0,
+        !default_list || (ok > 300 && failed > 0),
         "most READs succeed ({ok} ok, {failed} failed)"
     );
 }

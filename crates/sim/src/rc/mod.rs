@@ -1,7 +1,8 @@
-//! A deterministic event loop over RC nodes (the `unpinned-ib` engines), reusing the PART
-//! simulator's topology ([`crate::net::Topology`]), packet fault injection
-//! ([`crate::faults`]) and determinism rules: events ordered by (time, insertion sequence), all
-//! randomness from sub-seeds of one master seed.
+//! A deterministic world of RC nodes (the `unpinned-ib` engines) on the simulation kernel
+//! ([`crate::kernel`]): its queue and clock (events ordered by (time, insertion sequence)),
+//! its faulty-link wrapper (the PART simulator's packet faults, [`crate::faults`]), its trace
+//! hash; the PART simulator's topology ([`crate::net::Topology`]); all randomness from
+//! sub-seeds of one master seed.
 //!
 //! Per node: the RC engine (the NIC), host memory, the ODP fault path of the driver / OS (a
 //! fault is resolved after the profile's cost plus a seeded jitter), and optionally the
@@ -16,12 +17,9 @@ pub mod bench;
 pub mod memory;
 pub mod trace;
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
-
 use unpinned_core::api::NodeId;
 use unpinned_core::memory::Pdid;
-use unpinned_core::rng::{rng_for, Rng, SimRng};
+use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{serialization, Duration, Instant};
 use unpinned_ib::{
     ConnectAttrs, Event, FixConfig, Mr, MrAttrs, Psn, QpAttrs, Qpn, RcConfig, RcEngine, RcStats,
@@ -29,7 +27,8 @@ use unpinned_ib::{
 };
 use unpinned_wire::rc::RcRepr;
 
-use crate::faults::{fate, FaultConfig};
+use crate::faults::FaultConfig;
+use crate::kernel::{FaultyLink, Kernel, LinkStats, RngTree, TraceHash};
 use crate::net::Topology;
 pub use memory::HostMemory;
 pub use trace::TraceRecord;
@@ -115,28 +114,6 @@ enum Ev {
     },
 }
 
-struct Entry {
-    at: Instant,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
 /// A completion as the application saw it (the fix's dummies are hidden).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AppCompletion {
@@ -149,15 +126,13 @@ pub struct AppCompletion {
 /// The RC simulator.
 pub struct RcSim {
     cfg: RcSimConfig,
-    now: Instant,
-    seq: u64,
-    heap: BinaryHeap<Reverse<Entry>>,
+    kernel: Kernel<Ev>,
     nodes: Vec<RcNode>,
-    fault_rng: SimRng,
+    link: FaultyLink,
     os_rng: SimRng,
     trace: Vec<TraceRecord>,
+    hash: TraceHash,
     completions: Vec<AppCompletion>,
-    events: u64,
     buf: Vec<u8>,
 }
 
@@ -177,28 +152,44 @@ impl RcSim {
                 timeouts_at: Vec::new(),
             })
             .collect();
+        let rngs = RngTree::new(cfg.seed);
         RcSim {
-            fault_rng: rng_for(cfg.seed, "rc-link-faults"),
-            os_rng: rng_for(cfg.seed, "rc-os-faults"),
+            link: FaultyLink::new(cfg.faults, rngs.rng("rc-link-faults")),
+            os_rng: rngs.rng("rc-os-faults"),
             buf: vec![0; cfg.profile.net.mtu_bytes as usize + 256],
             cfg,
-            now: Instant::ZERO,
-            seq: 0,
-            heap: BinaryHeap::new(),
+            kernel: Kernel::new(),
             nodes,
             trace: Vec::new(),
+            hash: TraceHash::new(),
             completions: Vec::new(),
-            events: 0,
         }
     }
 
     /// Current time.
     pub fn now(&self) -> Instant {
-        self.now
+        self.kernel.now()
     }
     /// Events processed.
     pub fn events(&self) -> u64 {
-        self.events
+        self.kernel.events()
+    }
+    /// Hash of every event processed so far (equal seeds give equal hashes).
+    pub fn trace_hash(&self) -> u64 {
+        self.hash.digest()
+    }
+    /// Packet faults injected so far.
+    pub fn link_stats(&self) -> LinkStats {
+        self.link.stats()
+    }
+    /// Change the packet faults from now on (the VOPR's liveness phase turns them off).
+    pub fn set_faults(&mut self, faults: FaultConfig) {
+        self.cfg.faults = faults;
+        self.link.set_config(faults);
+    }
+    /// Time of the next queued event.
+    pub fn next_event_at(&self) -> Option<Instant> {
+        self.kernel.peek_at()
     }
     /// The configuration.
     pub fn config(&self) -> &RcSimConfig {
@@ -285,12 +276,7 @@ impl RcSim {
     }
 
     fn push(&mut self, at: Instant, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.kernel.schedule(at, ev);
     }
 
     /// The application at node `n` posts `wr` on `qpn` at time `at`.
@@ -313,9 +299,9 @@ impl RcSim {
     /// Run until nothing is left to do or simulated time passes `limit`. Errors if the limit
     /// was reached with events still pending.
     pub fn run_until_idle(&mut self, limit: Duration) -> Result<(), String> {
-        let end = self.now + limit;
-        while let Some(Reverse(e)) = self.heap.peek() {
-            if e.at > end {
+        let end = self.now() + limit;
+        while let Some(at) = self.kernel.peek_at() {
+            if at > end {
                 return Err(format!("not idle after {limit:?} (seed {})", self.cfg.seed));
             }
             self.step();
@@ -323,15 +309,14 @@ impl RcSim {
         Ok(())
     }
 
-    fn step(&mut self) {
-        let Some(Reverse(Entry { at, ev, .. })) = self.heap.pop() else {
+    /// Process the next event, if any (a driver that looks at every step).
+    pub fn step(&mut self) {
+        let Some((now, ev)) = self.kernel.pop() else {
             return;
         };
-        self.now = at;
-        self.events += 1;
-        let now = at;
         let node = match ev {
             Ev::Post { node, qpn, wr } => {
+                self.hash.record(now, 1, node, &wr.wr_id.to_le_bytes());
                 let nd = &mut self.nodes[node as usize];
                 if let Some(f) = nd.fix.as_mut() {
                     f.on_post(now, qpn, &wr);
@@ -340,17 +325,20 @@ impl RcSim {
                 node
             }
             Ev::TxReady { node } => {
+                self.hash.record(now, 2, node, &[]);
                 // An idle port is not re-armed until some other input gives the engine work.
                 let sent = self.transmit(node);
                 self.service(node, sent);
                 return;
             }
             Ev::Arrive { src, dst, bytes } => {
+                self.hash.record(now, 3, dst, &bytes);
                 let nd = &mut self.nodes[dst as usize];
                 nd.engine.handle_packet(now, src, &bytes, &mut nd.mem);
                 dst
             }
             Ev::EngineTimer { node } => {
+                self.hash.record(now, 4, node, &[]);
                 let nd = &mut self.nodes[node as usize];
                 if nd.engine_timer == Some(now) {
                     nd.engine_timer = None;
@@ -363,6 +351,7 @@ impl RcSim {
                 node
             }
             Ev::FixTimer { node } => {
+                self.hash.record(now, 5, node, &[]);
                 let nd = &mut self.nodes[node as usize];
                 if nd.fix_timer == Some(now) {
                     nd.fix_timer = None;
@@ -378,12 +367,14 @@ impl RcSim {
                 node
             }
             Ev::FaultResolved { node, pdid, page } => {
+                self.hash.record(now, 6, node, &page.to_le_bytes());
                 self.nodes[node as usize]
                     .engine
                     .handle_page_resolved(now, pdid, page);
                 node
             }
             Ev::Invalidate { node, pdid, page } => {
+                self.hash.record(now, 7, node, &page.to_le_bytes());
                 self.nodes[node as usize].engine.invalidate(pdid, page);
                 node
             }
@@ -393,7 +384,7 @@ impl RcSim {
 
     /// After any input to `n`: drain its events, (re)arm its port (if `arm_tx`) and timers.
     fn service(&mut self, n: NodeId, arm_tx: bool) {
-        let now = self.now;
+        let now = self.now();
         let prof = &self.cfg.profile;
         let nd = &mut self.nodes[n as usize];
         let mut resolved = Vec::new();
@@ -460,7 +451,7 @@ impl RcSim {
     /// The port of `n` is free: send one packet, if the engine has one. True if it did (or
     /// the port was still busy and the attempt was deferred).
     fn transmit(&mut self, n: NodeId) -> bool {
-        let now = self.now;
+        let now = self.now();
         let net = self.cfg.profile.net.clone();
         let nd = &mut self.nodes[n as usize];
         nd.tx_pending = false;
@@ -476,7 +467,8 @@ impl RcSim {
         let ser = serialization(t.len + net.header_bytes as usize, net.link_gbps);
         nd.tx_free_at = now + ser;
         let bytes = self.buf[..t.len].to_vec();
-        let f = fate(&self.cfg.faults, &mut self.fault_rng);
+        let f = self.link.fate();
+        self.hash.record(now, 8, n, &bytes);
         if self.cfg.trace {
             if let Ok(r) = RcRepr::parse(&bytes) {
                 let (qpn, psn) = r.qpn_psn();
@@ -496,10 +488,7 @@ impl RcSim {
         for copy in 0..f.copies {
             let mut b = bytes.clone();
             if copy == 0 {
-                if let Some(i) = f.corrupt_at {
-                    let i = i as usize % b.len();
-                    b[i] ^= 0x5a;
-                }
+                FaultyLink::corrupt(&f, &mut b);
             }
             let at = if copy == 0 { arrive } else { arrive + ser };
             self.push(

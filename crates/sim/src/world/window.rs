@@ -15,6 +15,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::{LinkBuf, Sim, SimError};
 use crate::invariants::Checker;
+use crate::kernel::FaultyLink;
 use crate::linkbuf;
 use crate::queue::EventQueue;
 use crate::slab::Slab;
@@ -115,7 +116,10 @@ impl Sim {
             compact_ok: self.compact_ok,
             buf_len: self.buf_len,
             // Never drawn from: runs with fault injection have one partition.
-            fault_rng: rng_for(self.cfg.seed, &format!("faults/partition/{index}")),
+            link: FaultyLink::new(
+                self.cfg.faults,
+                rng_for(self.cfg.seed, &format!("faults/partition/{index}")),
+            ),
             setup_rng: rng_for(self.cfg.seed, &format!("setup/partition/{index}")),
             pending: Slab::new(),
             completed: Vec::new(),

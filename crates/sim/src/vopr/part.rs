@@ -1,0 +1,459 @@
+//! The PART swarm: one seed picks 2-4 nodes, a topology, engine parameters (packet and block
+//! sizes, window, block timeout, retransmission policy), the page-in policy, a fault mix,
+//! residency, page evictions during transfers, and requests: writes and reads that must
+//! succeed (into a read-write exposure, reads of a read-only one) and requests designed to
+//! fail with a protection error (a wrong key into a read-write exposure, a range running past
+//! its end, a revoked exposure, a write into a read-only one).
+//!
+//! The PART world keeps its own event loop ([`crate::world`], over [`crate::queue`], the
+//! kernel's queue order); its links inject faults through the kernel's
+//! [`crate::kernel::FaultyLink`]. This driver steps it event by event and turns what it sees
+//! into [`ReqEvent`]s for the kernel's transport checkers: a completion's bytes are compared
+//! at the step it happens, a designed-to-fail write's target is compared with its contents
+//! before the post.
+
+use unpinned_core::api::{CompletionError, Op, Perms, RemoteKey, WorkRequest};
+use unpinned_core::memory::PAGE_BYTES;
+use unpinned_core::os::PageInPolicy;
+use unpinned_core::profile::{Profile, RetransmitPolicy};
+use unpinned_core::rng::{Rng, SimRng};
+use unpinned_core::time::{Duration, Instant};
+
+use super::report::{SeedReport, Tally};
+use crate::faults::FaultConfig;
+use crate::kernel::{
+    checkers, Checkers, ErrorKind, Expect, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
+};
+use crate::memory::Residence;
+use crate::net::Topology;
+use crate::world::{PostRecord, Sim, SimConfig};
+
+/// Read-write exposure and source / read-landing region, per node.
+const REGION: u64 = 2 << 20;
+/// The last bytes of the read-write exposure: targets of out-of-range requests only.
+const GUARD: u64 = 64 << 10;
+/// Read-only and revoked exposures.
+const SMALL: u64 = 64 << 10;
+const SRC_BASE: u64 = 0x1000_0000;
+const DST_BASE: u64 = 0x8000_0000;
+const RO_BASE: u64 = 0xa000_0000;
+const REV_BASE: u64 = 0xc000_0000;
+const PDID: unpinned_core::memory::Pdid = 1;
+/// Largest request.
+const MAX_LEN: u64 = 200_000;
+
+/// What a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Must succeed: a write or read of the read-write exposure, a read of the read-only one.
+    Normal,
+    /// A key the target never gave, into its read-write exposure.
+    BadKey,
+    /// Runs past the end of the read-write exposure.
+    OutOfRange,
+    /// Into an exposure the target revoked.
+    Revoked,
+    /// A write into a read-only exposure.
+    ReadOnly,
+}
+
+struct Req {
+    node: u32,
+    wr: WorkRequest,
+    phase: Phase,
+    kind: Kind,
+    /// What a successful request must deliver (source contents at post time).
+    expected: Vec<u8>,
+    /// A designed-to-fail write's target contents before the post.
+    before: Vec<u8>,
+}
+
+impl Req {
+    fn expect(&self) -> Expect {
+        if self.kind == Kind::Normal {
+            Expect::Succeed
+        } else {
+            Expect::Fail(ErrorKind::Protection)
+        }
+    }
+}
+
+/// Per node: its keys.
+struct Keys {
+    rw: RemoteKey,
+    ro: RemoteKey,
+    revoked: RemoteKey,
+}
+
+struct Driver {
+    sim: Sim,
+    rng: SimRng,
+    nodes: u32,
+    keys: Vec<Keys>,
+    reqs: Vec<Req>,
+    slice: u64,
+    checkers: Checkers<Requests>,
+    tally: Tally,
+    evictions: u64,
+    done: Vec<PostRecord>,
+}
+
+/// Run one seed of the PART swarm.
+pub fn run(seed: u64) -> SeedReport {
+    let tree = RngTree::new(seed);
+    let mut rng = tree.rng("vopr/part");
+    let retransmit = RetransmitPolicy::ALL[rng.gen_range(0..2)];
+    let mut profile = Profile::forth_arm();
+    if rng.gen_bool(0.5) {
+        profile.engine.block_timeout_us = [0.0, 100.0, 500.0, 1000.0][rng.gen_range(0..4)];
+    }
+    if rng.gen_bool(0.3) {
+        profile.engine.max_outstanding_blocks = rng.gen_range(1..=4);
+    }
+    if rng.gen_bool(0.3) {
+        profile.engine.packet_bytes = [64, 128, 512][rng.gen_range(0..3)];
+        profile.engine.block_bytes = profile.engine.packet_bytes * rng.gen_range(1..=64);
+    }
+    // Enough retries that injected loss alone rarely exhausts them.
+    profile.engine.max_timeouts = 30;
+    profile.engine.retransmit = retransmit;
+    // Whole-block retransmission needs every packet of a block to survive one attempt: keep
+    // its rates where that happens within the retries (docs/vopr.md).
+    let max_rate = match retransmit {
+        RetransmitPolicy::Block => 0.01,
+        RetransmitPolicy::Selective => 0.05,
+    };
+    let faults = FaultMix::draw(
+        &mut tree.rng("vopr/part/faults"),
+        max_rate,
+        Duration::from_us(20),
+    );
+    let nodes = rng.gen_range(2..=4u32);
+    let hops = rng.gen_range(1..=3);
+    let policy = [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)];
+    let send_err = rng.gen_bool(0.8);
+    let swarm = format!(
+        "nodes {nodes}, hops {hops}, {policy:?}, err {send_err}, retransmit {}, packet {} B, block {} B, window {}, block timeout {} us, faults {}",
+        retransmit.name(),
+        profile.engine.packet_bytes,
+        profile.engine.block_bytes,
+        profile.engine.max_outstanding_blocks,
+        profile.engine.block_timeout_us,
+        describe(&faults),
+    );
+    let cfg = SimConfig {
+        profile,
+        policy,
+        send_err,
+        seed,
+        nodes,
+        topology: Topology::Uniform { hops },
+        faults,
+        check_invariants: true,
+        trace: true,
+    };
+    let sim = Sim::new(cfg);
+    let safety = rng.gen_range(1..=12u64);
+    let liveness = rng.gen_range(1..=8u64);
+    let mut d = Driver {
+        sim,
+        rng,
+        nodes,
+        keys: Vec::new(),
+        reqs: Vec::new(),
+        slice: (REGION - GUARD) / (safety + liveness),
+        checkers: checkers::transport(false),
+        tally: Tally::default(),
+        evictions: 0,
+        done: Vec::new(),
+    };
+    d.setup();
+    d.phase(Phase::Safety, safety, Duration::from_ms(5_000));
+    if d.checkers.is_clean() {
+        d.sim.set_faults(FaultConfig::NONE);
+        d.phase(Phase::Liveness, liveness, Duration::from_ms(2_000));
+    }
+    let now = d.sim.now();
+    d.checkers.finish(now);
+    SeedReport {
+        protocol: "part",
+        seed,
+        swarm: format!("{swarm}, requests {safety} + {liveness}"),
+        tally: d.tally,
+        events: d.sim.events(),
+        faults: d.sim.link_stats(),
+        evictions: d.evictions,
+        trace_hash: d.sim.trace_hash(),
+        violations: d.checkers.violations().to_vec(),
+        violation_count: d.checkers.count(),
+    }
+}
+
+/// The rates of a fault mix, short.
+pub(crate) fn describe(f: &FaultConfig) -> String {
+    format!(
+        "loss {:.4} dup {:.4} reorder {:.4} delay {:.4} corrupt {:.4}",
+        f.loss, f.duplicate, f.reorder, f.delay, f.corrupt
+    )
+}
+
+impl Driver {
+    fn setup(&mut self) {
+        for n in 0..self.nodes {
+            for (base, len) in [
+                (SRC_BASE, REGION),
+                (DST_BASE, REGION + GUARD),
+                (RO_BASE, SMALL),
+                (REV_BASE, SMALL),
+            ] {
+                let r = match self.rng.gen_range(0..3) {
+                    0 => Residence::Present,
+                    1 => Residence::Absent,
+                    _ => Residence::MissingWithProbability(0.5),
+                };
+                self.sim.map(n, PDID, base, len, r);
+                self.sim.fill_random(n, PDID, base, len);
+            }
+            let rw = self.sim.expose(n, PDID, DST_BASE, REGION, Perms::RW);
+            let ro = self.sim.expose(n, PDID, RO_BASE, SMALL, Perms::R);
+            let revoked = self.sim.expose(n, PDID, REV_BASE, SMALL, Perms::RW);
+            let node = self.sim.node_mut(n);
+            assert!(node.engine.revoke(revoked), "a fresh exposure revokes");
+            node.mem.disallow_writes(PDID, REV_BASE, REV_BASE + SMALL);
+            self.keys.push(Keys { rw, ro, revoked });
+        }
+    }
+
+    /// Post `count` requests from now on, with evictions among them, and run until idle.
+    fn phase(&mut self, phase: Phase, count: u64, limit: Duration) {
+        let start = self.sim.now();
+        let mut t = start;
+        for _ in 0..count {
+            self.post(phase, t);
+            t += Duration(self.rng.gen_range(0..20_000));
+        }
+        // Evictions while the requests run (reclaim: the next access faults again).
+        let mut evictions: Vec<(Instant, u32, u64, u64)> = (0..self.rng.gen_range(0..=4))
+            .map(|_| {
+                let at = start + Duration(self.rng.gen_range(0..=(t - start).0 + 200_000));
+                let n = self.rng.gen_range(0..self.nodes);
+                let base = [SRC_BASE, DST_BASE][self.rng.gen_range(0..2)];
+                let pages = REGION / PAGE_BYTES;
+                let first = self.rng.gen_range(0..pages);
+                let len = self.rng.gen_range(1..=64.min(pages - first));
+                (at, n, base + first * PAGE_BYTES, len * PAGE_BYTES)
+            })
+            .collect();
+        evictions.sort_by_key(|e| e.0);
+        let mut evictions = evictions.into_iter().peekable();
+        let deadline = t + limit;
+        loop {
+            let next = self.sim.next_event_at();
+            if let Some(&(at, n, base, len)) = evictions.peek() {
+                if next.is_none_or(|e| at <= e) {
+                    self.sim.run_until(at).expect("no event before it");
+                    self.sim.evict(n, PDID, base, len);
+                    self.evictions += 1;
+                    evictions.next();
+                    continue;
+                }
+            }
+            let Some(next) = next else { break };
+            if next > deadline {
+                let what = format!(
+                    "{phase:?} phase: not idle {:.0} us after its last post\n{}",
+                    limit.as_us_f64(),
+                    self.sim.debug_summary()
+                );
+                self.checkers.report("liveness", self.sim.now(), what);
+                return;
+            }
+            if let Err(e) = self.sim.step() {
+                let at = self.sim.now();
+                self.checkers
+                    .observe(at, &ReqEvent::World { what: &e.what });
+                if self.checkers.count() > 16 {
+                    return;
+                }
+            }
+            self.drain();
+        }
+    }
+
+    /// Pick and post one request at `at`.
+    fn post(&mut self, phase: Phase, at: Instant) {
+        let i = self.reqs.len() as u64;
+        let rng = &mut self.rng;
+        let n = rng.gen_range(0..self.nodes);
+        let peer = (n + rng.gen_range(1..self.nodes)) % self.nodes;
+        let kind = if rng.gen_bool(0.75) {
+            Kind::Normal
+        } else {
+            [
+                Kind::BadKey,
+                Kind::OutOfRange,
+                Kind::Revoked,
+                Kind::ReadOnly,
+            ][rng.gen_range(0..4)]
+        };
+        let op = if kind == Kind::ReadOnly || rng.gen_bool(0.5) {
+            Op::Write
+        } else {
+            Op::Read
+        };
+        let slice = self.slice;
+        let mut len = if kind == Kind::Normal && rng.gen_bool(0.05) {
+            0
+        } else {
+            let scale = 1u64 << rng.gen_range(0..18);
+            rng.gen_range(1..=scale.min(slice).min(MAX_LEN))
+        };
+        let keys = &self.keys[peer as usize];
+        // Slice i of every node's regions belongs to request i.
+        let local_addr = SRC_BASE + i * slice;
+        let (remote_addr, rkey) = match kind {
+            Kind::Normal if op == Op::Read && rng.gen_bool(0.25) => {
+                len = len.min(SMALL);
+                (RO_BASE + rng.gen_range(0..=SMALL - len), keys.ro)
+            }
+            Kind::Normal => (
+                DST_BASE + i * slice + rng.gen_range(0..=slice - len),
+                keys.rw,
+            ),
+            Kind::BadKey => {
+                let mut k = rng.gen::<u32>();
+                while k == 0 || k == keys.rw || k == keys.ro || k == keys.revoked {
+                    k = rng.gen();
+                }
+                (DST_BASE + i * slice + rng.gen_range(0..=slice - len), k)
+            }
+            Kind::OutOfRange => {
+                len = len.clamp(2, GUARD);
+                (DST_BASE + REGION - rng.gen_range(1..len), keys.rw)
+            }
+            Kind::Revoked => {
+                len = len.min(SMALL);
+                (REV_BASE + rng.gen_range(0..=SMALL - len), keys.revoked)
+            }
+            Kind::ReadOnly => {
+                len = len.min(SMALL);
+                (RO_BASE + rng.gen_range(0..=SMALL - len), keys.ro)
+            }
+        };
+        let wr = WorkRequest {
+            wr_id: i,
+            op,
+            peer,
+            local_pdid: PDID,
+            local_addr,
+            remote_pdid: PDID,
+            remote_addr,
+            rkey,
+            len,
+        };
+        let mut expected = vec![0u8; len as usize];
+        let mut before = Vec::new();
+        match (kind, op) {
+            (Kind::Normal, Op::Write) => {
+                self.sim
+                    .node(n)
+                    .mem
+                    .host_read(PDID, local_addr, &mut expected)
+            }
+            (Kind::Normal, Op::Read) => {
+                self.sim
+                    .node(peer)
+                    .mem
+                    .host_read(PDID, remote_addr, &mut expected)
+            }
+            (_, Op::Write) => {
+                before = vec![0u8; len as usize];
+                self.sim
+                    .node(peer)
+                    .mem
+                    .host_read(PDID, remote_addr, &mut before);
+                expected.clear();
+            }
+            (_, Op::Read) => expected.clear(),
+        }
+        let req = Req {
+            node: n,
+            wr,
+            phase,
+            kind,
+            expected,
+            before,
+        };
+        let ev = ReqEvent::Posted {
+            req: i,
+            stream: u64::from(n),
+            phase,
+            expect: req.expect(),
+        };
+        self.checkers.observe(self.sim.now(), &ev);
+        self.tally.posted += 1;
+        self.reqs.push(req);
+        self.sim.post(at, n, wr);
+    }
+
+    /// Observe the completions of the last step.
+    fn drain(&mut self) {
+        self.sim.take_completed_into(&mut self.done);
+        let at = self.sim.now();
+        for rec in std::mem::take(&mut self.done) {
+            let Some(c) = rec.completion else { continue };
+            let id = rec.wr.wr_id;
+            let outcome = match c.status {
+                Ok(()) => Outcome::Ok,
+                Err(e) => Outcome::Err {
+                    kind: match e {
+                        CompletionError::RemoteAccess => ErrorKind::Protection,
+                        CompletionError::RetryExceeded | CompletionError::PeerGone => {
+                            ErrorKind::Transport
+                        }
+                        _ => ErrorKind::Other,
+                    },
+                    detail: e.to_string(),
+                },
+            };
+            self.checkers.observe(
+                at,
+                &ReqEvent::Completed {
+                    req: id,
+                    outcome: &outcome,
+                },
+            );
+            let Some(req) = self.reqs.get(id as usize) else {
+                continue;
+            };
+            self.tally.count(req.phase, req.expect(), &outcome);
+            let wr = req.wr;
+            if req.kind == Kind::Normal && outcome.is_ok() {
+                let mut got = vec![0u8; wr.len as usize];
+                let (node, pdid, addr) = match wr.op {
+                    Op::Write => (wr.peer, wr.remote_pdid, wr.remote_addr),
+                    Op::Read => (req.node, wr.local_pdid, wr.local_addr),
+                };
+                self.sim.node(node).mem.host_read(pdid, addr, &mut got);
+                let ev = ReqEvent::Bytes {
+                    req: id,
+                    expected: &req.expected,
+                    got: &got,
+                };
+                self.checkers.observe(at, &ev);
+            } else if req.kind != Kind::Normal && wr.op == Op::Write {
+                let mut after = vec![0u8; wr.len as usize];
+                self.sim
+                    .node(wr.peer)
+                    .mem
+                    .host_read(wr.remote_pdid, wr.remote_addr, &mut after);
+                let ev = ReqEvent::Untouched {
+                    req: id,
+                    before: &req.before,
+                    after: &after,
+                };
+                self.checkers.observe(at, &ev);
+            }
+        }
+    }
+}
