@@ -43,6 +43,9 @@ pub struct PlotSpec {
     pub log_y: bool,
     /// File stem suffix; the main plot has "" (`NAME.svg`), others `NAME-SUFFIX.svg`.
     pub suffix: String,
+    /// Series (values of the series column) drawn as markers only, without a line, in a line
+    /// plot: e.g. reference points overlaid on measured curves.
+    pub markers: Vec<String>,
 }
 
 impl PlotSpec {
@@ -58,6 +61,7 @@ impl PlotSpec {
             log_x: false,
             log_y: false,
             suffix: String::new(),
+            markers: Vec::new(),
         }
     }
     /// Builder: log-scale axes.
@@ -89,6 +93,12 @@ impl PlotSpec {
     /// Builder: keep only rows whose `column` is one of `values`.
     pub fn only_any(self, column: &str, values: &[&str]) -> PlotSpec {
         self.only(column, &values.join("|"))
+    }
+    /// Builder: draw the series named `series` as markers only (line plots; see
+    /// [`PlotSpec::markers`]).
+    pub fn markers_only(mut self, series: &str) -> PlotSpec {
+        self.markers.push(series.to_string());
+        self
     }
     /// Builder: file suffix for secondary plots.
     pub fn suffix(mut self, s: &str) -> PlotSpec {
@@ -790,6 +800,8 @@ struct Legend {
     w: f64,
     h: f64,
     swatch: Swatch,
+    /// Per name: drawn as a marker alone whatever `swatch` says (marker-only series).
+    marker_only: Vec<bool>,
 }
 
 const LEGEND_ROW: f64 = 18.0;
@@ -807,6 +819,7 @@ impl Legend {
             h,
             names,
             swatch,
+            marker_only: Vec::new(),
         }
     }
 
@@ -821,7 +834,12 @@ impl Legend {
         for (i, name) in self.names.iter().enumerate() {
             let cy = y + 5.0 + LEGEND_ROW * (i as f64 + 0.5);
             let color = PALETTE[i % PALETTE.len()];
-            match self.swatch {
+            let swatch = if self.marker_only.get(i) == Some(&true) {
+                Swatch::Marker
+            } else {
+                self.swatch
+            };
+            match swatch {
                 Swatch::LineMarker => {
                     s.line(x + 8.0, cy, x + 30.0, cy, color, 2.0);
                     s.marker(i, x + 19.0, cy, color);
@@ -958,16 +976,8 @@ fn draw_axes(
         }
     }
     // Axis titles.
-    let xlabel = if spec.log_x && xa.is_some() {
-        format!("{} (log)", spec.x)
-    } else {
-        spec.x.clone()
-    };
-    let ylabel = if spec.log_y {
-        format!("{} (log)", spec.y)
-    } else {
-        spec.y.clone()
-    };
+    let xlabel = axis_title(&spec.x, spec.log_x && xa.is_some());
+    let ylabel = axis_title(&spec.y, spec.log_y);
     let xl_y = match x_cats {
         Some((cats, true)) => f.y1 + 22.0 + rotated_height(cats),
         _ => f.y1 + 42.0,
@@ -985,6 +995,18 @@ fn draw_axes(
         r#" font-weight="bold""#,
         &spec.title,
     );
+}
+
+/// An axis title: the column name, "(log)" after it on a log axis, or inside a trailing
+/// "(unit)" so that the unit stays last: "v (us)" becomes "v (log, us)".
+fn axis_title(name: &str, log: bool) -> String {
+    if !log {
+        return name.to_string();
+    }
+    match name.strip_suffix(')').and_then(|s| s.rsplit_once(" (")) {
+        Some((stem, unit)) => format!("{stem} (log, {unit})"),
+        None => format!("{name} (log)"),
+    }
 }
 
 /// Vertical room taken by category labels rotated by 35 degrees.
@@ -1038,8 +1060,9 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
     let xa = value_axis(xs, spec.log_x, ZeroPolicy::Never);
     let ya = value_axis(ys, spec.log_y, ZeroPolicy::IfClose);
     let is_line = spec.kind == PlotKind::Line;
+    let joined = |s: &Series| is_line && !spec.markers.contains(&s.name);
     let show_legend = series.len() > 1 || spec.series.is_some();
-    let legend = Legend::new(
+    let mut legend = Legend::new(
         series.iter().map(|s| s.name.clone()).collect(),
         if is_line {
             Swatch::LineMarker
@@ -1047,6 +1070,7 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
             Swatch::Marker
         },
     );
+    legend.marker_only = series.iter().map(|s| !joined(s)).collect();
     let m = Margins {
         left: left_margin(&ya),
         top: 48.0,
@@ -1068,7 +1092,7 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
             for &(x, y) in &pts {
                 b.push((x - 4.0, y - 4.0, x + 4.0, y + 4.0));
             }
-            if is_line {
+            if joined(s) {
                 for w in pts.windows(2) {
                     let ((ax, ay), (bx, by)) = (w[0], w[1]);
                     let steps = ((bx - ax).hypot(by - ay) / 4.0).ceil().max(1.0) as usize;
@@ -1106,7 +1130,8 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
             .iter()
             .map(|&(x, y)| (f.px(xa.norm(x)), f.py(ya.norm(y))))
             .collect();
-        if is_line && pts.len() > 1 {
+        let line = joined(ser);
+        if line && pts.len() > 1 {
             let mut d = String::new();
             for (x, y) in &pts {
                 let _ = write!(d, "{},{} ", n(*x), n(*y));
@@ -1116,13 +1141,13 @@ fn draw_xy(spec: &PlotSpec, series: &[Series], dropped_log: usize) -> String {
                 d.trim_end()
             ));
         }
-        if !is_line {
+        if !line {
             s.raw(r#"<g fill-opacity="0.8">"#);
         }
         for (x, y) in &pts {
             s.marker(i, *x, *y, color);
         }
-        if !is_line {
+        if !line {
             s.raw("</g>");
         }
     }
@@ -1345,6 +1370,21 @@ mod tests {
         assert_eq!(labels[..3], ["10k", "100k", "1M"]);
         let a = log_axis(1e-9, 1e9, true);
         assert!(a.major.len() <= 10, "{:?}", a.major);
+    }
+
+    #[test]
+    fn marker_only_series_have_no_line() {
+        let mut t = sample();
+        t.push(vec!["ref".into(), 4096u64.into(), 7.0.into()]);
+        t.push(vec!["ref".into(), 65536u64.into(), 20.0.into()]);
+        let spec = PlotSpec::line("Ref", "size_bytes", "latency_us", Some("scheme"))
+            .log(true, false)
+            .markers_only("ref");
+        let svg = render_svg(&t, &spec).unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
+        assert!(svg.contains(">ref</text>"));
+        assert_eq!(axis_title("v (us)", true), "v (log, us)");
+        assert_eq!(axis_title("v (us)", false), "v (us)");
     }
 
     #[test]

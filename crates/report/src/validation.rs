@@ -79,6 +79,9 @@ pub struct Entry {
     pub column: String,
     /// Group by this column first (means per value), for `Agg::WindowEnd` and per-x extremes.
     pub x: Option<String>,
+    /// The filter key that is the x axis of the curve the published value sits on, when more
+    /// than one filter value is a number (see [`curve_x`]).
+    pub x_at: Option<String>,
     /// Keep rows whose column has this text (`a|b`: either).
     pub filter: BTreeMap<String, String>,
     /// Reduction.
@@ -360,6 +363,187 @@ pub fn table(outcomes: &[&Outcome]) -> Table {
     t
 }
 
+/// Where a row's published value sits on a curve of its experiment: the x column and the x
+/// value. The column is `x_at` if given, else the one filter key whose value is a number; the
+/// curve is the row's `column` (times `scale`) against it, over the rows matching the rest of
+/// the filter. None for rows whose value is not a point on a curve: no published number, a
+/// ratio (`over`), an extreme, a window end or a rule, or no single numeric filter key.
+pub fn curve_x(e: &Entry) -> Option<(String, f64)> {
+    if e.agg != Agg::Mean || e.over.is_some() || e.x.is_some() || e.published.is_none() {
+        return None;
+    }
+    let numeric = |v: &str| v.parse::<f64>().ok().filter(|v| v.is_finite());
+    if let Some(k) = &e.x_at {
+        return Some((k.clone(), numeric(e.filter.get(k)?)?));
+    }
+    let mut keys = e
+        .filter
+        .iter()
+        .filter_map(|(k, v)| numeric(v).map(|x| (k.clone(), x)));
+    let first = keys.next()?;
+    keys.next().is_none().then_some(first)
+}
+
+/// The curve of `e` along `x_col` in `t`: the mean of `column` times `scale` per value of
+/// `x_col`, over the rows matching the filter without its `x_col` key, in x order.
+fn curve(t: &Table, e: &Entry, x_col: &str) -> Result<Vec<(f64, f64)>, String> {
+    let mut rest = e.filter.clone();
+    rest.remove(x_col);
+    let col = |c: &str| {
+        t.col(c)
+            .ok_or_else(|| format!("the CSV has no column {c:?}"))
+    };
+    let (xi, yi) = (col(x_col)?, col(&e.column)?);
+    let scale = e.scale.unwrap_or(1.0);
+    let mut groups: Vec<(f64, f64, u64)> = Vec::new();
+    for row in &t.rows {
+        if !matches(t, row, &rest)? {
+            continue;
+        }
+        let (Some(x), Some(y)) = (num(&row[xi]), num(&row[yi])) else {
+            continue;
+        };
+        match groups.iter_mut().find(|g| g.0 == x) {
+            Some(g) => {
+                g.1 += y * scale;
+                g.2 += 1;
+            }
+            None => groups.push((x, y * scale, 1)),
+        }
+    }
+    if groups.is_empty() {
+        return Err("no row matches the filter".into());
+    }
+    let mut pts: Vec<(f64, f64)> = groups.iter().map(|g| (g.0, g.1 / g.2 as f64)).collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(pts)
+}
+
+/// The series name of a curve: the filter values it keeps (or its column).
+fn curve_label(e: &Entry, x_col: &str, with_column: bool) -> String {
+    let kept: Vec<String> = e
+        .filter
+        .iter()
+        .filter(|(k, _)| k.as_str() != x_col)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    match (kept.is_empty(), with_column) {
+        (true, _) => e.column.clone(),
+        (false, false) => kept.join(", "),
+        (false, true) => format!("{}: {}", e.column, kept.join(", ")),
+    }
+}
+
+/// The y label of a curve plot: the column without a time-unit suffix, the unit last.
+fn y_label(columns: &[&str], unit: &str) -> String {
+    let stem = match columns {
+        [c] => ["_ns", "_us", "_ms", "_s"]
+            .iter()
+            .find_map(|u| c.strip_suffix(u))
+            .unwrap_or(c),
+        _ => "value",
+    };
+    format!("{stem} ({unit})")
+}
+
+/// A log axis when every value is positive and they span two decades or more.
+fn wide(vals: impl Iterator<Item = f64> + Clone) -> bool {
+    let lo = vals.clone().fold(f64::INFINITY, f64::min);
+    let hi = vals.fold(f64::NEG_INFINITY, f64::max);
+    lo > 0.0 && hi / lo >= 100.0
+}
+
+/// The label of the published points series in a curve plot.
+pub const PUBLISHED: &str = "published";
+
+/// The plots of one experiment's outcomes, as `(file suffix, SVG)`. Rows whose published value
+/// is a point on a curve ([`curve_x`]) get their curves from `table` (the experiment's CSV,
+/// None: not available) with the published values overlaid as markers at their x, one plot per
+/// (x column, unit); the first has suffix "", the others `X-UNIT`. The other rows (ratios,
+/// extremes, windows, rules, and every row without a table) stay as bar pairs ([`plot`]),
+/// suffix "bars" beside curve plots, else "".
+pub fn plots(
+    experiment: &str,
+    outcomes: &[&Outcome],
+    table: Option<&Table>,
+) -> Result<Vec<(String, String)>, String> {
+    // (x column, unit) -> the rows on curves with their x and curve.
+    type OnCurve<'a> = Vec<(&'a Outcome, f64, Vec<(f64, f64)>)>;
+    let mut groups: Vec<((String, String), OnCurve)> = Vec::new();
+    let mut rest: Vec<&Outcome> = Vec::new();
+    for &o in outcomes {
+        let on = table.zip(curve_x(&o.entry)).and_then(|(t, (xc, x))| {
+            let c = curve(t, &o.entry, &xc).ok()?;
+            Some((xc, x, c))
+        });
+        let Some((xc, x, c)) = on else {
+            rest.push(o);
+            continue;
+        };
+        let key = (xc, o.entry.unit.clone());
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push((o, x, c)),
+            None => groups.push((key, vec![(o, x, c)])),
+        }
+    }
+    let mut out = Vec::new();
+    for (gi, ((xc, unit), rows)) in groups.iter().enumerate() {
+        let mut columns: Vec<&str> = rows.iter().map(|r| r.0.entry.column.as_str()).collect();
+        columns.sort_unstable();
+        columns.dedup();
+        let y = y_label(&columns, unit);
+        let mut t = Table::new(&[xc.as_str(), y.as_str(), "series"]);
+        let mut drawn: Vec<String> = Vec::new();
+        for (o, _, c) in rows {
+            let label = curve_label(&o.entry, xc, columns.len() > 1);
+            if drawn.contains(&label) {
+                continue;
+            }
+            for &(x, v) in c {
+                t.push(vec![x.into(), v.into(), label.as_str().into()]);
+            }
+            drawn.push(label);
+        }
+        for (o, x, _) in rows {
+            if let Some(p) = o.entry.published {
+                t.push(vec![(*x).into(), p.into(), PUBLISHED.into()]);
+            }
+        }
+        let xs = rows.iter().flat_map(|r| r.2.iter().map(|p| p.0));
+        let ys = rows
+            .iter()
+            .flat_map(|r| r.2.iter().map(|p| p.1).chain(r.0.entry.published));
+        let spec = PlotSpec::line(
+            &format!("{experiment}: ours (lines) and published (markers)"),
+            xc,
+            &y,
+            Some("series"),
+        )
+        .log(wide(xs), wide(ys))
+        .markers_only(PUBLISHED);
+        let suffix = if gi == 0 {
+            String::new()
+        } else {
+            format!("{xc}-{unit}")
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect()
+        };
+        out.push((suffix, render_svg(&t, &spec)?));
+    }
+    if !rest.is_empty() {
+        let suffix = if out.is_empty() { "" } else { "bars" };
+        out.push((suffix.to_string(), plot(experiment, &rest)?));
+    }
+    Ok(out)
+}
+
 /// Ours beside the published values of one experiment's outcomes, as bars (log scale: the
 /// rows have different units), published ones only where the study gives a number.
 pub fn plot(experiment: &str, outcomes: &[&Outcome]) -> Result<String, String> {
@@ -396,11 +580,17 @@ differs) and stays.";
 
 /// Evaluate every entry against the CSVs in `dir` (written by the simulated experiments just
 /// before), write `dir/validation.{csv,json}` (every row) and
-/// `dir/validation-EXPERIMENT.{csv,json,svg}` per experiment, and return the report section
-/// (one entry per experiment, in the order of validation.md).
+/// `dir/validation-EXPERIMENT.{csv,json,svg}` per experiment (with more SVGs when the
+/// experiment needs more than one plot, see [`plots`]), and return the report section (one
+/// entry per experiment, in the order of validation.md).
 pub fn write_section(dir: &Path) -> io::Result<ReportSection> {
     let entries = entries().map_err(io::Error::other)?;
-    let outcomes = evaluate(&entries, |name| read_csv(&dir.join(format!("{name}.csv"))));
+    let mut tables: BTreeMap<String, Table> = BTreeMap::new();
+    let outcomes = evaluate(&entries, |name| {
+        let t = read_csv(&dir.join(format!("{name}.csv")))?;
+        tables.insert(name.to_string(), t.clone());
+        Ok(t)
+    });
     let mut experiments: Vec<&str> = Vec::new();
     for o in &outcomes {
         if !experiments.contains(&o.entry.experiment.as_str()) {
@@ -428,10 +618,11 @@ pub fn write_section(dir: &Path) -> io::Result<ReportSection> {
             "ours": format!("read from {exp}.csv of this report"),
         });
         let mut files = write_experiment(out, &name, &t, &[], &meta)?;
-        let svg = plot(exp, &mine).map_err(io::Error::other)?;
-        let path = out.join(svg_file_name(&name, ""));
-        std::fs::write(&path, svg)?;
-        files.svgs.push(path);
+        for (suffix, svg) in plots(exp, &mine, tables.get(exp)).map_err(io::Error::other)? {
+            let path = out.join(svg_file_name(&name, &suffix));
+            std::fs::write(&path, svg)?;
+            files.svgs.push(path);
+        }
         report.push(ReportEntry {
             name,
             system: mine[0]
@@ -542,6 +733,99 @@ mod tests {
     }
 
     #[test]
+    fn every_x_at_names_a_numeric_filter_key() {
+        for e in entries().unwrap() {
+            if let Some(k) = &e.x_at {
+                assert_eq!(
+                    curve_x(&e).map(|c| c.0).as_deref(),
+                    Some(k.as_str()),
+                    "entry {}: x_at {k:?} is not a numeric filter key of a point on a curve",
+                    e.id
+                );
+            }
+        }
+    }
+
+    fn point_entry(id: &str, scheme: &str, x: &str, published: f64) -> Entry {
+        Entry {
+            id: id.into(),
+            section: "s".into(),
+            result: "r".into(),
+            claim: "c".into(),
+            published: Some(published),
+            published_text: "p".into(),
+            unit: "us".into(),
+            scale: None,
+            experiment: "exp".into(),
+            column: "v".into(),
+            x: None,
+            x_at: None,
+            filter: BTreeMap::from([
+                ("scheme".to_string(), scheme.to_string()),
+                ("x_us".to_string(), x.to_string()),
+            ]),
+            agg: Agg::Mean,
+            over: None,
+            reason: "because".into(),
+        }
+    }
+
+    #[test]
+    fn overlay_plot_has_the_curve_and_the_published_points() {
+        // A small CSV as an experiment writes it, read back.
+        let dir = std::env::temp_dir().join(format!("unpinned-overlay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("exp.csv");
+        std::fs::write(
+            &path,
+            "scheme,x_us,v\na,10,1.5\na,10,2.5\na,20,4\na,40,8\nb,10,100\nb,20,200\n",
+        )
+        .unwrap();
+        let tab = read_csv(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut ratio = point_entry("ratio", "a", "20", 0.5);
+        ratio.over = Some(Over {
+            filter: BTreeMap::from([("scheme".to_string(), "b".to_string())]),
+            column: None,
+        });
+        let es = [
+            point_entry("a10", "a", "10", 2.2),
+            point_entry("a40", "a", "40", 9.0),
+            point_entry("b20", "b", "20", 180.0),
+            ratio,
+        ];
+        assert_eq!(curve_x(&es[0]), Some(("x_us".to_string(), 10.0)));
+        assert_eq!(curve_x(&es[3]), None, "a ratio is not a point on a curve");
+        assert_eq!(
+            curve(&tab, &es[0], "x_us").unwrap(),
+            [(10.0, 2.0), (20.0, 4.0), (40.0, 8.0)]
+        );
+        let out = evaluate(&es, |_| Ok(tab.clone()));
+        let refs: Vec<&Outcome> = out.iter().collect();
+        let svgs = plots("exp", &refs, Some(&tab)).unwrap();
+        let suffixes: Vec<&str> = svgs.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(suffixes, ["", "bars"], "the ratio stays a bar pair");
+        let svg = &svgs[0].1;
+        // Two curves (scheme=a with 3 points, scheme=b with 2) and 3 published markers.
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        for label in ["scheme=a", "scheme=b", PUBLISHED, "x_us", "v (log, us)"] {
+            assert!(
+                svg.contains(&format!(">{label}</text>")),
+                "missing {label}\n{svg}"
+            );
+        }
+        // Series 0 (scheme=a) are circles, series 2 (published) triangles: the points plus
+        // one in the legend; the published ones have no line.
+        assert_eq!(svg.matches("<circle").count(), 3 + 1, "{svg}");
+        assert_eq!(svg.matches("<path").count(), 3 + 1, "{svg}");
+        // Without the table every row is a bar pair.
+        let svgs = plots("exp", &refs, None).unwrap();
+        assert_eq!(svgs.len(), 1);
+        assert_eq!(svgs[0].0, "");
+        assert!(!svgs[0].1.contains("<polyline"));
+    }
+
+    #[test]
     fn reductions_ratios_and_windows() {
         let tab = t(&[
             ("a", 0, 1.0),
@@ -572,6 +856,7 @@ mod tests {
             experiment: "exp".into(),
             column: "v".into(),
             x: None,
+            x_at: None,
             filter: f("b"),
             agg: Agg::Mean,
             over: Some(Over {
