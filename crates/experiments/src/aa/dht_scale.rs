@@ -84,8 +84,10 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
         compute_ns,
     } = ctx.params()?;
     let prof = ctx.aa_profile()?;
-    // Inserts per process: enough for the steady state to dominate start-up and the final
-    // flush at every scale, small enough for the whole sweep to run in seconds.
+    // Inserts per process: small enough for the whole sweep to run in seconds. At scale a
+    // process touches almost as many targets as it inserts, so the end-of-run flush (a request
+    // and a response per target) is about one of the ~3 messages per insert; `msgs_per_insert`
+    // shows it, and `exp.ops` raises the count when the steady state alone is wanted.
     let mut points = Vec::new();
     for &n in &nodes {
         for &c in &collisions {
