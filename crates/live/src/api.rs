@@ -39,6 +39,7 @@ use crate::fault_handler::{self, PageInCounters};
 use crate::layer::{EngineMemory, NoHook, TurnHook};
 use crate::memory::{check_mapped_kind, LiveMemory, MapsError};
 use crate::runtime::{Clock, Core, Driver, LoopOptions, RuntimeStats, Shared};
+use crate::transport::faulty::FaultyTransport;
 use crate::transport::shm::ShmTransport;
 use crate::transport::udp::UdpTransport;
 use crate::transport::{Transport, Waker};
@@ -150,6 +151,13 @@ impl Runtime {
         transport: Box<dyn Transport>,
         layer: impl FnOnce(LiveMemory, Waker) -> (M, H),
     ) -> Result<Runtime, LiveError> {
+        // Fault injection (`transport.inject_*`) wraps whatever transport the runtime is given.
+        let rates = cfg.transport.fault_rates();
+        let transport: Box<dyn Transport> = if rates.any() {
+            Box::new(FaultyTransport::new(transport, rates))
+        } else {
+            transport
+        };
         if transport.rank() != cfg.rank || transport.size() != cfg.size {
             return Err(LiveError::Config(format!(
                 "transport is rank {} of {}, configuration says rank {} of {}",

@@ -232,7 +232,7 @@ impl Default for MemorySection {
 }
 
 /// Transports between the ranks ([`crate::transport`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TransportSection {
     /// Slots per shared-memory ring (per direction and rank pair) of the segment the launcher
@@ -241,6 +241,17 @@ pub struct TransportSection {
     /// Keep the CRC32 of every packet on the shared-memory transport too (a diagnostic for
     /// suspected corruption; shared memory does not corrupt bytes). Default false.
     pub shm_checksum: bool,
+    /// Fraction of sent packets dropped by the fault-injecting wrapper
+    /// ([`crate::transport::faulty`]), for testing recovery. Default 0.
+    pub inject_drop: f64,
+    /// Fraction of sent packets sent twice. Default 0.
+    pub inject_duplicate: f64,
+    /// Fraction of sent packets held back behind a later one. Default 0.
+    pub inject_reorder: f64,
+    /// Fraction of sent packets with one byte flipped. Default 0.
+    pub inject_corrupt: f64,
+    /// Seed of the injected faults (mixed with the rank). Default 0.
+    pub inject_seed: u64,
 }
 
 impl Default for TransportSection {
@@ -248,6 +259,24 @@ impl Default for TransportSection {
         TransportSection {
             ring_slots: DEFAULT_RING_SLOTS,
             shm_checksum: false,
+            inject_drop: 0.0,
+            inject_duplicate: 0.0,
+            inject_reorder: 0.0,
+            inject_corrupt: 0.0,
+            inject_seed: 0,
+        }
+    }
+}
+
+impl TransportSection {
+    /// The fault-injection rates of the `inject_*` knobs.
+    pub fn fault_rates(&self) -> crate::transport::faulty::FaultRates {
+        crate::transport::faulty::FaultRates {
+            drop: self.inject_drop,
+            duplicate: self.inject_duplicate,
+            reorder: self.inject_reorder,
+            corrupt: self.inject_corrupt,
+            seed: self.inject_seed,
         }
     }
 }
@@ -365,6 +394,12 @@ impl Config {
         }
         if self.transport.ring_slots < 2 {
             return bad("transport.ring_slots", "a ring needs at least 2 slots");
+        }
+        if let Some((name, _)) = self.transport.fault_rates().invalid() {
+            return bad(
+                &format!("transport.{name}"),
+                "a fraction of packets: between 0 and 1",
+            );
         }
         if self.timeouts.op_ms == 0 || self.timeouts.bootstrap_ms == 0 {
             return bad("timeouts", "timeouts must be at least 1 ms");
@@ -650,6 +685,11 @@ pub const KNOB_DOCS: &[(&str, &str)] = &[
     ("memory.pdid", "protection domain id of this process"),
     ("transport.ring_slots", "slots per shared-memory ring (per direction and rank pair), at least 2"),
     ("transport.shm_checksum", "keep the CRC32 of every packet on shared memory too (diagnostic)"),
+    ("transport.inject_drop", "testing: fraction of sent packets dropped (transport::faulty)"),
+    ("transport.inject_duplicate", "testing: fraction of sent packets sent twice"),
+    ("transport.inject_reorder", "testing: fraction of sent packets held back behind a later one"),
+    ("transport.inject_corrupt", "testing: fraction of sent packets with one byte flipped"),
+    ("transport.inject_seed", "testing: seed of the injected faults (mixed with the rank)"),
     ("timeouts.bootstrap_ms", "bootstrap collectives (exchange, barrier) wait this long for the other ranks"),
     ("timeouts.op_ms", "longest Runtime::wait / flush"),
     ("trace.enabled", "record the runtime's trace points (crate::trace)"),

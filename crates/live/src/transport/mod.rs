@@ -8,7 +8,10 @@
 //!   engine sleeps in the kernel and is woken by the first packet.
 //! - [`udp`]: one non-blocking UDP socket per rank, peers by address.
 //! - [`mem`]: ranks as threads of one process (tests): queues behind a mutex.
+//! - [`faulty`]: a wrapper around any of them that drops, duplicates, reorders and corrupts
+//!   what a rank sends (the `transport.inject_*` knobs).
 
+pub mod faulty;
 pub mod mem;
 pub mod shm;
 pub mod udp;
