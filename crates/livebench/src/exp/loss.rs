@@ -3,7 +3,9 @@
 //!
 //! Two runtimes in this process, each with a UDP socket in its own network namespace, joined
 //! by a veth pair on which nftables drops `loss_percent` % of the UDP packets in each
-//! direction (and duplicates `dup_percent` %; see [`crate::netns`]). Per (loss rate, policy)
+//! direction (and duplicates `dup_percent` %; see [`crate::netns`]). This kernel has no
+//! netem, so reordering comes from the runtime's fault-injecting transport wrapper
+//! (`reorder_percent`, `transport.inject_reorder`). Per (loss rate, policy)
 //! rank 0 posts `transfers` writes of `bytes` each into memory of rank 1 (every page present:
 //! loss, not page faults, is measured), all at once,
 //! and waits for their completions until `deadline_s`; goodput is the bytes of the writes
@@ -70,6 +72,12 @@ unpinned_experiments::declare_params! {
             unit: "%",
             check: unpinned_experiments::params::int(0, 50),
             doc: "Packets duplicated, each direction (nftables dup)",
+        },
+        reorder_percent: u32 {
+            default: "0",
+            unit: "%",
+            check: unpinned_experiments::params::int(0, 50),
+            doc: "Packets each rank holds back behind a later one (transport.inject_reorder)",
         },
         transfers: usize {
             default: "16",
@@ -141,6 +149,8 @@ fn point(
     for rank in 0..2u32 {
         let mut c = base_config(rank);
         c.engine = profile.engine.clone();
+        c.transport.inject_reorder = f64::from(p.reorder_percent) / 100.0;
+        c.transport.inject_seed = ctx.seed;
         let t = net.udp(rank, PORT, c.max_packet()).map_err(fail)?;
         rts.push(Runtime::new(c, Box::new(t)).map_err(fail)?);
     }
@@ -211,6 +221,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let mut table = Table::new(&[
         "loss_percent",
         "dup_percent",
+        "reorder_percent",
         "policy",
         "transfers",
         "completed",
@@ -243,7 +254,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
     let meta = |skipped: Option<String>| {
         json!({
             "transport": "udp between two network namespaces (veth), nftables loss on each side's output",
-            "reordering": "not injected (needs tc netem)",
+            "reordering": "reorder_percent of each rank's packets held back behind its next packet (at most 1 ms) by the runtime's transport::faulty wrapper: no netem on this kernel",
             "memory": "destination pages present before the writes",
             "packet_bytes": p.packet_bytes,
             "block_timeout_us": ctx.profile.engine.block_timeout_us,
@@ -277,6 +288,7 @@ fn run(ctx: &RunContext) -> Result<ExperimentOutput, ExperimentError> {
             table.push(vec![
                 loss.into(),
                 p.dup_percent.into(),
+                p.reorder_percent.into(),
                 policy.clone().into(),
                 p.transfers.into(),
                 r.ok.into(),
