@@ -20,7 +20,8 @@ use unpinned_os::mapping::Mapping;
 const PUTS: u64 = 4;
 
 /// Two Active Access ranks whose engines give up on a silent peer after `max_timeouts`
-/// periods of 1 ms.
+/// periods of 1 ms (long enough, in both cases below, for the puts before the flush on a
+/// loaded host).
 fn pair(max_timeouts: u32) -> Vec<ActiveRuntime> {
     let sets = [
         "engine.block_timeout_us=1000".to_string(),
@@ -68,6 +69,9 @@ fn flush_behind_a_stalled_handler(
             c.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
+    // Opens the gate on every way out, a failed assertion included (the handler's `Drop`
+    // waits for it).
+    let _open = Open(gate.clone());
     for i in 0..PUTS {
         let v = (i + 1).to_le_bytes();
         src.write_blocking(1, &v, mem.addr() + 8 * i, key).unwrap();
@@ -88,11 +92,20 @@ fn flush_behind_a_stalled_handler(
     (r, done)
 }
 
+/// Opens the handler's gate when dropped.
+struct Open(Arc<AtomicBool>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 #[test]
 fn a_flush_held_longer_than_the_liveness_limit_fails_a_longer_limit_completes() {
-    // The handler stalls until the flush returns; 5 silent periods of 1 ms: RetryExceeded,
+    // The handler stalls until the flush returns; 200 silent periods of 1 ms: RetryExceeded,
     // although the peer is alive and holding the flush on purpose.
-    let (r, done) = flush_behind_a_stalled_handler(5, None);
+    let (r, done) = flush_behind_a_stalled_handler(200, None);
     assert!(
         matches!(
             r,
