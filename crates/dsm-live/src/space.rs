@@ -1,7 +1,8 @@
 //! [`LiveSpace`]: the live Multiview DSM behind [`SharedSpace`].
 //!
-//! One per process (it owns SIGSEGV and the fixed range). The coherence state is the sans-IO
-//! [`unpinned_dsm::Node`] under one mutex; it is driven from three places:
+//! One per process (its SIGSEGV handler takes the faults on its views and passes the others on,
+//! e.g. to the runtime's fault-safe copy; it owns the fixed range). The coherence state is
+//! the sans-IO [`unpinned_dsm::Node`] under one mutex; it is driven from three places:
 //! - the faulting application thread, inside the SIGSEGV handler (synchronous entry: decode
 //!   the address to a minipage, read vs write from the x86-64 page-fault error code, call
 //!   `Node::fault`, send the request, then wait for its resume flag);
@@ -26,6 +27,7 @@ use unpinned_dsm::{Access, Event, FaultResult, Msg, Node};
 use unpinned_live::config::{apply_overrides, knob_rows, ConfigError, KnobRow};
 use unpinned_live::edge::Edge;
 use unpinned_live::Runtime;
+use unpinned_os::sigchain::Chain;
 
 use crate::context::{Backoff, Contexts, HandlerContext, Service};
 use crate::endpoint::Endpoint;
@@ -589,26 +591,25 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut l
     if !p.is_null() && unsafe { (*p).fault(addr, write) } {
         return;
     }
-    // Not ours: restore the default action; returning re-executes the access, which then
-    // kills the process as usual.
-    // SAFETY: resetting the disposition of the signal being handled.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = libc::SIG_DFL;
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
-    }
+    // Not ours (a fault-safe copy's, or a real crash): the disposition found at installation
+    // decides.
+    // SAFETY: called from the handler installed through SEGV_CHAIN, with the kernel's
+    // arguments.
+    unsafe { SEGV_CHAIN.pass_on(sig, info, uctx) };
 }
 
+/// The `SIGSEGV` disposition found when the requestor was installed: it gets every fault that
+/// is not on a DSM view.
+static SEGV_CHAIN: Chain = Chain::new();
+
 fn install_segv() -> Result<(), DsmLiveError> {
-    // SAFETY: installing a process-wide SIGSEGV handler (one live space per process).
-    let r = unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_segv as *const () as usize;
-        sa.sa_flags = libc::SA_SIGINFO;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut())
-    };
-    if r != 0 {
+    // The runtime's fault-safe copy handler goes in first (it is installed at the first copy
+    // otherwise): ours then sees every fault first and runs on the faulting thread's own stack
+    // (the copy's handler runs on the small alternate stack, too small for a DSM fault, which
+    // waits for the page).
+    unpinned_os::safecopy::install();
+    // Process-wide, once: later spaces reuse it (SPACE says which space is live).
+    if !SEGV_CHAIN.install(libc::SIGSEGV, on_segv, 0) {
         return Err(DsmLiveError::Os(format!(
             "sigaction(SIGSEGV): {}",
             std::io::Error::last_os_error()

@@ -70,6 +70,17 @@ fn per_page_protection_works_too() {
     ok(&r, "counter with per-page mprotect");
 }
 
+/// DSM page faults and the runtime's fault-safe copies of unmapped or inaccessible buffers in
+/// one process: each SIGSEGV handler passes on the faults that are not its own.
+#[test]
+fn dsm_faults_and_fault_safe_copies_share_sigsegv() {
+    let r = run(2, &["safecopy"], &[]);
+    ok(
+        &r,
+        "DSM faults between fault-safe copies of unmapped buffers",
+    );
+}
+
 #[test]
 fn a_dead_rank_makes_the_others_fail_clearly_not_hang() {
     let r = run(2, &["die"], &[]);

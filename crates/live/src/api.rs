@@ -142,6 +142,23 @@ impl Runtime {
         Runtime::with_layer(cfg, transport, |mem, _| (mem, NoHook))
     }
 
+    /// Ranks `0..n` in this process, connected by [`crate::transport::mem::network`], each on
+    /// `Config::new(rank, n)` as changed by `configure` (tests, in-process measurements).
+    pub fn in_process(n: u32, configure: impl Fn(&mut Config)) -> Result<Vec<Runtime>, LiveError> {
+        let cfgs: Vec<Config> = (0..n)
+            .map(|r| {
+                let mut c = Config::new(r, n);
+                configure(&mut c);
+                c
+            })
+            .collect();
+        let max = cfgs.iter().map(Config::max_packet).max().unwrap_or(0);
+        cfgs.into_iter()
+            .zip(crate::transport::mem::network(n, max))
+            .map(|(c, t)| Runtime::new(c, Box::new(t)))
+            .collect()
+    }
+
     /// Start on an already open transport with a layer above the engine loop
     /// ([`crate::layer`]): `layer` receives this rank's [`LiveMemory`] and the engine's waker
     /// and returns the memory the engine accesses (a decorator around that one) and the hook

@@ -27,6 +27,7 @@ mod netns;
 mod rank;
 mod reaper;
 mod signals;
+pub mod veth;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};

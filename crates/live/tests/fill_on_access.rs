@@ -3,21 +3,11 @@
 //! NACK, no ERR); larger transfers, file-backed memory and the option switched off keep the
 //! protocol's NACK / page-in / ERR path.
 
-use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, Perms, Runtime};
+use unpinned_live::{Perms, Runtime};
 use unpinned_os::mapping::Mapping;
 
 fn pair(fill_pages: u64) -> Vec<Runtime> {
-    let max = Config::new(0, 2).max_packet();
-    network(2, max)
-        .into_iter()
-        .enumerate()
-        .map(|(r, t)| {
-            let mut c = Config::new(r as u32, 2);
-            c.progress.fill_on_access_max_pages = fill_pages;
-            Runtime::new(c, Box::new(t)).expect("runtime")
-        })
-        .collect()
+    Runtime::in_process(2, |c| c.progress.fill_on_access_max_pages = fill_pages).expect("runtimes")
 }
 
 /// Write `len` bytes into fresh memory of `len` bytes (anonymous, or a file mapping whose

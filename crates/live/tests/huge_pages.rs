@@ -7,24 +7,14 @@
 //! fragmented; otherwise the comparison is skipped, the bytes are still checked).
 
 use unpinned_core::os::PageInPolicy;
-use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, Perms, Runtime};
+use unpinned_live::{Perms, Runtime};
 use unpinned_os::mapping::Mapping;
 
 const HUGE: usize = 2 << 20;
 const LEN: usize = 4 << 20;
 
 fn pair() -> Vec<Runtime> {
-    let max = Config::new(0, 2).max_packet();
-    network(2, max)
-        .into_iter()
-        .enumerate()
-        .map(|(r, t)| {
-            let mut c = Config::new(r as u32, 2);
-            c.handler.policy = PageInPolicy::Pio;
-            Runtime::new(c, Box::new(t)).expect("runtime")
-        })
-        .collect()
+    Runtime::in_process(2, |c| c.handler.policy = PageInPolicy::Pio).expect("runtimes")
 }
 
 /// `AnonHugePages` (bytes) of the mapping holding `addr`, from /proc/self/smaps.

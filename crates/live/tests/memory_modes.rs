@@ -1,21 +1,11 @@
 //! The baseline memory modes of the spec's comparison (same engine, same benchmark):
 //! Transfer-Only and Blocking copy without the residency check; PART checks and faults pages in.
 
-use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, MemoryMode, Perms, Runtime};
+use unpinned_live::{MemoryMode, Perms, Runtime};
 use unpinned_os::mapping::Mapping;
 
 fn pair(mode: MemoryMode) -> Vec<Runtime> {
-    let max = Config::new(0, 2).max_packet();
-    network(2, max)
-        .into_iter()
-        .enumerate()
-        .map(|(r, t)| {
-            let mut c = Config::new(r as u32, 2);
-            c.memory.mode = mode;
-            Runtime::new(c, Box::new(t)).expect("runtime")
-        })
-        .collect()
+    Runtime::in_process(2, |c| c.memory.mode = mode).expect("runtimes")
 }
 
 fn write_fresh(mode: MemoryMode, touch_first: bool) -> (bool, u64) {

@@ -66,11 +66,11 @@ fn missing_program_is_a_setup_error() {
 /// Needs root and `ip`; prints why and checks nothing otherwise.
 #[test]
 fn transfers_over_udp_between_namespaces() {
-    if let Err(why) = unpinned_testkit::netns::available() {
+    if let Err(why) = unpinned_live::launch::veth::available() {
         println!("SKIPPED transfers_over_udp_between_namespaces: {why}");
         return;
     }
-    let pair = unpinned_testkit::netns::NetnsPair::create("upm", 204).unwrap();
+    let pair = unpinned_live::launch::veth::NetnsPair::create("upm", 204).unwrap();
     let mut o = opts(3, LaunchTransport::Udp, "transfers");
     o.netns = pair.names.to_vec();
     let r = launch(&o).unwrap();

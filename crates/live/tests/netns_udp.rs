@@ -4,7 +4,7 @@
 //! Needs root, `ip` (iproute2) and `nft` (nftables; `tc netem` is not available on the
 //! development kernel, so loss is an nftables rule: `numgen random mod 100 < 5 drop` on UDP
 //! leaving namespace a). Without them the test prints why and passes without checking
-//! anything. The namespaces and their veth pair (`unpinned_testkit::netns`) are named after
+//! anything. The namespaces and their veth pair (`unpinned_live::launch::veth`) are named after
 //! this process (`upt-<pid>-a`/`-b`, `upta<pid>`/`uptb<pid>`), use a /30 of 10.200.0.0/16,
 //! carry traffic only between each other, and are deleted by a guard, also when the test
 //! fails.
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use unpinned_testkit::netns::NetnsPair;
+use unpinned_live::launch::veth::NetnsPair;
 
 use unpinned_live::edge::{ENV_DIR, ENV_PEERS, ENV_RANK, ENV_SET, ENV_SIZE, ENV_TRANSPORT};
 

@@ -12,8 +12,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, PageInPolicy, Perms, Runtime};
+use unpinned_live::{PageInPolicy, Perms, Runtime};
 use unpinned_os::mapping::Mapping;
 
 const LEN: usize = 1 << 20;
@@ -21,16 +20,7 @@ const PAGE: usize = 4096;
 const WRITES: u64 = 3;
 
 fn pair(policy: PageInPolicy) -> Vec<Runtime> {
-    let max = Config::new(0, 2).max_packet();
-    network(2, max)
-        .into_iter()
-        .enumerate()
-        .map(|(r, t)| {
-            let mut c = Config::new(r as u32, 2);
-            c.handler.policy = policy;
-            Runtime::new(c, Box::new(t)).expect("runtime")
-        })
-        .collect()
+    Runtime::in_process(2, |c| c.handler.policy = policy).expect("runtimes")
 }
 
 /// `madvise(advice)` over `[addr, addr + len)`; true when the kernel accepted it.

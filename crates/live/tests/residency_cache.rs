@@ -3,23 +3,16 @@
 //! next write through the page-fault path again (the stale-translation hazard of a
 //! registration cache), with the right bytes.
 
-use unpinned_live::transport::mem::network;
-use unpinned_live::{Config, Perms, Runtime};
+use unpinned_live::{Perms, Runtime};
 
 const LEN: usize = 256 << 10;
 
 fn pair() -> Vec<Runtime> {
-    let max = Config::new(0, 2).max_packet();
-    network(2, max)
-        .into_iter()
-        .enumerate()
-        .map(|(r, t)| {
-            let mut c = Config::new(r as u32, 2);
-            // Long enough that only an invalidation can end a verdict during the test.
-            c.memory.residency_ttl_us = 3_600_000_000;
-            Runtime::new(c, Box::new(t)).expect("runtime")
-        })
-        .collect()
+    Runtime::in_process(2, |c| {
+        // Long enough that only an invalidation can end a verdict during the test.
+        c.memory.residency_ttl_us = 3_600_000_000;
+    })
+    .expect("runtimes")
 }
 
 fn anon_at(addr: u64, flags: i32) -> u64 {

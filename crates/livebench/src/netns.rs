@@ -9,120 +9,68 @@
 //!
 //! A rank's UDP socket is created by a thread that entered the rank's namespace
 //! (`setns(CLONE_NEWNET)` applies to the calling thread only); a socket stays in the namespace
-//! it was created in, so both ranks of a pair can live in this process. Names carry this
-//! process's id (`upl-<pid>-a`/`-b`, `upla<pid>`/`uplb<pid>`), the addresses are a /30 of
-//! 10.201.0.0/16, and everything is deleted when the [`NetnsPair`] is dropped.
+//! it was created in, so both ranks of a pair can live in this process. The pair itself is
+//! the launcher's ([`unpinned_live::launch::veth`], tag `upl`, addresses a /30 of
+//! 10.201.0.0/16); everything is deleted when the [`NetnsPair`] is dropped.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 
+use unpinned_live::launch::veth::{self, sh};
 use unpinned_live::transport::udp::UdpTransport;
 
 /// Why namespaces cannot be used here, or `Ok` when they can (root, `ip` and `nft` present).
 pub fn available() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root (creating network namespaces needs root)".into());
-    }
-    for tool in ["ip", "nft"] {
-        let found = Command::new(tool)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            return Err(format!(
-                "`{tool}` not found (install iproute2 and nftables)"
-            ));
-        }
+    veth::available()?;
+    let found = Command::new("nft")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        return Err("`nft` not found (install nftables)".into());
     }
     Ok(())
 }
 
-fn sh(args: &[&str]) -> Result<String, String> {
-    let o = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if !o.status.success() {
-        return Err(format!(
-            "`{}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
-/// Two namespaces (rank 0 in the first, rank 1 in the second) joined by a veth pair.
+/// Two namespaces (rank 0 in the first, rank 1 in the second) joined by a veth pair, with
+/// nftables tables for the faults.
 pub struct NetnsPair {
-    names: [String; 2],
-    veth: [String; 2],
-    addrs: [Ipv4Addr; 2],
-}
-
-impl Drop for NetnsPair {
-    fn drop(&mut self) {
-        // Deleting a namespace deletes its end of the veth pair, and with it the other end.
-        for n in &self.names {
-            let _ = sh(&["ip", "netns", "del", n]);
-        }
-    }
+    pair: veth::NetnsPair,
 }
 
 impl NetnsPair {
     /// Create the namespaces, the veth pair and the (empty) nftables tables.
     pub fn create() -> Result<NetnsPair, String> {
         available()?;
-        let pid = std::process::id();
-        let net = (pid % (1 << 14)) * 4;
-        let addr =
-            |i: u32| Ipv4Addr::new(10, 201, (net >> 8) as u8, (net & 0xff) as u8 + 1 + i as u8);
         let pair = NetnsPair {
-            names: [format!("upl-{pid}-a"), format!("upl-{pid}-b")],
-            veth: [format!("upla{pid}"), format!("uplb{pid}")],
-            addrs: [addr(0), addr(1)],
+            pair: veth::NetnsPair::create("upl", 201)?,
         };
-        // A namespace left by a killed earlier run of this pid would make `add` fail.
-        for n in &pair.names {
-            let _ = sh(&["ip", "netns", "del", n]);
-            sh(&["ip", "netns", "add", n])?;
-        }
-        let [va, vb] = &pair.veth;
-        sh(&["ip", "link", "add", va, "type", "veth", "peer", "name", vb])?;
         for i in 0..2 {
-            let (n, v) = (&pair.names[i], &pair.veth[i]);
-            sh(&["ip", "link", "set", v, "netns", n])?;
-            let cidr = format!("{}/30", pair.addrs[i]);
-            sh(&["ip", "-n", n, "addr", "add", &cidr, "dev", v])?;
-            sh(&["ip", "-n", n, "link", "set", v, "up"])?;
-            // The runtime wakes its own engine with a datagram to its own address.
-            sh(&["ip", "-n", n, "link", "set", "lo", "up"])?;
-            let nft = |rest: &[&str]| {
-                let mut a = vec!["ip", "netns", "exec", n, "nft"];
-                a.extend_from_slice(rest);
-                sh(&a)
-            };
-            nft(&["add", "table", "inet", "upl"])?;
-            nft(&[
-                "add",
-                "chain",
-                "inet",
-                "upl",
-                "out",
-                "{ type filter hook output priority 0; }",
-            ])?;
-            nft(&["add", "table", "netdev", "upl"])?;
+            let v = pair.pair.veth[i].as_str();
+            pair.nft(i, &["add", "table", "inet", "upl"])?;
+            pair.nft(
+                i,
+                &[
+                    "add",
+                    "chain",
+                    "inet",
+                    "upl",
+                    "out",
+                    "{ type filter hook output priority 0; }",
+                ],
+            )?;
+            pair.nft(i, &["add", "table", "netdev", "upl"])?;
             let chain = format!("{{ type filter hook egress device {v} priority 0; }}");
-            nft(&["add", "chain", "netdev", "upl", "eg", &chain])?;
+            pair.nft(i, &["add", "chain", "netdev", "upl", "eg", &chain])?;
         }
         Ok(pair)
     }
 
     fn nft(&self, i: usize, rest: &[&str]) -> Result<String, String> {
-        let mut a = vec!["ip", "netns", "exec", &self.names[i], "nft"];
+        let mut a = vec!["ip", "netns", "exec", &self.pair.names[i], "nft"];
         a.extend_from_slice(rest);
         sh(&a)
     }
@@ -131,7 +79,7 @@ impl NetnsPair {
     /// the veth, in both directions (replacing the rules of an earlier call; counters restart).
     pub fn set_faults(&self, loss_percent: u32, dup_percent: u32) -> Result<(), String> {
         for i in 0..2 {
-            let v = self.veth[i].as_str();
+            let v = self.pair.veth[i].as_str();
             self.nft(i, &["flush", "chain", "inet", "upl", "out"])?;
             self.nft(i, &["flush", "chain", "netdev", "upl", "eg"])?;
             let loss = loss_percent.to_string();
@@ -166,14 +114,14 @@ impl NetnsPair {
 
     /// The UDP address of `rank` at `port`.
     pub fn addr(&self, rank: usize, port: u16) -> SocketAddr {
-        SocketAddr::from((self.addrs[rank], port))
+        SocketAddr::from((self.pair.addrs[rank], port))
     }
 
     /// Rank `rank`'s UDP transport of a 2-rank job on `port`, its socket in the rank's
     /// namespace.
     pub fn udp(&self, rank: u32, port: u16, max_packet: usize) -> Result<UdpTransport, String> {
         let peers = vec![self.addr(0, port), self.addr(1, port)];
-        let ns = format!("/run/netns/{}", self.names[rank as usize]);
+        let ns = format!("/run/netns/{}", self.pair.names[rank as usize]);
         std::thread::scope(|s| {
             s.spawn(|| {
                 let f = std::fs::File::open(&ns).map_err(|e| format!("{ns}: {e}"))?;
@@ -209,5 +157,22 @@ mod tests {
         let l = "table inet upl {\n chain out {\n  oifname \"x\" counter packets 12 bytes 3 drop\n  counter packets 5 bytes 9 drop\n }\n}\n";
         assert_eq!(counter(l), 17);
         assert_eq!(counter("table inet upl {}"), 0);
+    }
+
+    /// The pair with its fault tables: rules set and counted, everything gone on drop (skipped
+    /// without root, `ip` or `nft`).
+    #[test]
+    fn pair_with_fault_tables_is_created_and_removed() {
+        if let Err(why) = available() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let p = NetnsPair::create().expect("namespace pair");
+        p.set_faults(0, 0).expect("rules");
+        assert_eq!(p.counters().expect("counters"), (0, 0));
+        let names = p.pair.names.clone();
+        drop(p);
+        let left = sh(&["ip", "netns", "list"]).expect("ip netns list");
+        assert!(names.iter().all(|n| !left.contains(n.as_str())), "{left}");
     }
 }

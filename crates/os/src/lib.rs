@@ -10,6 +10,7 @@
 //! - [`mapping`]: owned anonymous and file-backed mappings (tests, benchmarks, applications).
 //! - [`affinity`]: pinning threads to CPUs.
 //! - [`safecopy`]: copies that report an unmapped source or destination instead of faulting.
+//! - [`sigchain`]: fault handlers that pass the faults they do not own to the one before them.
 
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod procmap;
 pub mod residency_cache;
 pub mod safecopy;
 pub mod scan;
+pub mod sigchain;
 pub mod uffd_abi;
 
 /// Bytes per page: the base page size of every Linux target this crate supports (x86-64,

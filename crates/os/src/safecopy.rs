@@ -18,13 +18,15 @@
 //! cost (~70 ns for 8 bytes on this project's machines) and 4 KiB-aliasing slowdowns
 //! made it several times slower than `memcpy` below 4 KiB (`cost_against_memcpy` measures).
 //!
-//! A handler installed later that does not pass on faults it does not own (crates/dsm-live's
-//! `SIGSEGV` requestor takes the signal over) makes such a fault fatal again, as before this
-//! module. On other architectures [`copy`] is a plain copy and [`fault_safe`] says so.
+//! A handler installed later must pass on the faults it does not own ([`crate::sigchain`]),
+//! as crates/dsm-live's `SIGSEGV` requestor does (it installs this handler first, so that its
+//! own runs on the faulting thread's stack); one that does not makes a fault of the copy
+//! fatal again. On other architectures [`copy`] is a plain copy and [`fault_safe`] says so.
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
     use super::Fault;
+    use crate::sigchain::Chain;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Once;
 
@@ -112,10 +114,9 @@ mod imp {
 
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     static ONCE: Once = Once::new();
-    /// The dispositions before ours (written once by `sigaction`, before our handler can run
-    /// for a fault of the copy: the copy installs first).
-    static mut OLD_SEGV: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
-    static mut OLD_BUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
+    /// The dispositions found at installation, which get every fault that is not ours.
+    static SEGV: Chain = Chain::new();
+    static BUS: Chain = Chain::new();
 
     extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
         // SAFETY: for an SA_SIGINFO handler on x86-64 Linux the third argument is the
@@ -135,63 +136,18 @@ mod imp {
             }
         }
         // Not ours: the previous disposition decides.
-        // SAFETY: OLD_* were written by `sigaction` in `install` before this handler was
-        // installed, and are never written again.
-        let old = unsafe {
-            if sig == libc::SIGBUS {
-                (*std::ptr::addr_of!(OLD_BUS)).assume_init()
-            } else {
-                (*std::ptr::addr_of!(OLD_SEGV)).assume_init()
-            }
-        };
-        if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
-            // Restore the default action; returning re-executes the access, which then ends
-            // the process as it would have without this handler.
-            // SAFETY: resetting the disposition of the signal being handled.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = libc::SIG_DFL;
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
-            }
-        } else if old.sa_flags & libc::SA_SIGINFO != 0 {
-            // SAFETY: the previous handler was installed as an SA_SIGINFO handler with this
-            // signature; it gets the same arguments the kernel gave us.
-            unsafe {
-                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                    std::mem::transmute(old.sa_sigaction);
-                f(sig, info, uctx);
-            }
-        } else {
-            // SAFETY: a plain handler takes the signal number only.
-            unsafe {
-                let f: extern "C" fn(libc::c_int) = std::mem::transmute(old.sa_sigaction);
-                f(sig);
-            }
-        }
+        let chain = if sig == libc::SIGBUS { &BUS } else { &SEGV };
+        // SAFETY: called from the handler installed through `chain`, with the kernel's
+        // arguments.
+        unsafe { chain.pass_on(sig, info, uctx) };
     }
 
     pub fn install() -> bool {
         ONCE.call_once(|| {
-            // SAFETY: installing process-wide handlers for SIGSEGV and SIGBUS that pass every
-            // fault they do not own to the previous disposition, saved here first.
-            let ok = unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_fault as *const () as usize;
-                // On the alternate stack where one is set up (Rust's threads have one, for
-                // the stack-overflow reporter we pass faults on to).
-                sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(
-                    libc::SIGSEGV,
-                    &sa,
-                    (*std::ptr::addr_of_mut!(OLD_SEGV)).as_mut_ptr(),
-                ) == 0
-                    && libc::sigaction(
-                        libc::SIGBUS,
-                        &sa,
-                        (*std::ptr::addr_of_mut!(OLD_BUS)).as_mut_ptr(),
-                    ) == 0
-            };
+            // On the alternate stack where one is set up (Rust's threads have one, for the
+            // stack-overflow reporter we pass faults on to).
+            let ok = SEGV.install(libc::SIGSEGV, on_fault, libc::SA_ONSTACK)
+                && BUS.install(libc::SIGBUS, on_fault, libc::SA_ONSTACK);
             INSTALLED.store(ok, Ordering::Release);
         });
         INSTALLED.load(Ordering::Acquire)

@@ -388,7 +388,7 @@ fn sos_unit_tests_and_spec_examples() {
     for cfg in configs() {
         // The namespace pair lives as long as this configuration's runs.
         let pair = if cfg.netns {
-            if let Err(why) = unpinned_testkit::netns::available() {
+            if let Err(why) = unpinned_live::launch::veth::available() {
                 println!(
                     "SKIPPED [{}]: UDP between network namespaces: {why}",
                     cfg.label
@@ -396,7 +396,7 @@ fn sos_unit_tests_and_spec_examples() {
                 continue;
             }
             Some(
-                unpinned_testkit::netns::NetnsPair::create("sos", 203)
+                unpinned_live::launch::veth::NetnsPair::create("sos", 203)
                     .unwrap_or_else(|e| panic!("[{}] creating the namespace pair: {e}", cfg.label)),
             )
         } else {

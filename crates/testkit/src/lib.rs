@@ -1,5 +1,5 @@
-//! Test helpers of the workspace: the one seed convention of every randomized test, and
-//! two network namespaces joined by a veth pair ([`netns`]).
+//! Test helpers of the workspace: the one seed convention of every randomized test. (Two
+//! network namespaces joined by a veth pair: `unpinned_live::launch::veth`.)
 //!
 //! A randomized test runs a fixed list of seeds by default, so CI is deterministic.
 //! - `UNPINNED_TEST_SEED=S` runs seed `S` only (to reproduce a failure);
@@ -11,8 +11,6 @@
 //! test suites' other numeric knobs go through [`number_or`] for the same reason.
 
 #![warn(missing_docs)]
-
-pub mod netns;
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 

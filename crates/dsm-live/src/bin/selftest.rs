@@ -14,6 +14,11 @@
 //! - `faultcost ITERS`: 2 ranks alternately write one minipage (each write takes ownership
 //!   and data from the other rank) with a barrier after each; prints the median iteration
 //!   time minus the median of barriers alone (about a write fault served by the peer, us).
+//! - `safecopy`: 2 ranks; DSM faults (each rank writes, then reads, a minipage the other
+//!   manages) interleaved with the live runtime's fault-safe copies from and to an unmapped
+//!   and an inaccessible page, in the same worker thread: the DSM's SIGSEGV handler must pass
+//!   the copies' faults on to the copy's handler (each copy reports where it stopped), and the
+//!   DSM faults must still be served.
 //! - `die`: rank 1 exits right after setup; rank 0 then faults on a minipage rank 1 manages
 //!   and must fail with a clear error (exit code 75), not hang.
 //!
@@ -26,7 +31,7 @@ use unpinned_dsm_live::{launch_space, LiveSpace, SpaceConfig};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: dsm-live-selftest counter THREADS ITERS | litmus mp|sb|iriw ITERS SEED | die"
+        "usage: dsm-live-selftest counter THREADS ITERS | litmus mp|sb|iriw ITERS SEED | readshare ITERS | faultcost ITERS | safecopy | die"
     );
     std::process::exit(2)
 }
@@ -338,6 +343,79 @@ fn faultcost(iters: u64) -> i32 {
     0
 }
 
+/// A fault-safe copy of 64 bytes from `src` to `dst`: `Some(address that faulted)`.
+fn safe_copy(dst: *mut u8, src: *const u8) -> Option<u64> {
+    // SAFETY: disjoint 64-byte ranges, each live or a hole the copy must report.
+    unsafe { unpinned_os::safecopy::copy(dst, src, 64) }
+        .err()
+        .map(|f| f.addr)
+}
+
+fn safecopy() -> i32 {
+    let s = space(1, "safecopy");
+    if s.ranks() != 2 {
+        eprintln!("safecopy needs 2 ranks");
+        return 2;
+    }
+    let a = alloc_u64(&s); // minipage 0: managed by rank 0
+    let b = alloc_u64(&s); // minipage 1: managed by rank 1
+    let other = if s.rank() == 0 { b } else { a };
+    let mine = if s.rank() == 0 { a } else { b };
+    let errors = Mutex::new(Vec::<String>::new());
+    s.spawn_workers(|s, w| {
+        let fail = |m: String| errors.lock().unwrap().push(m);
+        let page = unpinned_os::PAGE_BYTES as usize;
+        // Two pages: the first made inaccessible, the second unmapped just before its copies.
+        let m = unpinned_os::mapping::Mapping::anon(2 * page).expect("map");
+        let (none, hole) = (m.ptr(), m.ptr().wrapping_add(page));
+        // SAFETY: changing the protection of the first page of our own mapping; nothing
+        // references it.
+        assert_eq!(
+            unsafe { libc::mprotect(none as *mut libc::c_void, page, libc::PROT_NONE) },
+            0
+        );
+        let mut buf = [7u8; 64];
+        s.barrier(w);
+        wr(other, 10 + s.rank() as u64); // a DSM write fault, served by the peer
+        for (name, p) in [("inaccessible", none), ("unmapped", hole)] {
+            if name == "unmapped" {
+                // SAFETY: unmapping the second page of our own mapping; nothing references it.
+                assert_eq!(unsafe { libc::munmap(hole as *mut libc::c_void, page) }, 0);
+            }
+            if safe_copy(buf.as_mut_ptr(), p) != Some(p as u64) {
+                fail(format!("the copy from the {name} page did not report it"));
+            }
+            if safe_copy(p, buf.as_ptr()) != Some(p as u64) {
+                fail(format!("the copy to the {name} page did not report it"));
+            }
+        }
+        s.barrier(w);
+        // DSM read faults after the copies: the requestor still serves its faults.
+        if rd(other) != 10 + s.rank() as u64 || rd(mine) != 11 - s.rank() as u64 {
+            fail(format!("rank {} read wrong values", s.rank()));
+        }
+        s.barrier(w);
+    })
+    .expect("workers");
+    let st = s.stats();
+    let rank = s.rank();
+    s.finish().expect("finish");
+    let errors = errors.into_inner().unwrap();
+    eprintln!(
+        "rank {rank}: safecopy: {} write faults, {} read faults, fault-safe copies: {}",
+        st.write_faults,
+        st.read_faults,
+        if errors.is_empty() { "ok" } else { "FAILED" }
+    );
+    for e in &errors {
+        eprintln!("rank {rank}: {e}");
+    }
+    if !errors.is_empty() || st.write_faults == 0 || st.read_faults == 0 {
+        return 1;
+    }
+    0
+}
+
 fn die() -> i32 {
     let s = space(1, "die");
     let _a = alloc_u64(&s);
@@ -368,6 +446,7 @@ fn main() {
         ),
         Some("readshare") => readshare(arg(&a, 1)),
         Some("faultcost") => faultcost(arg(&a, 1)),
+        Some("safecopy") => safecopy(),
         Some("die") => die(),
         _ => usage(),
     };

@@ -1,6 +1,7 @@
-//! Two network namespaces joined by a veth pair, for tests that run a job's ranks on a real
-//! (virtual) network: `ip netns exec`, or the launcher's per-rank namespaces
-//! (`LaunchOptions::netns`, `oshrun --netns`, `unpinned run --netns`).
+//! Two network namespaces joined by a veth pair, for running a job's ranks on a real (virtual)
+//! network: `ip netns exec`, or the launcher's per-rank namespaces ([`super::LaunchOptions`]'s
+//! `netns`, `oshrun --netns`, `unpinned run --netns`). Used by the tests (live's netns_udp and
+//! multiproc, the SOS runner) and by livebench's `live-loss`, which adds nftables faults.
 //!
 //! Names carry a tag and this process's id (`TAG-<pid>-a` / `-b`, interfaces `TAGa<pid>` /
 //! `TAGb<pid>`), the two ends are a /30 of `10.<net>.0.0/16` derived from the pid, loopback
