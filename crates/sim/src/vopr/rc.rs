@@ -20,11 +20,11 @@ use unpinned_ib::{
     WcError,
 };
 
-use super::part::describe;
+use super::common::{self, describe, Kind};
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
 use crate::kernel::{
-    checkers, Checkers, ErrorKind, Expect, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
+    checkers, Checkers, ErrorKind, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
 };
 use crate::net::Topology;
 use crate::rc::{RcSim, RcSimConfig};
@@ -40,33 +40,7 @@ const RO_LEN: u64 = 16 * PAGE_BYTES;
 const MAX_PHASE_EVENTS: u64 = 5_000_000;
 const PDID: unpinned_core::memory::Pdid = 1;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Normal,
-    BadKey,
-    OutOfRange,
-    ReadOnly,
-}
-
-struct Req {
-    node: u32,
-    peer: u32,
-    wr: SendWr,
-    phase: Phase,
-    kind: Kind,
-    expected: Vec<u8>,
-    before: Vec<u8>,
-}
-
-impl Req {
-    fn expect(&self) -> Expect {
-        if self.kind == Kind::Normal {
-            Expect::Succeed
-        } else {
-            Expect::Fail(ErrorKind::Protection)
-        }
-    }
-}
+type Req = common::Req<SendWr>;
 
 struct Keys {
     rw: u32,
@@ -154,18 +128,7 @@ pub fn run(seed: u64) -> SeedReport {
     }
     let now = d.sim.now();
     d.checkers.finish(now);
-    SeedReport {
-        protocol: "rc",
-        seed,
-        swarm,
-        tally: d.tally,
-        events: d.sim.events(),
-        faults: d.sim.link_stats(),
-        evictions: d.evictions,
-        trace_hash: d.sim.trace_hash(),
-        violations: d.checkers.violations().to_vec(),
-        violation_count: d.checkers.count(),
-    }
+    common::report("rc", seed, swarm, d.tally, d.evictions, &d.sim, &d.checkers)
 }
 
 impl Driver {
@@ -311,6 +274,7 @@ impl Driver {
             }
             Kind::OutOfRange => (BUF + keys.rw_len - rng.gen_range(1..len), keys.rw),
             Kind::ReadOnly => (RO_BUF + rng.gen_range(0..=RO_LEN - len), keys.ro),
+            Kind::Revoked => unreachable!("not drawn: RC has no deregistration"),
         };
         let wr = SendWr {
             wr_id: i,
@@ -398,31 +362,19 @@ impl Driver {
                 self.checkers.observe(at, &ReqEvent::World { what: &what });
             }
             self.tally.count(req.phase, req.expect(), &outcome);
-            let (wr, kind, peer, node) = (req.wr, req.kind, req.peer, req.node);
-            if kind == Kind::Normal && outcome.is_ok() {
-                let mut got = vec![0u8; wr.len as usize];
-                match wr.op {
-                    IbOp::Write => self.read(peer, wr.remote_addr, &mut got),
-                    _ => self.read(node, wr.local_addr, &mut got),
-                }
-                let req = &self.reqs[id as usize];
-                let ev = ReqEvent::Bytes {
-                    req: id,
-                    expected: &req.expected,
-                    got: &got,
-                };
-                self.checkers.observe(at, &ev);
-            } else if kind != Kind::Normal && wr.op == IbOp::Write {
-                let mut after = vec![0u8; wr.len as usize];
-                self.read(peer, wr.remote_addr, &mut after);
-                let req = &self.reqs[id as usize];
-                let ev = ReqEvent::Untouched {
-                    req: id,
-                    before: &req.before,
-                    after: &after,
-                };
-                self.checkers.observe(at, &ev);
-            }
+            let sim = &mut self.sim;
+            req.check_bytes(
+                id,
+                outcome.is_ok(),
+                at,
+                &mut self.checkers,
+                |n, addr, out| {
+                    sim.node_mut(n)
+                        .mem
+                        .read(PDID, addr, out)
+                        .expect("host memory reads any range")
+                },
+            );
         }
     }
 }
