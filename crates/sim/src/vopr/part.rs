@@ -1,5 +1,6 @@
 //! The PART swarm: one seed picks 2-4 nodes, a topology, engine parameters (packet and block
-//! sizes, window, block timeout, retransmission policy), the page-in policy, a fault mix,
+//! sizes, window, block timeout, retransmission policy), the page-in policy (the adaptive one
+//! included), early and kernel-sent ERRs, a fault mix,
 //! residency, page evictions during transfers, and requests: writes and reads that must
 //! succeed (into a read-write exposure, reads of a read-only one) and requests designed to
 //! fail with a protection error (a wrong key into a read-write exposure, a range running past
@@ -15,7 +16,7 @@
 use unpinned_core::api::{Op, Perms, RemoteKey, WorkRequest};
 use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::os::PageInPolicy;
-use unpinned_core::profile::{Profile, RetransmitPolicy};
+use unpinned_core::profile::{ErrFrom, Profile, RetransmitPolicy};
 use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
 
@@ -96,6 +97,21 @@ pub fn run(seed: u64) -> SeedReport {
     let hops = rng.gen_range(1..=3);
     let policy = [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)];
     let send_err = rng.gen_bool(0.8);
+    // The adaptive page-in policy and the fault handler's ERR options, from a generator of
+    // their own (what the seed draws besides stays as it was).
+    let mut os = tree.rng("vopr/part/os");
+    let policy = if os.gen_bool(0.2) {
+        PageInPolicy::Adaptive
+    } else {
+        policy
+    };
+    profile.os.early_err = os.gen_bool(0.3);
+    profile.os.err_from = ErrFrom::ALL[usize::from(os.gen_bool(0.3))];
+    let errs = format!(
+        "early err {}, err from {}",
+        profile.os.early_err,
+        profile.os.err_from.name()
+    );
     let swarm = format!(
         "nodes {nodes}, hops {hops}, {policy:?}, err {send_err}, retransmit {}, packet {} B, block {} B, window {}, block timeout {} us, faults {}",
         retransmit.name(),
@@ -142,7 +158,7 @@ pub fn run(seed: u64) -> SeedReport {
     common::report(
         "part",
         seed,
-        format!("{swarm}, requests {safety} + {liveness}"),
+        format!("{swarm}, {errs}, requests {safety} + {liveness}"),
         d.tally,
         d.evictions,
         &d.sim,

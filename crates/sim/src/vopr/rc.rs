@@ -90,12 +90,21 @@ pub fn run(seed: u64) -> SeedReport {
     ];
     let mut qp_attrs = QpAttrs::odp_default(PDID);
     qp_attrs.min_rnr_delay = Duration::from_us([10, 640, 1280][rng.gen_range(0..3)]);
+    // Now and then few retries in the safety phase, so that faults exhaust them: RETRY_EXC_ERR
+    // and the queue pair's error state (flushes). From a generator of its own: what the seed
+    // draws besides stays as it was.
+    let mut retries = tree.rng("vopr/rc/retries");
+    let retry_cnt = qp_attrs.retry_cnt;
+    if retries.gen_bool(0.25) {
+        qp_attrs.retry_cnt = retries.gen_range(0..=2);
+    }
     let swarm = format!(
         "{name}, loss model {loss_model}, fix {}, odp {odp:?}, min rnr {} us, faults {}, requests {safety} + {liveness}",
         fix.is_some(),
         qp_attrs.min_rnr_delay.as_us_f64(),
         describe(&faults)
     );
+    let swarm = format!("{swarm}, retries {}", qp_attrs.retry_cnt);
     let mtu = profile.net.mtu_bytes;
     let sim = RcSim::new(RcSimConfig {
         profile,
@@ -113,7 +122,7 @@ pub fn run(seed: u64) -> SeedReport {
         odp,
         reqs: Vec::new(),
         qp_attrs,
-        checkers: checkers::transport(true),
+        checkers: checkers::queue_pairs(fix.is_some()),
         tally: Tally::default(),
         seen: 0,
         evictions: 0,
@@ -124,6 +133,7 @@ pub fn run(seed: u64) -> SeedReport {
     d.phase(Phase::Safety, safety, max_len, limit);
     if d.checkers.is_clean() {
         d.sim.set_faults(FaultConfig::NONE);
+        d.qp_attrs.retry_cnt = retry_cnt;
         d.phase(Phase::Liveness, liveness, max_len, limit);
     }
     let now = d.sim.now();
