@@ -92,6 +92,44 @@ pub(crate) struct Req<W> {
 }
 
 impl<W: Wr> Req<W> {
+    /// A request about to be posted by `node` to `peer`. A request designed to succeed must
+    /// deliver what its source holds now; a designed-to-fail write must leave its target as
+    /// it is now. `read(node, addr, out)` reads the world's memory.
+    pub(crate) fn new(
+        node: u32,
+        peer: u32,
+        wr: W,
+        phase: Phase,
+        kind: Kind,
+        mut read: impl FnMut(u32, u64, &mut [u8]),
+    ) -> Req<W> {
+        let (mut expected, mut before) = (Vec::new(), Vec::new());
+        match (kind == Kind::Normal, wr.is_write()) {
+            (true, true) => {
+                expected = vec![0u8; wr.bytes()];
+                read(node, wr.local(), &mut expected);
+            }
+            (true, false) => {
+                expected = vec![0u8; wr.bytes()];
+                read(peer, wr.remote(), &mut expected);
+            }
+            (false, true) => {
+                before = vec![0u8; wr.bytes()];
+                read(peer, wr.remote(), &mut before);
+            }
+            (false, false) => {}
+        }
+        Req {
+            node,
+            peer,
+            wr,
+            phase,
+            kind,
+            expected,
+            before,
+        }
+    }
+
     /// What it was designed to do.
     pub(crate) fn expect(&self) -> Expect {
         if self.kind == Kind::Normal {

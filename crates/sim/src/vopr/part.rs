@@ -316,40 +316,7 @@ impl Driver {
             rkey,
             len,
         };
-        let mut expected = vec![0u8; len as usize];
-        let mut before = Vec::new();
-        match (kind, op) {
-            (Kind::Normal, Op::Write) => {
-                self.sim
-                    .node(n)
-                    .mem
-                    .host_read(PDID, local_addr, &mut expected)
-            }
-            (Kind::Normal, Op::Read) => {
-                self.sim
-                    .node(peer)
-                    .mem
-                    .host_read(PDID, remote_addr, &mut expected)
-            }
-            (_, Op::Write) => {
-                before = vec![0u8; len as usize];
-                self.sim
-                    .node(peer)
-                    .mem
-                    .host_read(PDID, remote_addr, &mut before);
-                expected.clear();
-            }
-            (_, Op::Read) => expected.clear(),
-        }
-        let req = Req {
-            node: n,
-            peer,
-            wr,
-            phase,
-            kind,
-            expected,
-            before,
-        };
+        let req = Req::new(n, peer, wr, phase, kind, reader(&self.sim));
         let ev = ReqEvent::Posted {
             req: i,
             stream: u64::from(n),
@@ -381,14 +348,13 @@ impl Driver {
                 continue;
             };
             self.tally.count(req.phase, req.expect(), &outcome);
-            let sim = &self.sim;
-            req.check_bytes(
-                id,
-                outcome.is_ok(),
-                at,
-                &mut self.checkers,
-                |n, addr, out| sim.node(n).mem.host_read(PDID, addr, out),
-            );
+            let read = reader(&self.sim);
+            req.check_bytes(id, outcome.is_ok(), at, &mut self.checkers, read);
         }
     }
+}
+
+/// Reads of the nodes' host memory, for the bytes checks.
+fn reader(sim: &Sim) -> impl FnMut(u32, u64, &mut [u8]) + '_ {
+    move |n, addr, out| sim.node(n).mem.host_read(PDID, addr, out)
 }

@@ -294,27 +294,7 @@ impl Driver {
             remote_addr,
             rkey,
         };
-        let mut expected = vec![0u8; len as usize];
-        let mut before = Vec::new();
-        match (kind, op) {
-            (Kind::Normal, IbOp::Write) => self.read(node, local_addr, &mut expected),
-            (Kind::Normal, _) => self.read(peer, remote_addr, &mut expected),
-            (_, IbOp::Write) => {
-                before = vec![0u8; len as usize];
-                self.read(peer, remote_addr, &mut before);
-                expected.clear();
-            }
-            _ => expected.clear(),
-        }
-        let req = Req {
-            node,
-            peer,
-            wr,
-            phase,
-            kind,
-            expected,
-            before,
-        };
+        let req = Req::new(node, peer, wr, phase, kind, reader(&mut self.sim));
         let ev = ReqEvent::Posted {
             req: i,
             stream: (u64::from(node) << 32) | u64::from(qpn),
@@ -325,14 +305,6 @@ impl Driver {
         self.tally.posted += 1;
         self.reqs.push(req);
         self.sim.post(at, node, qpn, wr);
-    }
-
-    fn read(&mut self, n: u32, addr: u64, out: &mut [u8]) {
-        self.sim
-            .node_mut(n)
-            .mem
-            .read(PDID, addr, out)
-            .expect("host memory reads any range");
     }
 
     /// Observe the application completions of the last step.
@@ -372,19 +344,18 @@ impl Driver {
                 self.checkers.observe(at, &ReqEvent::World { what: &what });
             }
             self.tally.count(req.phase, req.expect(), &outcome);
-            let sim = &mut self.sim;
-            req.check_bytes(
-                id,
-                outcome.is_ok(),
-                at,
-                &mut self.checkers,
-                |n, addr, out| {
-                    sim.node_mut(n)
-                        .mem
-                        .read(PDID, addr, out)
-                        .expect("host memory reads any range")
-                },
-            );
+            let read = reader(&mut self.sim);
+            req.check_bytes(id, outcome.is_ok(), at, &mut self.checkers, read);
         }
+    }
+}
+
+/// Reads of the nodes' host memory, for the bytes checks.
+fn reader(sim: &mut RcSim) -> impl FnMut(u32, u64, &mut [u8]) + '_ {
+    move |n, addr, out| {
+        sim.node_mut(n)
+            .mem
+            .read(PDID, addr, out)
+            .expect("host memory reads any range")
     }
 }
