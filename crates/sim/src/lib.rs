@@ -40,7 +40,6 @@ pub mod pages;
 pub mod queue;
 pub mod rc;
 pub mod reclaim;
-pub mod scenario;
 pub mod sizing;
 pub mod slab;
 pub mod vopr;

@@ -1,5 +1,6 @@
 //! Scenario tests of odp.md's "pitfall" section on the RC simulator, the conformance of the
-//! pure protocol (loss model off), and the software-timer fix.
+//! pure protocol (loss model off), the software-timer fix, and retries running out under
+//! total loss.
 
 use unpinned_core::api::Perms;
 use unpinned_core::time::{Duration, Instant};
@@ -254,4 +255,35 @@ fn invalidation_makes_the_next_access_fault_again() {
         "the OS moved the page: the NIC faults again"
     );
     assert!(sim.completions().iter().all(|c| c.wc.status.is_ok()));
+}
+
+/// Every packet lost: the first READ fails with RETRY_EXC_ERR once its retries run out, the
+/// queue pair goes to the error state and the READs after it are flushed.
+#[test]
+fn heavy_loss_exhausts_retries() {
+    use unpinned_ib::WcError;
+    let b = ReadBench::new(
+        VendorProfile::builtin("connectx5"),
+        OdpSide::None,
+        3,
+        Duration::ZERO,
+        9,
+    );
+    let mut faults = unpinned_sim::FaultConfig::NONE;
+    faults.loss = 1.0;
+    let (mut sim, qc, rkey) =
+        unpinned_sim::rc::bench::setup_reads_with(&b, |cfg| cfg.faults = faults);
+    for i in 0..3 {
+        sim.post(Instant::ZERO, 0, qc, read_wr(i, rkey));
+    }
+    sim.run_until_idle(Duration::from_ms(100_000)).unwrap();
+    let st: Vec<_> = sim.completions().iter().map(|c| c.wc.status).collect();
+    assert_eq!(
+        st,
+        vec![
+            Err(WcError::RetryExceeded),
+            Err(WcError::Flushed),
+            Err(WcError::Flushed)
+        ]
+    );
 }

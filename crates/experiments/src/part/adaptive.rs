@@ -10,11 +10,11 @@
 
 use serde_json::json;
 use unpinned_core::os::{AdaptiveCosts, PageInPolicy};
-use unpinned_core::rng::derive_seed;
 use unpinned_report::{PlotSpec, Table};
 
+use super::fault_frequency::{Grid, FAULT_PCT};
 use super::sim_testbed::SimTestbed;
-use crate::testbed::{Missing, Scheme, Testbed, Write};
+use crate::testbed::Testbed;
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
 /// One line for `--list`.
@@ -34,8 +34,6 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     run: |ctx| run(ctx, &mut SimTestbed::new(&ctx.profile)),
 };
 
-/// The fault rates of `part-fault-frequency`, %.
-pub const FAULT_PCT: [u32; 9] = [0, 1, 5, 10, 20, 40, 60, 80, 100];
 /// The policies compared, the adaptive one last.
 pub const POLICIES: [PageInPolicy; 3] =
     [PageInPolicy::Pio, PageInPolicy::Pia, PageInPolicy::Adaptive];
@@ -61,39 +59,10 @@ crate::declare_params! {
 /// Run `part-adaptive` on `tb`.
 pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError> {
     let Params { seeds, sizes } = ctx.params()?;
-    let mut points = Vec::new();
-    for pi in 0..POLICIES.len() {
-        for &size in &sizes {
-            for &f in &FAULT_PCT {
-                for s in 0..seeds {
-                    points.push((pi, size, f, s));
-                }
-            }
-        }
-    }
-    let writes: Vec<Write> = points
-        .iter()
-        .map(|&(pi, size, f, s)| Write {
-            missing: Missing::Fraction(f as f64 / 100.0),
-            policy: POLICIES[pi],
-            // The seeds of part-fault-frequency: the same missing pages, point for point.
-            ..Write::new(
-                Scheme::Part,
-                size,
-                derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")),
-            )
-        })
-        .collect();
-    let results = tb.measure(&writes, ctx.progress)?;
-    let events = results.iter().map(|r| r.events).sum();
+    // The writes of part-fault-frequency: the same missing pages, point for point.
+    let grid = Grid::measure(ctx, tb, &POLICIES, &sizes, seeds)?;
     let mean = |pi: usize, size: u64, f: u32, get: &dyn Fn(&crate::testbed::Measured) -> f64| {
-        let v: Vec<f64> = points
-            .iter()
-            .zip(&results)
-            .filter(|(p, _)| (p.0, p.1, p.2) == (pi, size, f))
-            .map(|(_, r)| get(r))
-            .collect();
-        v.iter().sum::<f64>() / v.len() as f64
+        grid.mean(pi, size, f, get)
     };
     let lat = |r: &crate::testbed::Measured| r.latency_us;
     let mut table = Table::new(&[
@@ -164,11 +133,11 @@ pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, E
         "adaptive_present_us": costs.present_us,
         "adaptive_eager_density": costs.eager_density(),
     });
-    super::extend(&mut meta, tb.meta(&writes));
+    super::extend(&mut meta, tb.meta(&grid.writes));
     Ok(ExperimentOutput {
         table,
         plots,
-        sim_events: events,
+        sim_events: grid.events(),
         meta,
     })
 }

@@ -7,7 +7,7 @@ use unpinned_core::rng::derive_seed;
 use unpinned_report::{PlotSpec, Table};
 
 use super::sim_testbed::SimTestbed;
-use crate::testbed::{Missing, Scheme, Testbed, Write};
+use crate::testbed::{Measured, Missing, Scheme, Testbed, Write};
 use crate::{ExperimentError, ExperimentOutput, ExperimentSpec, RunContext};
 
 /// One line for `--list`.
@@ -27,7 +27,8 @@ pub static SPEC: ExperimentSpec = ExperimentSpec {
     run: |ctx| run(ctx, &mut SimTestbed::new(&ctx.profile)),
 };
 
-const FAULT_PCT: [u32; 9] = [0, 1, 5, 10, 20, 40, 60, 80, 100];
+/// The fault rates, %.
+pub const FAULT_PCT: [u32; 9] = [0, 1, 5, 10, 20, 40, 60, 80, 100];
 const POLICIES: [PageInPolicy; 2] = [PageInPolicy::Pio, PageInPolicy::Pia];
 
 crate::declare_params! {
@@ -48,33 +49,80 @@ crate::declare_params! {
     }
 }
 
-/// Run `part-fault-frequency` on `tb`: one write per (policy, size, rate, seed), the seed's
-/// missing pages drawn by [`crate::testbed::missing_pages`].
-pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError> {
-    let Params { seeds, sizes } = ctx.params()?;
-    let mut points = Vec::new();
-    for (pi, _) in POLICIES.iter().enumerate() {
-        for &size in &sizes {
-            for &f in &FAULT_PCT {
-                for s in 0..seeds {
-                    points.push((pi, size, f, s));
+/// The grid's writes and their results: one write per (policy, size, fault rate, seed),
+/// the seed's missing pages drawn by [`crate::testbed::missing_pages`]. The seeds are
+/// `part-fault-frequency`'s whatever the experiment: the same point has the same missing
+/// pages under every policy (`part-adaptive` compares policies on it).
+pub(crate) struct Grid {
+    /// (index into the policies, size, fault rate, seed), one per write.
+    points: Vec<(usize, u64, u32, u64)>,
+    /// The writes, in the order of `points`.
+    pub(crate) writes: Vec<Write>,
+    /// Their results.
+    pub(crate) results: Vec<Measured>,
+}
+
+impl Grid {
+    /// Measure the grid of `policies` x `sizes` x [`FAULT_PCT`] x `seeds` on `tb`.
+    pub(crate) fn measure(
+        ctx: &RunContext,
+        tb: &mut dyn Testbed,
+        policies: &[PageInPolicy],
+        sizes: &[u64],
+        seeds: u64,
+    ) -> Result<Grid, ExperimentError> {
+        let mut points = Vec::new();
+        for pi in 0..policies.len() {
+            for &size in sizes {
+                for &f in &FAULT_PCT {
+                    for s in 0..seeds {
+                        points.push((pi, size, f, s));
+                    }
                 }
             }
         }
-    }
-    let writes: Vec<Write> = points
-        .iter()
-        .map(|&(pi, size, f, s)| Write {
-            missing: Missing::Fraction(f as f64 / 100.0),
-            policy: POLICIES[pi],
-            ..Write::new(
-                Scheme::Part,
-                size,
-                derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")),
-            )
+        let writes: Vec<Write> = points
+            .iter()
+            .map(|&(pi, size, f, s)| Write {
+                missing: Missing::Fraction(f as f64 / 100.0),
+                policy: policies[pi],
+                ..Write::new(
+                    Scheme::Part,
+                    size,
+                    derive_seed(ctx.seed, &format!("part-fault-frequency/{s}")),
+                )
+            })
+            .collect();
+        let results = tb.measure(&writes, ctx.progress)?;
+        Ok(Grid {
+            points,
+            writes,
+            results,
         })
-        .collect();
-    let results = tb.measure(&writes, ctx.progress)?;
+    }
+
+    /// Simulated events of every write.
+    pub(crate) fn events(&self) -> u64 {
+        self.results.iter().map(|r| r.events).sum()
+    }
+
+    /// The mean of `get` over the seeds of (policy `pi`, `size`, fault rate `f`).
+    pub(crate) fn mean(&self, pi: usize, size: u64, f: u32, get: impl Fn(&Measured) -> f64) -> f64 {
+        let v: Vec<f64> = self
+            .points
+            .iter()
+            .zip(&self.results)
+            .filter(|(p, _)| (p.0, p.1, p.2) == (pi, size, f))
+            .map(|(_, r)| get(r))
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Run `part-fault-frequency` on `tb`: the [`Grid`] of PIO and PIA.
+pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, ExperimentError> {
+    let Params { seeds, sizes } = ctx.params()?;
+    let grid = Grid::measure(ctx, tb, &POLICIES, &sizes, seeds)?;
     let mut table = Table::new(&[
         "policy",
         "size_bytes",
@@ -83,16 +131,7 @@ pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, E
         "slowdown",
         "seeds",
     ]);
-    let events = results.iter().map(|r| r.events).sum();
-    let mean = |pi: usize, size: u64, f: u32| {
-        let v: Vec<f64> = points
-            .iter()
-            .zip(&results)
-            .filter(|(p, _)| (p.0, p.1, p.2) == (pi, size, f))
-            .map(|(_, r)| r.latency_us)
-            .collect();
-        v.iter().sum::<f64>() / v.len() as f64
-    };
+    let mean = |pi: usize, size: u64, f: u32| grid.mean(pi, size, f, |r| r.latency_us);
     for (pi, policy) in POLICIES.iter().enumerate() {
         for &size in &sizes {
             let base = mean(pi, size, 0);
@@ -140,11 +179,11 @@ pub fn run(ctx: &RunContext, tb: &mut dyn Testbed) -> Result<ExperimentOutput, E
         .suffix("pia-latency"),
     );
     let mut meta = json!({ "fault_pct": FAULT_PCT, "sizes_bytes": sizes, "seeds": seeds, "retransmission": "ERR or the profile's block timeout" });
-    super::extend(&mut meta, tb.meta(&writes));
+    super::extend(&mut meta, tb.meta(&grid.writes));
     Ok(ExperimentOutput {
         table,
         plots,
-        sim_events: events,
+        sim_events: grid.events(),
         meta,
     })
 }

@@ -9,8 +9,11 @@
 //! - [`run`]: many seeds, failures collected, one rerun command per failing seed.
 //! - [`part`]: the PART swarm; [`rc`]: the RC/ODP swarm; [`aa`]: the Active Access swarm;
 //!   [`dsm`]: the DSM swarm (coherence under loss, duplication and reordering).
+//! - `common`: what the drivers share (transport requests and their bytes check, PART
+//!   outcomes, the PART world of the AA and DSM swarms, residency, the seed's report).
 
 pub mod aa;
+mod common;
 pub mod dsm;
 pub mod part;
 pub mod rc;

@@ -1,5 +1,6 @@
 //! The PART swarm: one seed picks 2-4 nodes, a topology, engine parameters (packet and block
-//! sizes, window, block timeout, retransmission policy), the page-in policy, a fault mix,
+//! sizes, window, block timeout, retransmission policy), the page-in policy (the adaptive one
+//! included), early and kernel-sent ERRs, a fault mix,
 //! residency, page evictions during transfers, and requests: writes and reads that must
 //! succeed (into a read-write exposure, reads of a read-only one) and requests designed to
 //! fail with a protection error (a wrong key into a read-write exposure, a range running past
@@ -12,19 +13,17 @@
 //! at the step it happens, a designed-to-fail write's target is compared with its contents
 //! before the post.
 
-use unpinned_core::api::{CompletionError, Op, Perms, RemoteKey, WorkRequest};
+use unpinned_core::api::{Op, Perms, RemoteKey, WorkRequest};
 use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::os::PageInPolicy;
-use unpinned_core::profile::{Profile, RetransmitPolicy};
+use unpinned_core::profile::{ErrFrom, Profile, RetransmitPolicy};
 use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
 
+use super::common::{self, describe, Kind};
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
-use crate::kernel::{
-    checkers, Checkers, ErrorKind, Expect, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
-};
-use crate::memory::Residence;
+use crate::kernel::{checkers, Checkers, FaultMix, Phase, ReqEvent, Requests, RngTree};
 use crate::net::Topology;
 use crate::world::{PostRecord, Sim, SimConfig};
 
@@ -42,41 +41,7 @@ const PDID: unpinned_core::memory::Pdid = 1;
 /// Largest request.
 const MAX_LEN: u64 = 200_000;
 
-/// What a request is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// Must succeed: a write or read of the read-write exposure, a read of the read-only one.
-    Normal,
-    /// A key the target never gave, into its read-write exposure.
-    BadKey,
-    /// Runs past the end of the read-write exposure.
-    OutOfRange,
-    /// Into an exposure the target revoked.
-    Revoked,
-    /// A write into a read-only exposure.
-    ReadOnly,
-}
-
-struct Req {
-    node: u32,
-    wr: WorkRequest,
-    phase: Phase,
-    kind: Kind,
-    /// What a successful request must deliver (source contents at post time).
-    expected: Vec<u8>,
-    /// A designed-to-fail write's target contents before the post.
-    before: Vec<u8>,
-}
-
-impl Req {
-    fn expect(&self) -> Expect {
-        if self.kind == Kind::Normal {
-            Expect::Succeed
-        } else {
-            Expect::Fail(ErrorKind::Protection)
-        }
-    }
-}
+type Req = common::Req<WorkRequest>;
 
 /// Per node: its keys.
 struct Keys {
@@ -132,6 +97,21 @@ pub fn run(seed: u64) -> SeedReport {
     let hops = rng.gen_range(1..=3);
     let policy = [PageInPolicy::Pio, PageInPolicy::Pi4, PageInPolicy::Pia][rng.gen_range(0..3)];
     let send_err = rng.gen_bool(0.8);
+    // The adaptive page-in policy and the fault handler's ERR options, from a generator of
+    // their own (what the seed draws besides stays as it was).
+    let mut os = tree.rng("vopr/part/os");
+    let policy = if os.gen_bool(0.2) {
+        PageInPolicy::Adaptive
+    } else {
+        policy
+    };
+    profile.os.early_err = os.gen_bool(0.3);
+    profile.os.err_from = ErrFrom::ALL[usize::from(os.gen_bool(0.3))];
+    let errs = format!(
+        "early err {}, err from {}",
+        profile.os.early_err,
+        profile.os.err_from.name()
+    );
     let swarm = format!(
         "nodes {nodes}, hops {hops}, {policy:?}, err {send_err}, retransmit {}, packet {} B, block {} B, window {}, block timeout {} us, faults {}",
         retransmit.name(),
@@ -175,25 +155,14 @@ pub fn run(seed: u64) -> SeedReport {
     }
     let now = d.sim.now();
     d.checkers.finish(now);
-    SeedReport {
-        protocol: "part",
+    common::report(
+        "part",
         seed,
-        swarm: format!("{swarm}, requests {safety} + {liveness}"),
-        tally: d.tally,
-        events: d.sim.events(),
-        faults: d.sim.link_stats(),
-        evictions: d.evictions,
-        trace_hash: d.sim.trace_hash(),
-        violations: d.checkers.violations().to_vec(),
-        violation_count: d.checkers.count(),
-    }
-}
-
-/// The rates of a fault mix, short.
-pub(crate) fn describe(f: &FaultConfig) -> String {
-    format!(
-        "loss {:.4} dup {:.4} reorder {:.4} delay {:.4} corrupt {:.4}",
-        f.loss, f.duplicate, f.reorder, f.delay, f.corrupt
+        format!("{swarm}, {errs}, requests {safety} + {liveness}"),
+        d.tally,
+        d.evictions,
+        &d.sim,
+        &d.checkers,
     )
 }
 
@@ -206,11 +175,7 @@ impl Driver {
                 (RO_BASE, SMALL),
                 (REV_BASE, SMALL),
             ] {
-                let r = match self.rng.gen_range(0..3) {
-                    0 => Residence::Present,
-                    1 => Residence::Absent,
-                    _ => Residence::MissingWithProbability(0.5),
-                };
+                let r = common::residence(&mut self.rng);
                 self.sim.map(n, PDID, base, len, r);
                 self.sim.fill_random(n, PDID, base, len);
             }
@@ -351,39 +316,7 @@ impl Driver {
             rkey,
             len,
         };
-        let mut expected = vec![0u8; len as usize];
-        let mut before = Vec::new();
-        match (kind, op) {
-            (Kind::Normal, Op::Write) => {
-                self.sim
-                    .node(n)
-                    .mem
-                    .host_read(PDID, local_addr, &mut expected)
-            }
-            (Kind::Normal, Op::Read) => {
-                self.sim
-                    .node(peer)
-                    .mem
-                    .host_read(PDID, remote_addr, &mut expected)
-            }
-            (_, Op::Write) => {
-                before = vec![0u8; len as usize];
-                self.sim
-                    .node(peer)
-                    .mem
-                    .host_read(PDID, remote_addr, &mut before);
-                expected.clear();
-            }
-            (_, Op::Read) => expected.clear(),
-        }
-        let req = Req {
-            node: n,
-            wr,
-            phase,
-            kind,
-            expected,
-            before,
-        };
+        let req = Req::new(n, peer, wr, phase, kind, reader(&self.sim));
         let ev = ReqEvent::Posted {
             req: i,
             stream: u64::from(n),
@@ -403,19 +336,7 @@ impl Driver {
         for rec in std::mem::take(&mut self.done) {
             let Some(c) = rec.completion else { continue };
             let id = rec.wr.wr_id;
-            let outcome = match c.status {
-                Ok(()) => Outcome::Ok,
-                Err(e) => Outcome::Err {
-                    kind: match e {
-                        CompletionError::RemoteAccess => ErrorKind::Protection,
-                        CompletionError::RetryExceeded | CompletionError::PeerGone => {
-                            ErrorKind::Transport
-                        }
-                        _ => ErrorKind::Other,
-                    },
-                    detail: e.to_string(),
-                },
-            };
+            let outcome = common::part_outcome(c.status);
             self.checkers.observe(
                 at,
                 &ReqEvent::Completed {
@@ -427,33 +348,13 @@ impl Driver {
                 continue;
             };
             self.tally.count(req.phase, req.expect(), &outcome);
-            let wr = req.wr;
-            if req.kind == Kind::Normal && outcome.is_ok() {
-                let mut got = vec![0u8; wr.len as usize];
-                let (node, pdid, addr) = match wr.op {
-                    Op::Write => (wr.peer, wr.remote_pdid, wr.remote_addr),
-                    Op::Read => (req.node, wr.local_pdid, wr.local_addr),
-                };
-                self.sim.node(node).mem.host_read(pdid, addr, &mut got);
-                let ev = ReqEvent::Bytes {
-                    req: id,
-                    expected: &req.expected,
-                    got: &got,
-                };
-                self.checkers.observe(at, &ev);
-            } else if req.kind != Kind::Normal && wr.op == Op::Write {
-                let mut after = vec![0u8; wr.len as usize];
-                self.sim
-                    .node(wr.peer)
-                    .mem
-                    .host_read(wr.remote_pdid, wr.remote_addr, &mut after);
-                let ev = ReqEvent::Untouched {
-                    req: id,
-                    before: &req.before,
-                    after: &after,
-                };
-                self.checkers.observe(at, &ev);
-            }
+            let read = reader(&self.sim);
+            req.check_bytes(id, outcome.is_ok(), at, &mut self.checkers, read);
         }
     }
+}
+
+/// Reads of the nodes' host memory, for the bytes checks.
+fn reader(sim: &Sim) -> impl FnMut(u32, u64, &mut [u8]) + '_ {
+    move |n, addr, out| sim.node(n).mem.host_read(PDID, addr, out)
 }

@@ -20,11 +20,11 @@ use unpinned_ib::{
     WcError,
 };
 
-use super::part::describe;
+use super::common::{self, describe, Kind};
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
 use crate::kernel::{
-    checkers, Checkers, ErrorKind, Expect, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
+    checkers, Checkers, ErrorKind, FaultMix, Outcome, Phase, ReqEvent, Requests, RngTree,
 };
 use crate::net::Topology;
 use crate::rc::{RcSim, RcSimConfig};
@@ -40,33 +40,7 @@ const RO_LEN: u64 = 16 * PAGE_BYTES;
 const MAX_PHASE_EVENTS: u64 = 5_000_000;
 const PDID: unpinned_core::memory::Pdid = 1;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Normal,
-    BadKey,
-    OutOfRange,
-    ReadOnly,
-}
-
-struct Req {
-    node: u32,
-    peer: u32,
-    wr: SendWr,
-    phase: Phase,
-    kind: Kind,
-    expected: Vec<u8>,
-    before: Vec<u8>,
-}
-
-impl Req {
-    fn expect(&self) -> Expect {
-        if self.kind == Kind::Normal {
-            Expect::Succeed
-        } else {
-            Expect::Fail(ErrorKind::Protection)
-        }
-    }
-}
+type Req = common::Req<SendWr>;
 
 struct Keys {
     rw: u32,
@@ -116,12 +90,21 @@ pub fn run(seed: u64) -> SeedReport {
     ];
     let mut qp_attrs = QpAttrs::odp_default(PDID);
     qp_attrs.min_rnr_delay = Duration::from_us([10, 640, 1280][rng.gen_range(0..3)]);
+    // Now and then few retries in the safety phase, so that faults exhaust them: RETRY_EXC_ERR
+    // and the queue pair's error state (flushes). From a generator of its own: what the seed
+    // draws besides stays as it was.
+    let mut retries = tree.rng("vopr/rc/retries");
+    let retry_cnt = qp_attrs.retry_cnt;
+    if retries.gen_bool(0.25) {
+        qp_attrs.retry_cnt = retries.gen_range(0..=2);
+    }
     let swarm = format!(
         "{name}, loss model {loss_model}, fix {}, odp {odp:?}, min rnr {} us, faults {}, requests {safety} + {liveness}",
         fix.is_some(),
         qp_attrs.min_rnr_delay.as_us_f64(),
         describe(&faults)
     );
+    let swarm = format!("{swarm}, retries {}", qp_attrs.retry_cnt);
     let mtu = profile.net.mtu_bytes;
     let sim = RcSim::new(RcSimConfig {
         profile,
@@ -139,7 +122,7 @@ pub fn run(seed: u64) -> SeedReport {
         odp,
         reqs: Vec::new(),
         qp_attrs,
-        checkers: checkers::transport(true),
+        checkers: checkers::queue_pairs(fix.is_some()),
         tally: Tally::default(),
         seen: 0,
         evictions: 0,
@@ -150,22 +133,12 @@ pub fn run(seed: u64) -> SeedReport {
     d.phase(Phase::Safety, safety, max_len, limit);
     if d.checkers.is_clean() {
         d.sim.set_faults(FaultConfig::NONE);
+        d.qp_attrs.retry_cnt = retry_cnt;
         d.phase(Phase::Liveness, liveness, max_len, limit);
     }
     let now = d.sim.now();
     d.checkers.finish(now);
-    SeedReport {
-        protocol: "rc",
-        seed,
-        swarm,
-        tally: d.tally,
-        events: d.sim.events(),
-        faults: d.sim.link_stats(),
-        evictions: d.evictions,
-        trace_hash: d.sim.trace_hash(),
-        violations: d.checkers.violations().to_vec(),
-        violation_count: d.checkers.count(),
-    }
+    common::report("rc", seed, swarm, d.tally, d.evictions, &d.sim, &d.checkers)
 }
 
 impl Driver {
@@ -311,6 +284,7 @@ impl Driver {
             }
             Kind::OutOfRange => (BUF + keys.rw_len - rng.gen_range(1..len), keys.rw),
             Kind::ReadOnly => (RO_BUF + rng.gen_range(0..=RO_LEN - len), keys.ro),
+            Kind::Revoked => unreachable!("not drawn: RC has no deregistration"),
         };
         let wr = SendWr {
             wr_id: i,
@@ -320,27 +294,7 @@ impl Driver {
             remote_addr,
             rkey,
         };
-        let mut expected = vec![0u8; len as usize];
-        let mut before = Vec::new();
-        match (kind, op) {
-            (Kind::Normal, IbOp::Write) => self.read(node, local_addr, &mut expected),
-            (Kind::Normal, _) => self.read(peer, remote_addr, &mut expected),
-            (_, IbOp::Write) => {
-                before = vec![0u8; len as usize];
-                self.read(peer, remote_addr, &mut before);
-                expected.clear();
-            }
-            _ => expected.clear(),
-        }
-        let req = Req {
-            node,
-            peer,
-            wr,
-            phase,
-            kind,
-            expected,
-            before,
-        };
+        let req = Req::new(node, peer, wr, phase, kind, reader(&mut self.sim));
         let ev = ReqEvent::Posted {
             req: i,
             stream: (u64::from(node) << 32) | u64::from(qpn),
@@ -351,14 +305,6 @@ impl Driver {
         self.tally.posted += 1;
         self.reqs.push(req);
         self.sim.post(at, node, qpn, wr);
-    }
-
-    fn read(&mut self, n: u32, addr: u64, out: &mut [u8]) {
-        self.sim
-            .node_mut(n)
-            .mem
-            .read(PDID, addr, out)
-            .expect("host memory reads any range");
     }
 
     /// Observe the application completions of the last step.
@@ -398,31 +344,18 @@ impl Driver {
                 self.checkers.observe(at, &ReqEvent::World { what: &what });
             }
             self.tally.count(req.phase, req.expect(), &outcome);
-            let (wr, kind, peer, node) = (req.wr, req.kind, req.peer, req.node);
-            if kind == Kind::Normal && outcome.is_ok() {
-                let mut got = vec![0u8; wr.len as usize];
-                match wr.op {
-                    IbOp::Write => self.read(peer, wr.remote_addr, &mut got),
-                    _ => self.read(node, wr.local_addr, &mut got),
-                }
-                let req = &self.reqs[id as usize];
-                let ev = ReqEvent::Bytes {
-                    req: id,
-                    expected: &req.expected,
-                    got: &got,
-                };
-                self.checkers.observe(at, &ev);
-            } else if kind != Kind::Normal && wr.op == IbOp::Write {
-                let mut after = vec![0u8; wr.len as usize];
-                self.read(peer, wr.remote_addr, &mut after);
-                let req = &self.reqs[id as usize];
-                let ev = ReqEvent::Untouched {
-                    req: id,
-                    before: &req.before,
-                    after: &after,
-                };
-                self.checkers.observe(at, &ev);
-            }
+            let read = reader(&mut self.sim);
+            req.check_bytes(id, outcome.is_ok(), at, &mut self.checkers, read);
         }
+    }
+}
+
+/// Reads of the nodes' host memory, for the bytes checks.
+fn reader(sim: &mut RcSim) -> impl FnMut(u32, u64, &mut [u8]) + '_ {
+    move |n, addr, out| {
+        sim.node_mut(n)
+            .mem
+            .read(PDID, addr, out)
+            .expect("host memory reads any range")
     }
 }

@@ -7,9 +7,11 @@
 //!   and the world's memory model saw no write outside what the NI may write;
 //! - [`success`]: in the liveness phase every request does what it was designed to do (succeed,
 //!   or fail with the right error); in the safety phase only transport errors are excused;
-//! - [`order`]: requests of one stream complete in posting order (RC's promise).
+//! - [`order`]: requests of one stream complete in posting order (RC's promise);
+//! - [`flush`]: after an error on a stream, the rest of it is flushed (RC's error state).
 
 pub mod bytes;
+pub mod flush;
 pub mod once;
 pub mod order;
 pub mod protection;
@@ -19,6 +21,7 @@ use crate::kernel::check::Checkers;
 use crate::kernel::request::{ReqEvent, Requests};
 
 pub use bytes::Bytes;
+pub use flush::Flush;
 pub use once::Once;
 pub use order::Order;
 pub use protection::Protection;
@@ -35,6 +38,14 @@ pub fn transport(ordered: bool) -> Checkers<Requests> {
     if ordered {
         c.add(Box::new(Order::default()));
     }
+    c
+}
+
+/// The registry of RC queue pairs: [`transport`]'s, ordering, and the error state ([`Flush`];
+/// `hidden`: the world posts requests of its own on a queue pair, e.g. the fix's dummies).
+pub fn queue_pairs(hidden: bool) -> Checkers<Requests> {
+    let mut c = transport(true);
+    c.add(Box::new(Flush::new(hidden)));
     c
 }
 

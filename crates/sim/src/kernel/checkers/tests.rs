@@ -173,3 +173,58 @@ fn each_concern_is_caught_by_its_checker() {
     assert_eq!(run(&evs, true), ["order"]);
     assert_eq!(run(&evs, false), Vec::<&str>::new());
 }
+
+/// RC's error state: after an error on a stream only flushes; a flush only after an error,
+/// unless the world posts requests the checkers do not see.
+#[test]
+fn the_error_state_is_checked_per_queue_pair() {
+    use super::queue_pairs;
+    let ok = Outcome::Ok;
+    let retry = err(ErrorKind::Transport);
+    let flushed = err(ErrorKind::Flushed);
+    let s = Phase::Safety;
+    let check = |evs: &[Ev<'_>], hidden: bool| {
+        let mut c = queue_pairs(hidden);
+        for (i, e) in evs.iter().enumerate() {
+            c.observe(Instant(i as u64), e);
+        }
+        c.finish(Instant(99));
+        c.violations().iter().map(|v| v.checker).collect::<Vec<_>>()
+    };
+    let completed = |req, outcome| Ev::Completed { req, outcome };
+    let mut evs: Vec<Ev<'_>> = (0..4).map(|r| posted(r, 0, s, Expect::Succeed)).collect();
+    evs.push(posted(4, 1, s, Expect::Succeed));
+    // A clean failure: the first error, then flushes; another stream unaffected.
+    let clean = [
+        completed(0, &ok),
+        completed(1, &retry),
+        completed(2, &flushed),
+        completed(3, &flushed),
+        completed(4, &ok),
+    ];
+    let run = |tail: &[Ev<'_>], hidden| {
+        let mut all = evs.clone();
+        all.extend_from_slice(tail);
+        check(&all, hidden)
+    };
+    assert_eq!(run(&clean, false), Vec::<&str>::new());
+    // A success, or a second error, after the error.
+    let bad = [
+        completed(0, &retry),
+        completed(1, &ok),
+        completed(2, &retry),
+        completed(3, &flushed),
+        completed(4, &ok),
+    ];
+    assert_eq!(run(&bad, false), ["flush", "flush"]);
+    // A flush with no error before it: only when the world has requests of its own.
+    let first = [
+        completed(0, &flushed),
+        completed(1, &flushed),
+        completed(2, &flushed),
+        completed(3, &flushed),
+        completed(4, &ok),
+    ];
+    assert_eq!(run(&first, false), ["flush"]);
+    assert_eq!(run(&first, true), Vec::<&str>::new());
+}

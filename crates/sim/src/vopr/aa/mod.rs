@@ -28,19 +28,18 @@ use unpinned_aa::reassembly::Reassembler;
 use unpinned_core::api::{CompletionError, Op, Perms, RemoteKey, WorkRequest};
 use unpinned_core::memory::PAGE_BYTES;
 use unpinned_core::os::PageInPolicy;
-use unpinned_core::profile::{Profile, RetransmitPolicy};
+use unpinned_core::profile::RetransmitPolicy;
 use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
 
+use super::common;
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
 use crate::kernel::{
     checkers, Checkers, ErrorKind, Expect, FaultMix, Kernel, Outcome, Phase, ReqEvent, Requests,
     RngTree,
 };
-use crate::memory::Residence;
-use crate::net::Topology;
-use crate::world::{PostRecord, Sim, SimConfig};
+use crate::world::{PostRecord, Sim};
 
 use layer::{AaState, ActiveLayer};
 
@@ -286,20 +285,7 @@ pub(crate) struct Swarm {
 
 impl Swarm {
     fn new(cfg: AaSwarmConfig) -> Swarm {
-        let mut profile = Profile::forth_arm();
-        profile.engine.max_timeouts = 30;
-        profile.engine.retransmit = cfg.retransmit;
-        let sim = Sim::new(SimConfig {
-            profile,
-            policy: cfg.policy,
-            send_err: true,
-            seed: cfg.seed,
-            nodes: cfg.nodes,
-            topology: Topology::Uniform { hops: 1 },
-            faults: cfg.faults,
-            check_invariants: true,
-            trace: true,
-        });
+        let sim = common::part_world(cfg.seed, cfg.nodes, cfg.faults, cfg.retransmit, cfg.policy);
         let mut s = Swarm {
             sim,
             states: Vec::new(),
@@ -322,14 +308,6 @@ impl Swarm {
         s
     }
 
-    fn residence(&mut self) -> Residence {
-        match self.rng.gen_range(0..3) {
-            0 => Residence::Present,
-            1 => Residence::Absent,
-            _ => Residence::MissingWithProbability(0.5),
-        }
-    }
-
     fn schedule(&mut self, at: Instant, ev: DrvEv) {
         self.drv.schedule(at, ev);
     }
@@ -347,7 +325,7 @@ impl Swarm {
                 (SRC_BASE, lanes_len),
                 (GET_BASE, lanes_len),
             ] {
-                let r = self.residence();
+                let r = common::residence(&mut self.rng);
                 self.sim.map(node, PDID, base, len, r);
                 self.sim.fill_random(node, PDID, base, len);
             }
@@ -601,19 +579,7 @@ impl Swarm {
                 .completion
                 .expect("completed posts carry their completion");
             let id = rec.wr.wr_id;
-            let outcome = match c.status {
-                Ok(()) => Outcome::Ok,
-                Err(e) => Outcome::Err {
-                    kind: match e {
-                        CompletionError::RemoteAccess => ErrorKind::Protection,
-                        CompletionError::RetryExceeded | CompletionError::PeerGone => {
-                            ErrorKind::Transport
-                        }
-                        _ => ErrorKind::Other,
-                    },
-                    detail: e.to_string(),
-                },
-            };
+            let outcome = common::part_outcome(c.status);
             self.checkers.observe(
                 at,
                 &ReqEvent::Completed {
@@ -723,22 +689,20 @@ impl Swarm {
             c.policy,
             c.retransmit.name(),
             c.safety_us,
-            super::part::describe(&c.faults),
+            common::describe(&c.faults),
             entries,
             stalls,
         );
-        SeedReport {
-            protocol: "aa",
-            seed: c.seed,
+        let (tally, evictions) = (self.tally, self.evictions);
+        common::report(
+            "aa",
+            c.seed,
             swarm,
-            tally: self.tally,
-            events: self.sim.events(),
-            faults: self.sim.link_stats(),
-            evictions: self.evictions,
-            trace_hash: self.sim.trace_hash(),
-            violations: self.checkers.violations().to_vec(),
-            violation_count: self.checkers.count(),
-        }
+            tally,
+            evictions,
+            &self.sim,
+            &self.checkers,
+        )
     }
 }
 

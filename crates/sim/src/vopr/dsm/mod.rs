@@ -22,17 +22,16 @@ mod transport;
 
 use unpinned_core::api::{Op, Perms, WorkRequest};
 use unpinned_core::os::PageInPolicy;
-use unpinned_core::profile::{Profile, RetransmitPolicy};
+use unpinned_core::profile::RetransmitPolicy;
 use unpinned_core::rng::{Rng, SimRng};
 use unpinned_core::time::{Duration, Instant};
 use unpinned_dsm::{Access, Event, FaultResult, Node};
 
+use super::common;
 use super::report::{SeedReport, Tally};
 use crate::faults::FaultConfig;
 use crate::kernel::{Checkers, FaultMix, Kernel, RngTree};
-use crate::memory::Residence;
-use crate::net::Topology;
-use crate::world::{PostRecord, Sim, SimConfig};
+use crate::world::{PostRecord, Sim};
 
 use coherence::{Dsm, DsmEvent};
 use transport::Endpoint;
@@ -187,22 +186,9 @@ pub(crate) struct Swarm {
 
 impl Swarm {
     fn new(cfg: DsmSwarmConfig) -> Swarm {
-        let mut profile = Profile::forth_arm();
-        // Enough retries that the injected loss alone rarely exhausts them (as the PART
-        // scenarios): a transport that gives up is a failure of the seed.
-        profile.engine.max_timeouts = 30;
-        profile.engine.retransmit = cfg.retransmit;
-        let sim = Sim::new(SimConfig {
-            profile,
-            policy: cfg.policy,
-            send_err: true,
-            seed: cfg.seed,
-            nodes: cfg.nodes,
-            topology: Topology::Uniform { hops: 1 },
-            faults: cfg.faults,
-            check_invariants: true,
-            trace: true,
-        });
+        // Enough retries that the injected loss alone rarely exhausts them: a transport that
+        // gives up is a failure of the seed.
+        let sim = common::part_world(cfg.seed, cfg.nodes, cfg.faults, cfg.retransmit, cfg.policy);
         let mut rng = RngTree::new(cfg.seed).rng("vopr/dsm/run");
         let mut s = Swarm {
             sim,
@@ -226,14 +212,6 @@ impl Swarm {
         s
     }
 
-    fn residence(&mut self) -> Residence {
-        match self.rng.gen_range(0..3) {
-            0 => Residence::Present,
-            1 => Residence::Absent,
-            _ => Residence::MissingWithProbability(0.5),
-        }
-    }
-
     fn setup(&mut self) {
         let n = self.cfg.nodes;
         let mbox_len = transport::mbox_len(n, self.cfg.slots);
@@ -245,7 +223,7 @@ impl Swarm {
                 (DATA_BASE, data_len),
                 (STAGE_BASE, STAGE_SLOTS as u64 * 64),
             ] {
-                let r = self.residence();
+                let r = common::residence(&mut self.rng);
                 self.sim.map(node, PDID, base, len, r);
             }
             let mbox = self.sim.expose(node, PDID, MBOX_BASE, mbox_len, Perms::RW);
@@ -629,30 +607,29 @@ impl Swarm {
             c.policy,
             c.retransmit.name(),
             c.safety_us,
-            super::part::describe(&c.faults),
+            common::describe(&c.faults),
             self.report.reads,
             self.report.writes,
             self.report.waits,
             self.eps.iter().map(|e| e.sent).sum::<u64>(),
             self.report.data_moves,
         );
-        SeedReport {
-            protocol: "dsm",
-            seed: c.seed,
+        let tally = Tally {
+            posted,
+            ok: done,
+            failed_other: posted - done,
+            ..Tally::default()
+        };
+        let evictions = self.report.evictions;
+        common::report(
+            "dsm",
+            c.seed,
             swarm,
-            tally: Tally {
-                posted,
-                ok: done,
-                failed_other: posted - done,
-                ..Tally::default()
-            },
-            events: self.sim.events(),
-            faults: self.sim.link_stats(),
-            evictions: self.report.evictions,
-            trace_hash: self.sim.trace_hash(),
-            violations: self.checkers.violations().to_vec(),
-            violation_count: self.checkers.count(),
-        }
+            tally,
+            evictions,
+            &self.sim,
+            &self.checkers,
+        )
     }
 }
 
