@@ -484,6 +484,19 @@ impl PartEngine {
             return;
         }
         match reason {
+            NackReason::Crc if self.cfg.retransmit == RetransmitPolicy::Selective => {
+                // The receiver keeps what it holds and the attempt's last packet polls for
+                // the SACK that names the corrupted packet: an attempt still sending goes on
+                // (restarting it from the first packet not known held resent the whole block
+                // before the first SACK and never reached the poll under steady corruption).
+                // Once the poll is sent, it may be the packet that was corrupted: probe.
+                if b.state == BlockState::Sending {
+                    return;
+                }
+                self.stats.retransmits_crc += 1;
+                let probe = b.state == BlockState::AwaitAck;
+                self.retransmit(slot, idx, probe);
+            }
             NackReason::Crc => {
                 self.stats.retransmits_crc += 1;
                 self.retransmit(slot, idx, false);

@@ -82,11 +82,11 @@ pub fn run(seed: u64) -> SeedReport {
     // Enough retries that injected loss alone rarely exhausts them.
     profile.engine.max_timeouts = 30;
     profile.engine.retransmit = retransmit;
-    // Whole-block retransmission needs every packet of a block to survive one attempt: keep
-    // its rates where that happens within the retries (docs/vopr.md).
+    // Whole-block retransmission needs every packet of a block to survive one attempt (up to
+    // 64 packets: (1 - p)^64 per attempt); selective resends what is missing (docs/vopr.md).
     let max_rate = match retransmit {
-        RetransmitPolicy::Block => 0.01,
-        RetransmitPolicy::Selective => 0.05,
+        RetransmitPolicy::Block => 0.05,
+        RetransmitPolicy::Selective => 0.20,
     };
     let faults = FaultMix::draw(
         &mut tree.rng("vopr/part/faults"),
