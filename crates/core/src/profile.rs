@@ -70,6 +70,20 @@ pub struct EngineProfile {
     /// Absent from a profile file means `block`.
     #[serde(default)]
     pub retransmit: RetransmitPolicy,
+    /// Retransmission-timeout backoff cap, as a multiple of the ack timeout (1 = off: every
+    /// silent period lasts one ack timeout, the spec's fixed timer). Above 1, each consecutive
+    /// silent period of a peer doubles the next timeout (as TCP's and InfiniBand RC's
+    /// retransmission timers do), up to this multiple; an answer from the peer resets it. A
+    /// transfer then fails with RetryExceeded after `sum(k = 0..=max_timeouts) of timeout *
+    /// min(2^k, timeout_backoff_max)` of silence instead of `(max_timeouts + 1) * timeout`.
+    /// Absent from a profile file means 1.
+    #[serde(default = "backoff_off")]
+    pub timeout_backoff_max: u32,
+}
+
+/// The default of [`EngineProfile::timeout_backoff_max`]: no backoff.
+fn backoff_off() -> u32 {
+    1
 }
 
 /// What a PART retransmission resends.
@@ -286,6 +300,12 @@ impl Profile {
                 e.block_bytes / e.packet_bytes
             ));
         }
+        if e.timeout_backoff_max == 0 {
+            return bad(
+                "engine.timeout_backoff_max = 0 (must be at least 1; 1 turns the backoff off)"
+                    .into(),
+            );
+        }
         if e.max_outstanding_blocks == 0 {
             return bad("engine.max_outstanding_blocks = 0 (must be at least 1)".into());
         }
@@ -423,6 +443,22 @@ mod tests {
         assert_eq!(q.os.err_from, ErrFrom::Kernel);
         assert!(p.with_override("os.err_from=nic").is_err());
         assert!(p.with_override("os.early_err=true").unwrap().os.early_err);
+        assert_eq!(
+            p.engine.timeout_backoff_max, 1,
+            "the reference profile has no backoff"
+        );
+        let q = p.with_override("engine.timeout_backoff_max=64").unwrap();
+        assert_eq!(q.engine.timeout_backoff_max, 64);
+        assert!(p.with_override("engine.timeout_backoff_max=0").is_err());
+        // A profile file without the field has no backoff.
+        let text = FORTH_ARM_TOML.replace("timeout_backoff_max = 1", "");
+        assert_eq!(
+            Profile::from_toml(&text)
+                .unwrap()
+                .engine
+                .timeout_backoff_max,
+            1
+        );
         assert!(p.with_override("engine.nope=1").is_err());
         assert!(p.with_override("engine.block_bytes=1000").is_err());
         assert!(p.with_override("engine.block_bytes=abc").is_err());

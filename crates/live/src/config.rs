@@ -41,8 +41,21 @@ pub const LAYER_SECTIONS: &[&str] = &["dsm", "shmem"];
 ///   fault handling (PI4, resent bytes) is unchanged; UDP datagrams of 16 KiB + 55 B are fine
 ///   on loopback and LANs with IP fragmentation (set `engine.packet_bytes` lower for a lossy
 ///   network).
-/// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts (~0.3 s), not
-///   7: a descheduled process on a busy host is not a dead one.
+/// - `engine.max_timeouts=30`: a peer is declared dead after 30 silent timeouts, not 7: a
+///   descheduled process on a busy host is not a dead one.
+/// - `engine.timeout_backoff_max=16`: each silent period of a peer doubles the next timeout,
+///   up to 16 block timeouts (160 ms); an answer from the peer resets it. With the fixed 10 ms
+///   timer, 30 timeouts were 0.31 s of silence, and on a host with more runnable threads than
+///   cores a peer's engine can go that long without a turn: its process descheduled, or the
+///   ring towards it full (packets dropped after `progress.drop_after_us`) while it catches
+///   up, so its transfers failed with RetryExceeded although it was alive. With the backoff a
+///   transfer fails after 10 + 20 + 40 + 80 + 27 * 160 ms = 4.47 s of silence (a peer
+///   descheduled for a second or two survives it, with half the timeouts left), while the
+///   first retransmissions of a lossy link still come after 10, 20, 40 ms. A peer that died
+///   is not found by this timer: the transport (shm: the peer's pid; `Runtime::leave`), the
+///   launcher (`ended-R`, then the job ends after its grace) and PMIx (termination events)
+///   report it within milliseconds; the timer only ends transfers to a peer that stays
+///   silent without having exited (a host or network gone).
 /// - `engine.max_outstanding_blocks=16`: the window must cover the bandwidth-delay product.
 ///   Here an ACK comes back after two thread hand-offs, several packet times after its
 ///   block's last packet, so a window of 2 blocks stalls the sender at every ACK. 16 was never
@@ -59,6 +72,7 @@ pub const LAYER_SECTIONS: &[&str] = &["dsm", "shmem"];
 pub const LIVE_DEFAULTS: &[&str] = &[
     "engine.block_timeout_us=10000",
     "engine.max_timeouts=30",
+    "engine.timeout_backoff_max=16",
     "engine.packet_bytes=16384",
     "engine.max_outstanding_blocks=16",
     "engine.retransmit=selective",
@@ -662,6 +676,7 @@ pub const KNOB_DOCS: &[(&str, &str)] = &[
     ("engine.max_timeouts", "silent timeout periods before a transfer fails with RetryExceeded"),
     ("engine.fault_recovery_timeout_us", "a faulted block waits this long for its ERR before retransmitting anyway"),
     ("engine.rx_state_idle_us", "receive-side block state idle this long is discarded"),
+    ("engine.timeout_backoff_max", "each silent period of a peer doubles the next timeout, up to this many block timeouts (1: a fixed timer)"),
     ("engine.retransmit", "what a retransmission resends: selective (the packets the receiver lacks, from its SACK) or block (the whole block, as the spec)"),
     ("handler.policy", "pages one fault brings in: pio (the page), pi4 (its block), pia (the rest of the transfer), adaptive (pio or pia from the fault density seen)"),
     ("handler.send_err", "send an ERR after a page-in (false: only the block timeout retransmits)"),
@@ -766,6 +781,26 @@ mod tests {
             ["a.b=1", "c.d=2", "e.f=x", "g.h=3"]
         );
         assert!(split_assignments("  ").is_empty());
+    }
+
+    #[test]
+    fn a_descheduled_peer_is_not_declared_dead_and_a_silent_one_still_is() {
+        let e = Config::default().engine_config();
+        let max = e.max_timeouts;
+        // A transfer fails after silence_span(max_timeouts + 1) of silence.
+        let dead_after = Duration::from_nanos(e.silence_span(max + 1).as_ns());
+        assert_eq!(dead_after, Duration::from_millis(4470));
+        // A peer descheduled for 2 s uses fewer than two thirds of the timeouts.
+        let two_s = (1..=max)
+            .find(|&n| e.silence_span(n).as_ns() >= 2_000_000_000)
+            .unwrap();
+        assert!(
+            two_s <= max * 2 / 3,
+            "2 s of silence takes {two_s} timeouts"
+        );
+        // A lossy link's first retransmissions still come after one, then two block timeouts.
+        assert_eq!(e.backoff_timeout(0).as_ns(), 10_000_000);
+        assert_eq!(e.backoff_timeout(1).as_ns(), 20_000_000);
     }
 
     #[test]

@@ -4,11 +4,14 @@
 //! One request packet, one response packet. Unlike writes, an atomic is not idempotent, so
 //! reliability needs care:
 //!
-//! - the initiator resends the request when its timer ([`EngineConfig::ack_timeout`]) fires,
-//!   at most `max_timeouts` times, then completes with `RetryExceeded`;
+//! - the initiator resends the request when its timer fires ([`EngineConfig::backoff_timeout`]:
+//!   the ack timeout, doubled per silent period when the backoff is on), at most
+//!   `max_timeouts` times, then completes with `RetryExceeded`;
 //! - the target executes each `(initiator, id)` at most once and remembers the outcome; a
 //!   resent request is answered from that memory. Outcomes are kept for
-//!   `ack_timeout * (max_timeouts + 2)`, longer than the initiator can keep resending;
+//!   [`EngineConfig::silence_span`]`(max_timeouts + 2)` (`ack_timeout * (max_timeouts + 2)`
+//!   without backoff): the initiator resends for at most `silence_span(max_timeouts)` after
+//!   its first send, and the target executes no earlier than that first send arrives;
 //! - a missing target page is the PART fault path: the target logs a destination
 //!   [`FaultRecord`] (block [`ATOMIC_BLOCK`]) and does not answer; the host's page-in task
 //!   brings the page in and calls `post_err`, whose ERR makes the initiator resend at once.
@@ -17,7 +20,8 @@
 //! `Memory`, as an RDMA atomic's result does; the completion is reported as an 8-byte
 //! [`Op::Read`].
 //!
-//! [`EngineConfig::ack_timeout`]: crate::EngineConfig::ack_timeout
+//! [`EngineConfig::backoff_timeout`]: crate::EngineConfig::backoff_timeout
+//! [`EngineConfig::silence_span`]: crate::EngineConfig::silence_span
 
 use unpinned_core::api::{
     AtomicOp, CompletionError, FaultRecord, FaultSide, NodeId, Op, Perms, RemoteKey, TransferKey,
@@ -205,15 +209,15 @@ impl PartEngine {
     }
 
     /// Forget the outcomes older than the initiators can still resend for
-    /// (`ack_timeout * (max_timeouts + 2)`), oldest first. A sweep of the whole table once it
+    /// (`silence_span(max_timeouts + 2)`: two periods more than the longest resend span, with
+    /// the backoff's longer periods when it is on), oldest first. A sweep of the whole table once it
     /// held some thousand outcomes cost one pass over every outcome of that window per atomic
     /// (hundreds of thousands at a few microseconds per atomic and a window of seconds).
     fn expire_done_atomics(&mut self, now: Instant) {
         let keep = self
             .cfg
-            .ack_timeout()
-            .as_ns()
-            .saturating_mul(self.cfg.max_timeouts as u64 + 2);
+            .silence_span(self.cfg.max_timeouts.saturating_add(2))
+            .as_ns();
         while let Some(&(at, src, id)) = self.atomics_done_order.front() {
             if now.as_ns().saturating_sub(at.as_ns()) < keep {
                 break;
@@ -276,7 +280,7 @@ impl PartEngine {
     }
 
     pub(crate) fn on_atomic_timer(&mut self, now: Instant, at: Instant, id: u32) {
-        let (max, ack) = (self.cfg.max_timeouts, self.cfg.ack_timeout());
+        let max = self.cfg.max_timeouts;
         let Some(p) = self.atomics.get_mut(&id) else {
             return;
         };
@@ -290,7 +294,8 @@ impl PartEngine {
             self.complete(now, wr_id, Op::Read, Err(CompletionError::RetryExceeded), 0);
             return;
         }
-        p.deadline = now + ack;
+        // The next period is longer with the backoff on (the ack timeout without).
+        p.deadline = now + self.cfg.backoff_timeout(p.silent);
         let (peer, deadline) = (p.req.peer, p.deadline);
         self.timers.push(deadline, TimerKind::Atomic { id });
         self.ctrl.push_back((peer, Ctrl::AtomicReq { id }));
@@ -357,5 +362,43 @@ mod tests {
         assert_eq!(add(&mut e, &mut mem, 2000, 2001), 2000);
         // One from before the window is gone (executed anew: the initiator gave up long ago).
         assert!(!e.atomics_done.contains_key(&(0, 1)));
+    }
+
+    #[test]
+    fn with_backoff_outcomes_are_kept_as_long_as_the_backed_off_resends_last() {
+        let mut cfg = crate::EngineConfig::from_profile(&Profile::forth_arm().engine);
+        cfg.block_timeout = Some(Duration::from_us(100));
+        cfg.max_timeouts = 3;
+        cfg.timeout_backoff_max = 4;
+        // Periods of 100, 200, 400, 400 us: the initiator resends until 700 us after its first
+        // send and fails at 1100 us; outcomes live silence_span(5) = 1500 us (500 us without
+        // the backoff, which a resend at 700 us would outlive).
+        assert_eq!(cfg.silence_span(5), Duration::from_us(1500));
+        let mut e = PartEngine::new(1, cfg);
+        let key = e.expose(1, 0x1000, 4096, Perms::RW).unwrap();
+        let mut mem = Words::default();
+        let mut add = |t_us: u64, id: u32| {
+            let now = Instant(t_us * 1000);
+            e.on_atomic_request(
+                now,
+                0,
+                1,
+                key,
+                id,
+                AtomicKind::FetchAdd,
+                0x1000,
+                1,
+                0,
+                &mut mem,
+            );
+            e.atomics_done.contains_key(&(0, 1))
+        };
+        assert!(add(0, 1));
+        assert!(
+            add(700, 2),
+            "a resend at the end of the span is still answered"
+        );
+        assert!(add(1499, 3));
+        assert!(!add(1500, 4), "forgotten once no initiator can resend it");
     }
 }

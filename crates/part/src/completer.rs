@@ -3,7 +3,11 @@
 //! A read sends a request; the target writes the data back as a transfer of its own, whose
 //! blocks arrive through the responder. The read completes when every block has been received
 //! in full. A liveness timer resends the request while nothing arrives, and fails the read with
-//! `RetryExceeded` after `max_timeouts` silent periods.
+//! `RetryExceeded` after `max_timeouts` silent periods. Each silent period lasts
+//! [`EngineConfig::backoff_timeout`] (the ack timeout, doubled per period when the backoff is
+//! on); a block received resets the count, and the next period is one ack timeout again.
+//!
+//! [`EngineConfig::backoff_timeout`]: crate::EngineConfig::backoff_timeout
 
 use unpinned_core::api::{CompletionError, NodeId, Op, RemoteKey, WorkRequest, WrId};
 use unpinned_core::memory::Pdid;
@@ -119,7 +123,7 @@ impl PartEngine {
             return;
         }
         // Resend the request: the target ignores it if its response is under way.
-        let at = now + self.cfg.ack_timeout();
+        let at = now + self.cfg.backoff_timeout(r.silent_timeouts);
         r.deadline = Some(at);
         let peer = r.peer;
         self.timers.push(at, TimerKind::Read { id });

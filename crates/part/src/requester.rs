@@ -123,7 +123,8 @@ pub struct TxTransfer {
     /// ack timeout. Every block of the window has its own timer, and one silent period fires
     /// all of them; counting each made `max_timeouts` a budget of `max_timeouts / window`
     /// periods (with 16 outstanding blocks and 30 timeouts, a peer descheduled for ~20 ms
-    /// failed the transfer with `RetryExceeded`).
+    /// failed the transfer with `RetryExceeded`). With the backoff on, it also sets how long
+    /// the next period lasts ([`crate::EngineConfig::backoff_timeout`]).
     pub silent_timeouts: u32,
     /// When the last silent period was counted (`None`: none since the peer last answered).
     pub silent_counted_at: Option<Instant>,
@@ -135,11 +136,6 @@ impl TxTransfer {
     fn block_len(&self, block: u32, block_bytes: u32) -> u32 {
         let start = block as u64 * block_bytes as u64;
         (self.len - start).min(block_bytes as u64) as u32
-    }
-    /// The peer answered (ACK, NACK or ERR): the silence is over.
-    fn peer_answered(&mut self) {
-        self.silent_timeouts = 0;
-        self.silent_counted_at = None;
     }
     fn has_sendable(&self) -> bool {
         self.window.iter().any(|b| b.state == BlockState::Sending)
@@ -205,6 +201,30 @@ impl PartEngine {
         if t.has_sendable() && !t.in_ready {
             t.in_ready = true;
             self.ready.push_back(slot);
+        }
+    }
+
+    /// The peer answered (ACK, NACK, SACK or ERR): the silence is over. With the backoff on,
+    /// block timers armed during the silence (up to `timeout_backoff_max` ack timeouts away)
+    /// are brought back to one ack timeout from now: the peer is back, and a packet lost now
+    /// must not wait out a period sized for the silence.
+    fn peer_answered(&mut self, now: Instant, slot: u32) {
+        let t = self.tx[slot as usize].as_mut().expect("live slot");
+        let backed_off = t.silent_timeouts > 0 && self.cfg.timeout_backoff_max > 1;
+        t.silent_timeouts = 0;
+        t.silent_counted_at = None;
+        if !backed_off {
+            return;
+        }
+        let at = now + self.cfg.ack_timeout();
+        let gen = self.tx_gen[slot as usize];
+        for b in &mut t.window {
+            let waiting = matches!(b.state, BlockState::AwaitAck | BlockState::Faulted);
+            if waiting && b.deadline.is_some_and(|d| d > at) {
+                b.deadline = Some(at);
+                let block = b.id;
+                self.timers.push(at, TimerKind::Block { slot, gen, block });
+            }
         }
     }
 
@@ -373,7 +393,8 @@ impl PartEngine {
             self.stats.data_packets_sent += 1;
             if next.is_none() {
                 b.state = BlockState::AwaitAck;
-                let at = now + self.cfg.ack_timeout();
+                // One ack timeout, or longer while the peer has been silent (backoff).
+                let at = now + self.cfg.backoff_timeout(t.silent_timeouts);
                 b.deadline = Some(at);
                 let gen = self.tx_gen[slot as usize];
                 self.timers.push(
@@ -420,8 +441,8 @@ impl PartEngine {
             self.stats.stale_dropped += 1;
             return;
         };
+        self.peer_answered(now, slot);
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.peer_answered();
         let b = &mut t.window[idx];
         if b.state == BlockState::Acked {
             return;
@@ -476,8 +497,8 @@ impl PartEngine {
             self.stats.stale_dropped += 1;
             return;
         };
+        self.peer_answered(now, slot);
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.peer_answered();
         let b = t.window[idx];
         if b.seq != seq || b.state == BlockState::Acked {
             self.stats.stale_dropped += 1;
@@ -545,7 +566,7 @@ impl PartEngine {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_sack(
         &mut self,
-        _now: Instant,
+        now: Instant,
         transfer: TransferKey,
         block: u32,
         seq: u16,
@@ -559,8 +580,8 @@ impl PartEngine {
             self.stats.stale_dropped += 1;
             return;
         };
+        self.peer_answered(now, slot);
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.peer_answered();
         let b = &mut t.window[idx];
         let stale =
             crate::responder::seq_older(seq, b.sack_seq) || crate::responder::seq_older(b.seq, seq);
@@ -577,13 +598,13 @@ impl PartEngine {
         }
     }
 
-    pub(crate) fn on_err(&mut self, _now: Instant, transfer: TransferKey, block: u32, seq: u16) {
+    pub(crate) fn on_err(&mut self, now: Instant, transfer: TransferKey, block: u32, seq: u16) {
         let Some((slot, idx)) = self.find_block(transfer, block) else {
             self.stats.stale_dropped += 1;
             return;
         };
+        self.peer_answered(now, slot);
         let t = self.tx[slot as usize].as_mut().expect("live slot");
-        t.peer_answered();
         let b = t.window[idx];
         // Only the attempt that faulted is resent; an ERR for an older attempt is stale (a
         // newer attempt is already on its way and has its own fault record if it faulted).
@@ -640,9 +661,10 @@ impl PartEngine {
             self.make_ready(slot);
             return;
         }
-        // Timers of blocks sent in the same period expire within one ack timeout of the one
-        // that was counted: the same silence, counted once.
-        let period = self.cfg.ack_timeout();
+        // Timers of blocks sent in the same period expire within one period of the one that
+        // was counted: the same silence, counted once. A period is one ack timeout, or longer
+        // with the backoff on (the timers armed since the last count use this length).
+        let period = self.cfg.backoff_timeout(t.silent_timeouts);
         if t.silent_counted_at
             .is_none_or(|c| now.saturating_since(c) >= period)
         {

@@ -22,15 +22,6 @@ pub const EXIT_WORD_OFF: usize = 512;
 /// Offset where internal scratch allocations start ([`State::scratch_alloc`]).
 pub const SCRATCH_OFF: usize = 4096;
 
-/// Live runtime overrides of an OpenSHMEM job, applied before the user's `UNPINNED_SET`.
-///
-/// - `engine.max_timeouts=300`: a peer is declared dead after 300 silent block timeouts
-///   (~3 s) instead of 30: OpenSHMEM programs move large volumes both ways at once (every PE
-///   gets from its neighbour while serving its own neighbour), and on a loaded host a peer's
-///   engine can stay silent for more than 0.3 s without being dead. A dead PE is still
-///   reported within seconds: the launcher sees its exit.
-pub const SHMEM_RUNTIME_DEFAULTS: &[&str] = &["engine.max_timeouts=300"];
-
 /// What this PE knows about another PE's symmetric memory.
 pub struct Peer {
     /// Base address of its heap (in its address space).
@@ -202,13 +193,8 @@ pub fn init(call: &str, level: c_int) {
         crate::bind::bind_from_env(edge.rank, edge.size);
         // The library's own section (`shmem.loadstore=false`), not the runtime's.
         shmem_sets = edge.take_section("shmem");
-        // The library's defaults go first: the user's own overrides (UNPINNED_SET) win.
-        let mut sets: Vec<String> = SHMEM_RUNTIME_DEFAULTS
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        sets.append(&mut edge.sets);
-        edge.sets = sets;
+        // The runtime's own defaults: a peer descheduled on a loaded host is not declared dead
+        // (crates/live LIVE_DEFAULTS, `engine.timeout_backoff_max`).
         edge.connect()
     }) {
         Ok(rt) => rt,

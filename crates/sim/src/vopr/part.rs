@@ -82,6 +82,7 @@ pub fn run(seed: u64) -> SeedReport {
     // Enough retries that injected loss alone rarely exhausts them.
     profile.engine.max_timeouts = 30;
     profile.engine.retransmit = retransmit;
+    profile.engine.timeout_backoff_max = [1, 4, 64][tree.rng("vopr/part/backoff").gen_range(0..3)];
     // Whole-block retransmission needs every packet of a block to survive one attempt (up to
     // 64 packets: (1 - p)^64 per attempt); selective resends what is missing (docs/vopr.md).
     let max_rate = match retransmit {
