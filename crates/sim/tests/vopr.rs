@@ -122,3 +122,24 @@ fn same_seed_same_trace_hash() {
         assert_ne!((p.run)(1).trace_hash, (p.run)(2).trace_hash, "{}", p.name);
     }
 }
+
+/// Seed 78270 of the RC swarm (ConnectX-6, the software-timer fix on, 7 % packet loss): the
+/// fix's dummies piled up without limit (7019 of them, 11 M packets and 1777 s simulated for
+/// 16 requests, no progress within a phase's 5 M events) until the fix posted one dummy per
+/// silence (crates/ib `fix.rs`). It must pass, and quickly.
+#[test]
+fn rc_seed_78270_dummies_under_loss() {
+    let r = vopr::rc::run(78270);
+    assert!(r.swarm.contains("fix true"), "swarm: {}", r.swarm);
+    assert!(r.faults.lost > 0, "swarm: {}", r.swarm);
+    assert!(
+        r.passed(),
+        "{}",
+        r.violations
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(r.events < 500_000, "{} events", r.events);
+}
