@@ -113,8 +113,12 @@ fn reads_complete_exactly_once_with_the_right_bytes_or_fail_with_retry_exceeded(
         ok += o;
         failed += f;
     });
+    // The default list used to have one seed whose READs failed (120: loss model and fix,
+    // RETRY_EXC_ERR after the fix's dummies piled up, 22 s of this test); it completes since
+    // the fix posts one dummy per silence. RETRY_EXC_ERR and the flush after it are checked by
+    // `heavy_loss_exhausts_retries`.
     assert!(
-        !default_list || (ok > 300 && failed > 0),
+        !default_list || ok > 300,
         "most READs succeed ({ok} ok, {failed} failed)"
     );
 }
