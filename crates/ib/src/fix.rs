@@ -4,6 +4,19 @@
 //! responder then sees a PSN gap behind the lost request, NAKs with a sequence error, and the
 //! requester retransmits at once instead of waiting for the coarse hardware ACK timeout.
 //!
+//! **One dummy per silence.** A dummy is posted only if the QP completed something (a request
+//! or an earlier dummy) since the previous dummy was posted. While the QP has been silent since
+//! that dummy, it is still queued behind a fault wait, in flight, or lost with the stall it was
+//! meant to break (dropped as out of sequence behind an unanswered sequence-error NAK, lost on
+//! the wire, discarded by the loss model); a second one would be sent with it or dropped the
+//! same way, and so adds nothing: only the hardware ACK timeout recovers such a QP. A
+//! completion since the dummy means the QP moved and the dummy did not unblock it (it was
+//! discarded in the replay burst, odp.md's pitfall), so the next one may. The bound uses only
+//! what a library sees (its posts and its completions). Without it the dummies of a long stall
+//! stay in the send queue (one per threshold: thousands per hardware timeout), every go-back-N
+//! round resends them all, and under packet loss the READ responses of that queue keep the QP
+//! in go-back-N: the dummies then pile up faster than they complete (docs/vopr.md).
+//!
 //! Sans-IO like the engine: the host calls [`SoftwareTimerFix::on_post`] and
 //! [`SoftwareTimerFix::on_completion`] around the engine, and at [`SoftwareTimerFix::poll_timeout`]
 //! calls [`SoftwareTimerFix::handle_timeout`], which returns the dummies to post. The dummy is a
@@ -26,7 +39,7 @@ pub struct FixConfig {
     /// Timer period (granularity).
     pub period: Duration,
     /// Age of the oldest outstanding request that triggers a dummy; also the least time
-    /// between two dummies on one QP.
+    /// between two dummies on one QP (which also needs a completion in between: module docs).
     pub threshold: Duration,
 }
 
@@ -35,6 +48,9 @@ struct Watched {
     /// Outstanding application requests: (wr_id, posted at), in post order.
     outstanding: VecDeque<(u64, Instant)>,
     last_dummy: Option<Instant>,
+    /// No completion on this QP since its last dummy was posted (the dummy is still queued,
+    /// in flight, or lost together with the stall it was meant to break).
+    quiet_since_dummy: bool,
     /// Remote address / key of the latest request (the dummy targets the same region).
     target: Option<(u64, u32)>,
 }
@@ -77,10 +93,15 @@ impl SoftwareTimerFix {
     /// A completion came out of the engine. Returns true if it is a dummy's (the library
     /// swallows it).
     pub fn on_completion(&mut self, wc: &WorkCompletion) -> bool {
+        let w = self.qps.get_mut(&wc.qpn);
         if wc.wr_id & DUMMY_WR_TAG != 0 {
+            if let Some(w) = w {
+                w.quiet_since_dummy = false;
+            }
             return true;
         }
-        if let Some(w) = self.qps.get_mut(&wc.qpn) {
+        if let Some(w) = w {
+            w.quiet_since_dummy = false;
             if let Some(i) = w.outstanding.iter().position(|(id, _)| *id == wc.wr_id) {
                 w.outstanding.remove(i);
             }
@@ -113,8 +134,11 @@ impl SoftwareTimerFix {
             let spaced = w
                 .last_dummy
                 .is_none_or(|t| now.saturating_since(t) >= self.cfg.threshold);
-            if let (true, true, Some((addr, rkey))) = (stalled, spaced, w.target) {
+            if let (true, true, false, Some((addr, rkey))) =
+                (stalled, spaced, w.quiet_since_dummy, w.target)
+            {
                 w.last_dummy = Some(now);
+                w.quiet_since_dummy = true;
                 self.next_dummy += 1;
                 self.dummies_posted += 1;
                 dummies.push((
@@ -176,7 +200,10 @@ mod tests {
             f.handle_timeout(Instant(400_000)).is_empty(),
             "spaced by the threshold"
         );
-        assert_eq!(f.handle_timeout(Instant(600_000)).len(), 1);
+        assert!(
+            f.handle_timeout(Instant(600_000)).is_empty(),
+            "no completion since the last dummy: a second adds nothing"
+        );
         let wc = |id| WorkCompletion {
             qpn: 5,
             wr_id: id,
@@ -186,8 +213,41 @@ mod tests {
             at: Instant(0),
         };
         assert!(f.on_completion(&wc(d[0].1.wr_id)));
+        assert_eq!(
+            f.handle_timeout(Instant(700_000)).len(),
+            1,
+            "the dummy completed, the request is still stalled"
+        );
         assert!(!f.on_completion(&wc(1)));
-        assert!(f.handle_timeout(Instant(700_000)).is_empty());
+        assert!(f.handle_timeout(Instant(800_000)).is_empty());
         assert_eq!(f.poll_timeout(), None, "stops when nothing is outstanding");
+    }
+
+    #[test]
+    fn a_completion_of_an_earlier_request_allows_the_next_dummy() {
+        let mut f = SoftwareTimerFix::new(FixConfig {
+            period: Duration::from_us(100),
+            threshold: Duration::from_us(100),
+        });
+        f.on_post(Instant(0), 5, &read(1));
+        f.on_post(Instant(0), 5, &read(2));
+        f.on_post(Instant(0), 6, &read(3));
+        // Both QPs stalled: one dummy each.
+        assert_eq!(f.handle_timeout(Instant(100_000)).len(), 2);
+        // QP 5 moves (its first READ completes; the dummy, behind READ 2, does not): the dummy
+        // did not unblock it, so the next one may. QP 6 stays silent: no second dummy.
+        let wc = WorkCompletion {
+            qpn: 5,
+            wr_id: 1,
+            op: WcOp::Read,
+            status: Ok(()),
+            len: 100,
+            at: Instant(150_000),
+        };
+        assert!(!f.on_completion(&wc));
+        let d = f.handle_timeout(Instant(200_000));
+        assert_eq!(d.iter().map(|(q, _)| *q).collect::<Vec<_>>(), vec![5]);
+        assert!(f.handle_timeout(Instant(300_000)).is_empty());
+        assert_eq!(f.dummies_posted, 3);
     }
 }

@@ -230,3 +230,24 @@ const GOLDEN: [(&str, u64, u64, u64); 12] = [
     ("aa", 5, 788, 0x60451d093503faaf),
     ("dsm", 5, 4878, 0x065f4161df853f7e),
 ];
+
+/// Seed 78270 of the RC swarm (ConnectX-6, the software-timer fix on, 7 % packet loss): the
+/// fix's dummies piled up without limit (7019 of them, 11 M packets and 1777 s simulated for
+/// 16 requests, no progress within a phase's 5 M events) until the fix posted one dummy per
+/// silence (crates/ib `fix.rs`). It must pass, and quickly.
+#[test]
+fn rc_seed_78270_dummies_under_loss() {
+    let r = vopr::rc::run(78270);
+    assert!(r.swarm.contains("fix true"), "swarm: {}", r.swarm);
+    assert!(r.faults.lost > 0, "swarm: {}", r.swarm);
+    assert!(
+        r.passed(),
+        "{}",
+        r.violations
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(r.events < 500_000, "{} events", r.events);
+}
