@@ -482,6 +482,22 @@ fn reproduce(a: &ReproduceArgs) -> Result<(), CliError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Output piped into `head` and closed early: end quietly, as Unix tools do, instead of
+    // panicking on the failed write. Only for commands that open no sockets or pipes of their
+    // own (live runtimes, PMIx, the launcher), which must see EPIPE as an error, not die.
+    let output_only = matches!(
+        &cli.command,
+        Command::Sim(_)
+            | Command::Profile(_)
+            | Command::Config(_)
+            | Command::Replay(_)
+            | Command::Vopr(_)
+            | Command::Bench(BenchCommand::Sim(_))
+    );
+    if output_only {
+        // SAFETY: called before any thread is started; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     // The long simulations: their heap on huge pages (see thp.rs). Anything that runs live
     // processes keeps the allocator as users' programs have it: the live experiments measure
     // real page faults, which huge pages would change.
