@@ -121,7 +121,10 @@ impl World {
             _ => {
                 let off = off % BUF;
                 // SAFETY: `off < BUF`, inside the buffer.
-                (unsafe { buf.add(off) } as *mut c_void, len % (BUF - off + 1))
+                (
+                    unsafe { buf.add(off) } as *mut c_void,
+                    len % (BUF - off + 1),
+                )
             }
         }
     }
@@ -154,7 +157,10 @@ fn check(func: &str, rc: c_int, rt: *mut UpRuntime) {
             "{func} returned {rc}, a code without a text"
         );
         let m = last();
-        assert!(m.starts_with(func), "{func} returned {rc}, last message {m:?}");
+        assert!(
+            m.starts_with(func),
+            "{func} returned {rc}, last message {m:?}"
+        );
     }
 }
 
@@ -194,7 +200,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
                 _ => a.u32(),
             };
             let mut key = 0xdead_beef_u32;
-            let kp = if a.u8() == 0xff { null_mut() } else { &mut key as *mut u32 };
+            let kp = if a.u8() == 0xff {
+                null_mut()
+            } else {
+                &mut key as *mut u32
+            };
             let rc = unsafe { up_expose(h, addr, len, perms, kp) };
             check("up_expose", rc, h);
             if rc == UP_OK {
@@ -222,10 +232,18 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             let remote = w.remote(a);
             let rkey = w.key(a);
             let mut id = SENTINEL;
-            let ip = if a.u8() == 0xff { null_mut() } else { &mut id as *mut u64 };
+            let ip = if a.u8() == 0xff {
+                null_mut()
+            } else {
+                &mut id as *mut u64
+            };
             let (func, rc) = match op % 21 {
-                3 => ("up_write", unsafe { up_write(h, peer, local, remote, rkey, len, ip) }),
-                4 => ("up_read", unsafe { up_read(h, peer, local, remote, rkey, len, ip) }),
+                3 => ("up_write", unsafe {
+                    up_write(h, peer, local, remote, rkey, len, ip)
+                }),
+                4 => ("up_read", unsafe {
+                    up_read(h, peer, local, remote, rkey, len, ip)
+                }),
                 _ => ("up_aa_write_active", unsafe {
                     up_aa_write_active(h, peer, local, remote, rkey, len, ip)
                 }),
@@ -241,7 +259,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             let (h, _) = w.handle(a);
             let id = w.wr_id(a);
             let mut c = UpCompletion::default();
-            let cp = if a.u8() == 0xff { null_mut() } else { &mut c as *mut UpCompletion };
+            let cp = if a.u8() == 0xff {
+                null_mut()
+            } else {
+                &mut c as *mut UpCompletion
+            };
             let rc = unsafe { up_wait(h, id, cp) };
             check("up_wait", rc, h);
             if rc == UP_OK && !cp.is_null() {
@@ -251,7 +273,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
         6 => {
             let (h, _) = w.handle(a);
             let mut c = UpCompletion::default();
-            let cp = if a.u8() == 0xff { null_mut() } else { &mut c as *mut UpCompletion };
+            let cp = if a.u8() == 0xff {
+                null_mut()
+            } else {
+                &mut c as *mut UpCompletion
+            };
             let rc = unsafe { up_poll(h, cp) };
             check("up_poll", rc, h);
             assert!(rc <= 1, "up_poll returned {rc}");
@@ -275,7 +301,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
                 let key = w.key(a);
                 let mut regions = [UpRegion::default(); 4];
                 let n = usize::from(a.u8() % 5);
-                let rp = if n == 4 { null_mut() } else { regions.as_mut_ptr() };
+                let rp = if n == 4 {
+                    null_mut()
+                } else {
+                    regions.as_mut_ptr()
+                };
                 let rc = unsafe { up_exchange(h, addr, len, key, rp, n) };
                 check("up_exchange", rc, h);
                 rc
@@ -298,7 +328,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             let (h, _) = w.handle(a);
             let iuid = World::small_or_raw(a, 1100);
             let size = a.u32() % (1 << 20);
-            check("up_aa_create_log", unsafe { up_aa_create_log(h, iuid, size) }, h);
+            check(
+                "up_aa_create_log",
+                unsafe { up_aa_create_log(h, iuid, size) },
+                h,
+            );
         }
         12 => {
             let (h, _) = w.handle(a);
@@ -316,7 +350,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             let (h, _) = w.handle(a);
             let addr = a.u64() as *const c_void;
             let len = a.u64() as usize;
-            check("up_aa_clear_pages", unsafe { up_aa_clear_pages(h, addr, len) }, h);
+            check(
+                "up_aa_clear_pages",
+                unsafe { up_aa_clear_pages(h, addr, len) },
+                h,
+            );
         }
         14 => {
             let (h, r) = w.handle(a);
@@ -336,15 +374,27 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             let (h, _) = w.handle(a);
             let iuid = World::small_or_raw(a, 1100);
             let mut s = UpAaHandlerStats::default();
-            let sp = if a.u8() == 0xff { null_mut() } else { &mut s as *mut UpAaHandlerStats };
-            check("up_aa_handler_stop", unsafe { up_aa_handler_stop(h, iuid, sp) }, h);
+            let sp = if a.u8() == 0xff {
+                null_mut()
+            } else {
+                &mut s as *mut UpAaHandlerStats
+            };
+            check(
+                "up_aa_handler_stop",
+                unsafe { up_aa_handler_stop(h, iuid, sp) },
+                h,
+            );
         }
         16 => {
             let (h, _) = w.handle(a);
             let peer = World::peer(a);
             let addr = w.remote(a);
             let rkey = w.key(a);
-            check("up_aa_flush", unsafe { up_aa_flush(h, peer, addr, rkey) }, h);
+            check(
+                "up_aa_flush",
+                unsafe { up_aa_flush(h, peer, addr, rkey) },
+                h,
+            );
         }
         18 => {
             let (h, _) = w.handle(a);
@@ -353,7 +403,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
         19 => {
             let (h, _) = w.handle(a);
             let peer = World::peer(a);
-            check("up_aa_reply_flush", unsafe { up_aa_reply_flush(h, peer) }, h);
+            check(
+                "up_aa_reply_flush",
+                unsafe { up_aa_reply_flush(h, peer) },
+                h,
+            );
         }
         _ => {
             let (h, _) = w.handle(a);
@@ -366,7 +420,11 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             };
             let (operand, compare) = (a.u64(), a.u64());
             let mut old = SENTINEL;
-            let op_ptr = if a.u8() == 0xff { null_mut() } else { &mut old as *mut u64 };
+            let op_ptr = if a.u8() == 0xff {
+                null_mut()
+            } else {
+                &mut old as *mut u64
+            };
             let rc = unsafe { up_atomic(h, peer, addr, rkey, op, operand, compare, op_ptr) };
             check("up_atomic", rc, h);
             if rc != UP_OK {
@@ -431,7 +489,12 @@ unsafe fn reset(w: &mut World) {
             for &k in &w.keys {
                 let _ = up_revoke(h, k);
             }
-            assert_eq!(up_aa_clear_pages(h, null(), usize::MAX), UP_OK, "{}", last());
+            assert_eq!(
+                up_aa_clear_pages(h, null(), usize::MAX),
+                UP_OK,
+                "{}",
+                last()
+            );
         }
     }
     for (r, iuid) in w.handlers.drain(..) {

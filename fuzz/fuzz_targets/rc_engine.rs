@@ -17,8 +17,8 @@ use unpinned_core::api::Perms;
 use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::time::{Duration, Instant};
 use unpinned_ib::{
-    ConnectAttrs, Event, IbOp, LossModelConfig, MrAttrs, Psn, QpAttrs, RcConfig, RcEngine,
-    RecvWr, Region, SendWr, VendorProfile,
+    ConnectAttrs, Event, IbOp, LossModelConfig, MrAttrs, Psn, QpAttrs, RcConfig, RcEngine, RecvWr,
+    Region, SendWr, VendorProfile,
 };
 use unpinned_wire::rc::RcRepr;
 
@@ -138,7 +138,10 @@ fn drain(e: &mut RcEngine, mem: &mut Guarded, now: Instant, buf: &mut [u8], seen
         while let Some(ev) = e.poll_event() {
             match ev {
                 Event::Completion(c) => {
-                    let n = seen.0.get_mut(&c.wr_id).expect("a completion of a posted request");
+                    let n = seen
+                        .0
+                        .get_mut(&c.wr_id)
+                        .expect("a completion of a posted request");
                     *n += 1;
                     assert_eq!(*n, 1, "request {} completed twice", c.wr_id);
                 }
@@ -197,7 +200,16 @@ fuzz_target!(|data: &[u8]| {
     let mut now = Instant(1_000);
     let mtu = cfg.mtu.min(512);
     for (wr_id, addr) in [(10, BASE + 0x8000), (11, BASE + LEN + 0x8000)] {
-        e.post_recv(now, q, RecvWr { wr_id, addr, len: mtu }).expect("post_recv");
+        e.post_recv(
+            now,
+            q,
+            RecvWr {
+                wr_id,
+                addr,
+                len: mtu,
+            },
+        )
+        .expect("post_recv");
         seen.0.insert(wr_id, 0);
     }
     for (wr_id, op, local_addr) in [

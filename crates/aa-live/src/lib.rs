@@ -314,11 +314,17 @@ mod range_tests {
             aa.assoc_pages(0x1000, max + 1, bits),
             Err(ActiveError::TooLarge { .. })
         ));
-        assert!(aa.state.bits(0x1000).is_none(), "a refused range marks nothing");
+        assert!(
+            aa.state.bits(0x1000).is_none(),
+            "a refused range marks nothing"
+        );
         aa.assoc_pages(0x10_0000, 3 * PAGE_BYTES, bits).unwrap();
         aa.assoc_pages(0x90_0000, 1, bits).unwrap();
         aa.clear_pages(0x10_1000, u64::MAX - 0x10_1000).unwrap();
-        assert!(aa.state.bits(0x10_0000).is_some(), "below the cleared range");
+        assert!(
+            aa.state.bits(0x10_0000).is_some(),
+            "below the cleared range"
+        );
         assert!(aa.state.bits(0x10_1000).is_none());
         assert!(aa.state.bits(0x90_0000).is_none());
         aa.clear_pages(0, u64::MAX).unwrap();
