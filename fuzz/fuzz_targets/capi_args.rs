@@ -371,7 +371,7 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             }
         }
         15 => {
-            let (h, _) = w.handle(a);
+            let (h, r) = w.handle(a);
             let iuid = World::small_or_raw(a, 1100);
             let mut s = UpAaHandlerStats::default();
             let sp = if a.u8() == 0xff {
@@ -379,11 +379,22 @@ unsafe fn step(w: &mut World, op: u8, a: &mut Args) {
             } else {
                 &mut s as *mut UpAaHandlerStats
             };
-            check(
-                "up_aa_handler_stop",
-                unsafe { up_aa_handler_stop(h, iuid, sp) },
-                h,
+            let rc = unsafe { up_aa_handler_stop(h, iuid, sp) };
+            check("up_aa_handler_stop", rc, h);
+            let started = w
+                .handlers
+                .iter()
+                .position(|&(hr, hi)| !h.is_null() && (hr, hi) == (r, iuid));
+            // Exactly the handlers started (and not stopped yet) stop.
+            assert_eq!(
+                rc == UP_OK,
+                started.is_some(),
+                "up_aa_handler_stop: {}",
+                last()
             );
+            if let Some(i) = started {
+                w.handlers.swap_remove(i);
+            }
         }
         16 => {
             let (h, _) = w.handle(a);

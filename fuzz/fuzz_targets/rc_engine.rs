@@ -2,7 +2,8 @@
 //! connected QP with live requests of every kind (a READ, a WRITE, a SEND and two receive
 //! buffers) is fed a sequence of arbitrary packets, each followed by draining every transmit
 //! and event (page faults are resolved at once). It never panics, never writes a byte outside
-//! its registered regions and completes each posted request at most once.
+//! its registered regions (`unpinned_fuzz::Guarded` counts such writes) and completes each
+//! posted request at most once.
 //!
 //! Input: a first byte choosing the vendor profile (bits 0-1: connectx3..6) and whether its
 //! ODP loss model is on (bit 2), then records of `[flags, len_hi, len_lo, bytes...]`.
@@ -14,8 +15,8 @@ use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use unpinned_core::api::Perms;
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::time::{Duration, Instant};
+use unpinned_fuzz::{seal_rc, Guarded};
 use unpinned_ib::{
     ConnectAttrs, Event, IbOp, LossModelConfig, MrAttrs, Psn, QpAttrs, RcConfig, RcEngine, RecvWr,
     Region, SendWr, VendorProfile,
@@ -26,47 +27,6 @@ const BASE: u64 = 0x4000_0000;
 const LEN: u64 = 64 << 10;
 const PEER: u32 = 1;
 const PEER_QPN: u32 = 0x100;
-
-/// Flat memory covering [BASE - LEN, BASE + 3 LEN); counts writes outside the two regions
-/// [BASE, BASE + 2 LEN).
-struct Guarded {
-    bytes: Vec<u8>,
-    outside_writes: usize,
-}
-
-impl Guarded {
-    fn span(addr: u64, n: usize) -> Result<usize, MemError> {
-        let end = addr
-            .checked_add(n as u64)
-            .ok_or(MemError::Unmapped { addr })?;
-        if addr < BASE - LEN || end > BASE + 3 * LEN {
-            return Err(MemError::Unmapped { addr });
-        }
-        Ok((addr - (BASE - LEN)) as usize)
-    }
-}
-
-impl Memory for Guarded {
-    fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        if pdid != 1 {
-            return Err(MemError::NoSuchDomain(pdid));
-        }
-        let off = Self::span(addr, data.len())?;
-        if addr < BASE || addr + data.len() as u64 > BASE + 2 * LEN {
-            self.outside_writes += 1;
-        }
-        self.bytes[off..off + data.len()].copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        if pdid != 1 {
-            return Err(MemError::NoSuchDomain(pdid));
-        }
-        let off = Self::span(addr, out.len())?;
-        out.copy_from_slice(&self.bytes[off..off + out.len()]);
-        Ok(())
-    }
-}
 
 /// Rewrite the destination QP (and a request's rkey) so the packet reaches the QP's checks.
 fn redirect(bytes: &[u8], qpn: u32, rkey: u32) -> Option<Vec<u8>> {
@@ -113,15 +73,6 @@ fn redirect(bytes: &[u8], qpn: u32, rkey: u32) -> Option<Vec<u8>> {
     let n = repr.emit(&mut out).ok()?;
     out.truncate(n);
     Some(out)
-}
-
-/// Recompute the trailing ICRC (CRC-32 of everything before it, big-endian).
-fn seal(bytes: &mut [u8]) {
-    if bytes.len() >= 4 {
-        let at = bytes.len() - 4;
-        let crc = crc32fast::hash(&bytes[..at]);
-        bytes[at..].copy_from_slice(&crc.to_be_bytes());
-    }
 }
 
 /// Completions seen per posted wr_id.
@@ -192,10 +143,7 @@ fuzz_target!(|data: &[u8]| {
         },
     )
     .expect("connect");
-    let mut mem = Guarded {
-        bytes: vec![0; (4 * LEN) as usize],
-        outside_writes: 0,
-    };
+    let mut mem = Guarded::new(BASE, 2 * LEN, LEN);
     let mut seen = Seen(HashMap::new());
     let mut now = Instant(1_000);
     let mtu = cfg.mtu.min(512);
@@ -237,7 +185,7 @@ fuzz_target!(|data: &[u8]| {
         rest = next;
         let mut pkt = pkt.to_vec();
         if flags & 1 != 0 {
-            seal(&mut pkt);
+            seal_rc(&mut pkt);
         }
         if flags & 2 != 0 {
             if let Some(p) = redirect(&pkt, q, keys[usize::from(flags >> 2 & 1)]) {
