@@ -1,7 +1,7 @@
 //! PART engine packet input: an engine with one exposure and two posted operations (a write
 //! and a read, so acknowledgements and read responses meet live transfers) is fed a sequence
 //! of arbitrary packets, each followed by draining every transmit, event and timeout. It never
-//! panics and never writes a byte outside its exposure (the memory below counts such writes;
+//! panics and never writes a byte outside its exposure (`unpinned_fuzz::Guarded` counts such writes;
 //! the posted read's local buffer lies inside the exposure).
 //!
 //! Input: records of `[flags, len_hi, len_lo, bytes...]`. Flags bit 0: recompute the checksum;
@@ -12,55 +12,15 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 use unpinned_core::api::{Op, Perms, WorkRequest};
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::Profile;
 use unpinned_core::time::{Duration, Instant};
+use unpinned_fuzz::Guarded;
 use unpinned_part::{EngineConfig, PartEngine};
 use unpinned_wire::part::seal;
 use unpinned_wire::PartRepr;
 
 const BASE: u64 = 0x4000_0000;
 const LEN: u64 = 64 << 10;
-
-/// Flat memory covering [BASE - LEN, BASE + 2 LEN); counts writes outside [BASE, BASE + LEN).
-struct Guarded {
-    bytes: Vec<u8>,
-    outside_writes: usize,
-}
-
-impl Guarded {
-    fn span(addr: u64, n: usize) -> Result<usize, MemError> {
-        let end = addr
-            .checked_add(n as u64)
-            .ok_or(MemError::Unmapped { addr })?;
-        if addr < BASE - LEN || end > BASE + 2 * LEN {
-            return Err(MemError::Unmapped { addr });
-        }
-        Ok((addr - (BASE - LEN)) as usize)
-    }
-}
-
-impl Memory for Guarded {
-    fn write(&mut self, pdid: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        if pdid != 1 {
-            return Err(MemError::NoSuchDomain(pdid));
-        }
-        let off = Self::span(addr, data.len())?;
-        if addr < BASE || addr + data.len() as u64 > BASE + LEN {
-            self.outside_writes += 1;
-        }
-        self.bytes[off..off + data.len()].copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, pdid: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        if pdid != 1 {
-            return Err(MemError::NoSuchDomain(pdid));
-        }
-        let off = Self::span(addr, out.len())?;
-        out.copy_from_slice(&self.bytes[off..off + out.len()]);
-        Ok(())
-    }
-}
 
 /// Rewrite the key and domain of a request to the exposure's; other packets are left alone.
 fn with_key(bytes: &[u8], key: u32) -> Option<Vec<u8>> {
@@ -144,10 +104,7 @@ fuzz_target!(|data: &[u8]| {
     let cfg = CONFIG.get_or_init(|| EngineConfig::from_profile(&Profile::forth_arm().engine));
     let mut e = PartEngine::new(1, cfg.clone());
     let key = e.expose(1, BASE, LEN, Perms::RW).expect("expose");
-    let mut mem = Guarded {
-        bytes: vec![0; (3 * LEN) as usize],
-        outside_writes: 0,
-    };
+    let mut mem = Guarded::new(BASE, LEN, LEN);
     let mut buf = vec![0u8; 1 << 16];
     let mut now = Instant(1_000);
     for (wr_id, op, local_addr) in [(1, Op::Write, BASE), (2, Op::Read, BASE + LEN / 2)] {

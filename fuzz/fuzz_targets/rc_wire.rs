@@ -3,6 +3,7 @@
 //! ICRC is first recomputed, so the fuzzer reaches the field checks behind it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use unpinned_fuzz::seal_rc;
 use unpinned_wire::rc::RcRepr;
 
 fuzz_target!(|data: &[u8]| {
@@ -10,10 +11,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut bytes = rest.to_vec();
-    if mode & 1 == 1 && bytes.len() >= 4 {
-        let at = bytes.len() - 4;
-        let crc = crc32fast::hash(&bytes[..at]);
-        bytes[at..].copy_from_slice(&crc.to_be_bytes());
+    if mode & 1 == 1 {
+        seal_rc(&mut bytes);
     }
     if let Ok(repr) = RcRepr::parse(&bytes) {
         assert_eq!(repr.buffer_len(), bytes.len());

@@ -39,8 +39,17 @@ impl ActiveRuntime {
         // write the word later, so it is leaked rather than freed.
         let word: &'static mut [u8; 8] = Box::leak(Box::new([0u8; 8]));
         let ptr = word.as_mut_ptr();
-        // SAFETY: `word` is never freed (leaked above) and not accessed by us after the post.
-        let id = unsafe { self.read(peer, ptr, flush_addr, rkey, 8)? };
+        // SAFETY: `word` is not freed before the read ends (leaked above) and not accessed by
+        // us after the post.
+        let id = match unsafe { self.read(peer, ptr, flush_addr, rkey, 8) } {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: refused before it started (bad peer, range): the engine never saw
+                // the word, which came from `Box::new` above.
+                drop(unsafe { Box::from_raw(ptr as *mut [u8; 8]) });
+                return Err(e);
+            }
+        };
         let r = self.wait(id).map(|_| ());
         if !matches!(r, Err(LiveError::Timeout(_))) {
             // SAFETY: the read completed (or the engine stopped): nobody writes the word any

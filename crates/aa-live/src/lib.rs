@@ -94,10 +94,28 @@ pub enum ActiveError {
         /// Length.
         len: u64,
     },
+    /// A range of more pages than one call may mark ([`MAX_ASSOC_PAGES`]): each marked page
+    /// takes an entry in the page-bit table.
+    #[error(
+        "range [{addr:#x}, +{len}) spans more than {MAX_ASSOC_PAGES} pages ({} GiB); \
+         mark only the pages peers access, in several calls if needed",
+        MAX_ASSOC_PAGES * PAGE_BYTES >> 30
+    )]
+    TooLarge {
+        /// Start.
+        addr: u64,
+        /// Length.
+        len: u64,
+    },
     /// The handler thread could not start.
     #[error("cannot start the handler thread: {0}")]
     Thread(String),
 }
+
+/// The most pages one [`ActiveAccess::assoc_pages`] call marks (16 GiB of 4 KiB pages). Each
+/// marked page is an entry of the page-bit table, so an unbounded range (a wrong length)
+/// would spend minutes and all memory inserting them instead of being refused.
+pub const MAX_ASSOC_PAGES: u64 = 1 << 22;
 
 /// Counters of the live IOMMU extension.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,6 +186,9 @@ impl ActiveAccess {
         if len == 0 || addr.checked_add(len).is_none() {
             return Err(ActiveError::BadRange { addr, len });
         }
+        if (addr + len - 1) / PAGE_BYTES - addr / PAGE_BYTES >= MAX_ASSOC_PAGES {
+            return Err(ActiveError::TooLarge { addr, len });
+        }
         let logs = bits.wl || bits.rl || bits.e;
         if logs && self.state.log(bits.iuid).is_none() {
             return Err(ActiveError::NoLog(bits.iuid.get()));
@@ -180,14 +201,22 @@ impl ActiveAccess {
         Ok(())
     }
 
-    /// Make `[addr, addr+len)` plain pages again.
+    /// Make `[addr, addr+len)` plain pages again (any length: the work is bounded by the
+    /// pages marked).
     pub fn clear_pages(&self, addr: u64, len: u64) -> Result<(), ActiveError> {
         if len == 0 || addr.checked_add(len).is_none() {
             return Err(ActiveError::BadRange { addr, len });
         }
         let mut pages = self.state.pages.write().expect("page bits");
-        for vpn in addr / PAGE_BYTES..=(addr + len - 1) / PAGE_BYTES {
-            pages.remove(&vpn);
+        let (first, last) = (addr / PAGE_BYTES, (addr + len - 1) / PAGE_BYTES);
+        // Whichever is smaller: the range's pages or the marked ones (a range may be the
+        // whole address space).
+        if last - first < pages.len() as u64 {
+            for vpn in first..=last {
+                pages.remove(&vpn);
+            }
+        } else {
+            pages.retain(|vpn, _| !(first..=last).contains(vpn));
         }
         self.state
             .any_marked
@@ -258,5 +287,48 @@ impl ActiveAccess {
             e: false,
             iuid,
         }
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    /// Regressions found by fuzzing the C API (fuzz/fuzz_targets/capi_args.rs): a length of
+    /// 2^62 made assoc_pages insert one table entry per page and clear_pages walk 2^50 pages
+    /// (the call never returned).
+    #[test]
+    fn huge_ranges_are_refused_or_cleared_without_a_page_walk() {
+        let aa = ActiveAccess::new(0);
+        let i = aa.create_log(3, 4096).unwrap();
+        let bits = PageBits::active_put(i);
+        assert_eq!(
+            aa.assoc_pages(0x1000, 1 << 62, bits),
+            Err(ActiveError::TooLarge {
+                addr: 0x1000,
+                len: 1 << 62
+            })
+        );
+        let max = MAX_ASSOC_PAGES * PAGE_BYTES;
+        assert!(matches!(
+            aa.assoc_pages(0x1000, max + 1, bits),
+            Err(ActiveError::TooLarge { .. })
+        ));
+        assert!(
+            aa.state.bits(0x1000).is_none(),
+            "a refused range marks nothing"
+        );
+        aa.assoc_pages(0x10_0000, 3 * PAGE_BYTES, bits).unwrap();
+        aa.assoc_pages(0x90_0000, 1, bits).unwrap();
+        aa.clear_pages(0x10_1000, u64::MAX - 0x10_1000).unwrap();
+        assert!(
+            aa.state.bits(0x10_0000).is_some(),
+            "below the cleared range"
+        );
+        assert!(aa.state.bits(0x10_1000).is_none());
+        assert!(aa.state.bits(0x90_0000).is_none());
+        aa.clear_pages(0, u64::MAX).unwrap();
+        assert!(aa.state.bits(0x10_0000).is_none());
+        assert!(!aa.state.any_marked.load(Ordering::Acquire));
     }
 }

@@ -356,7 +356,7 @@ int up_aa_create_log(up_runtime_t *rt, uint32_t iuid, uint32_t size_bytes);
  * `bits` (UP_AA_*) and log `iuid`. `addr` is not dereferenced. The spec's
  * assoc_page(addr, actions, handler) is up_aa_assoc_pages + up_aa_handler_start.
  * Errors: UP_ERR_NULL (rt), UP_ERR_ARG (unknown bits, IUID out of range, empty or wrapping
- * range), UP_ERR_AA_NO_LOG (logging bits name a log that does not exist). Thread-safe.
+ * range, more than 16 GiB of pages in one call), UP_ERR_AA_NO_LOG (logging bits name a log that does not exist). Thread-safe.
  */
 int up_aa_assoc_pages(up_runtime_t *rt, const void *addr, size_t len, unsigned bits,
                       uint32_t iuid);

@@ -52,9 +52,10 @@ pub const UP_ATOMIC_SWAP: c_int = 3;
 /// The code of an [`ActiveError`] (exhaustive).
 pub fn active_error_code(e: &ActiveError) -> c_int {
     match e {
-        ActiveError::BadIuid(_) | ActiveError::LogTooSmall(_) | ActiveError::BadRange { .. } => {
-            crate::UP_ERR_ARG
-        }
+        ActiveError::BadIuid(_)
+        | ActiveError::LogTooSmall(_)
+        | ActiveError::BadRange { .. }
+        | ActiveError::TooLarge { .. } => crate::UP_ERR_ARG,
         ActiveError::LogExists(_) => UP_ERR_AA_EXISTS,
         ActiveError::NoLog(_) => UP_ERR_AA_NO_LOG,
         ActiveError::HandlerAttached(_) => UP_ERR_AA_HANDLER,

@@ -169,6 +169,10 @@ fn every_error_variant_has_its_own_code() {
         ActiveError::BadIuid(2000),
         ActiveError::LogTooSmall(1),
         ActiveError::BadRange { addr: 0, len: 0 },
+        ActiveError::TooLarge {
+            addr: 0,
+            len: 1 << 62,
+        },
     ] {
         assert_eq!(active_error_code(&e), UP_ERR_ARG, "{e:?}");
     }
