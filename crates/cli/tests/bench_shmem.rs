@@ -1,7 +1,7 @@
 //! `unpinned bench shmem --quick`: bench/shmem/osu_shmem.c builds with unpinned's `oshcc` and
 //! runs under its `oshrun` (with and without the load/store path), and, when Open MPI's
-//! OpenSHMEM is installed (/usr/bin/oshcc), with Open MPI's too; both comparison tables are
-//! printed and written.
+//! OpenSHMEM is installed (/usr/bin/oshcc), with Open MPI's too; the comparison tables ((a),
+//! (b) and (b')) are printed and written.
 //!
 //! unpinned's tools are the shmem crate's binaries next to the `unpinned` binary under test
 //! (`cargo test --workspace` builds them). Skipped, with a message, when they or a C compiler
@@ -68,6 +68,10 @@ fn bench_shmem_quick_builds_and_runs_the_benchmark_with_both_libraries() {
         stdout.contains("(b) every transfer through PART"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("(b') every transfer through PART"),
+        "{stdout}"
+    );
 
     let csv = std::fs::read_to_string(out.join("bench-shmem.csv")).expect("bench-shmem.csv");
     let mut lines = csv.lines();
@@ -85,7 +89,7 @@ fn bench_shmem_quick_builds_and_runs_the_benchmark_with_both_libraries() {
         col("time_ratio"),
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    for comparison in ["default", "part"] {
+    for comparison in ["default", "part", "part-alltcp"] {
         // Every test of the benchmark ran (quick sizes: 8 B .. 4 KiB), broadcast aside (it is
         // left out for a library without the active-set broadcast).
         for t in [

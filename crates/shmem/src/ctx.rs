@@ -87,7 +87,35 @@ impl Ctx {
     }
 }
 
+/// Requests of a context taken out by [`Ctx::take_earlier`], waited for by
+/// [`Ctx::finish_quiet`].
+pub struct Earlier {
+    list: Vec<Pending>,
+    writes: usize,
+}
+
 impl Ctx {
+    /// Take the requests posted on this context so far, so that new ones can be posted before
+    /// waiting for these ([`Ctx::finish_quiet`]): the barrier posts its signal first, and the
+    /// acknowledgements of its earlier ones then arrive while it waits anyway. A `quiet` on
+    /// this context meanwhile does not wait for them (only the barrier uses this, on the
+    /// internal context).
+    pub fn take_earlier(&self) -> Earlier {
+        let _q = self.quiet_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let writes = self.writes.load(Ordering::Acquire);
+        let list = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        Earlier { list, writes }
+    }
+
+    /// Wait until the requests of `earlier` have completed.
+    pub fn finish_quiet(&self, earlier: Earlier) {
+        for p in earlier.list {
+            wait_one(p);
+        }
+        self.writes.fetch_sub(earlier.writes, Ordering::AcqRel);
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
     /// Wait for this context's requests until `deadline`, ignoring failures: for the last
     /// requests of a PE that is leaving (its peers may be leaving too, so an acknowledgement
     /// that needs a resend may never come).

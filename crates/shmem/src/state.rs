@@ -15,7 +15,7 @@ use crate::segments::{data_segments, Segment};
 /// Bytes at the start of the heap reserved for the library (barrier flags, the global-exit
 /// word, internal scratch); user allocations start after it.
 pub const INTERNAL_BYTES: usize = 1 << 20;
-/// Offset of the barrier flags (one u64 per dissemination round).
+/// Offset of the barrier flags (two u64 per dissemination round: crates/shmem/src/sync.rs).
 pub const BARRIER_FLAGS_OFF: usize = 0;
 /// Offset of the global-exit word: `1 << 32 | code` once a PE called `shmem_global_exit`.
 pub const EXIT_WORD_OFF: usize = 512;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::amo::{amo_bits, Amo};
 use crate::ctx::Pending;
-use crate::state::{fatal, State, BARRIER_FLAGS_OFF};
+use crate::state::{fatal, State, BARRIER_FLAGS_OFF, EXIT_WORD_OFF};
 use crate::xlate::Target;
 
 /// `SHMEM_CMP_EQ` .. `SHMEM_CMP_LE` (include/shmem/types.h).
@@ -86,26 +86,40 @@ const SPIN_BEFORE_YIELD: u32 = 4096;
 /// Polls before a waiter that may share its CPU starts yielding.
 const SPIN_BEFORE_YIELD_SHARED: u32 = 64;
 
-/// The barrier flag of round `k` in the heap of this PE (or at `base` of another's mapping).
-fn flag(base: *mut u8, k: usize) -> &'static AtomicU64 {
+/// The barrier flag of round `k` for barriers of epoch parity `parity` in the heap of this PE
+/// (two per round, [`FLAG_WORDS`] in all).
+fn flag(base: *mut u8, k: usize, parity: u64) -> &'static AtomicU64 {
+    let i = 2 * k + parity as usize;
+    debug_assert!(i < FLAG_WORDS);
     // SAFETY: the internal area of a heap mapping, 8-aligned; mappings live forever.
-    unsafe { &*(base.add(BARRIER_FLAGS_OFF + 8 * k) as *const AtomicU64) }
+    unsafe { &*(base.add(BARRIER_FLAGS_OFF + 8 * i) as *const AtomicU64) }
 }
+
+/// Barrier flag words: two per dissemination round, 32 rounds (2^32 PEs).
+const FLAG_WORDS: usize = 64;
+const _: () = assert!(BARRIER_FLAGS_OFF + 8 * FLAG_WORDS <= EXIT_WORD_OFF);
 
 /// Synchronize all PEs (dissemination: in round k, PE i signals PE i + 2^k and waits for
 /// PE i - 2^k), without completing outstanding puts (`shmem_sync_all`).
+///
+/// A signal writes the barrier's epoch e into the round's flag for e's parity (a PART write
+/// that is not waited for, or a store when the peer's heap is mapped); barrier e waits until
+/// its flag holds e or more. A flag must never go back, so the write of epoch e may be
+/// posted only once the write of e - 2 to the same flag is complete: barrier e takes the
+/// requests still outstanding (those of e - 1: everything older completed in e - 1), posts
+/// its first signal, and only then waits for them, whose acknowledgements arrive meanwhile
+/// (waiting for them first put a round trip on every barrier's critical path).
 pub fn sync_all(st: &State) {
-    // Earlier barriers' flag writes are complete before new ones are posted: a late write of
-    // an older epoch must not land after a newer one.
-    st.internal_ctx.quiet();
     let n = st.npes as usize;
     let epoch = st.barrier_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+    let parity = epoch % 2;
     let me = st.me as usize;
+    let mut earlier = Some(st.internal_ctx.take_earlier());
     let mut k = 0;
     let mut dist = 1;
     while dist < n {
         let to = (me + dist) % n;
-        let f = flag(st.heap.base, k);
+        let f = flag(st.heap.base, k, parity);
         // SAFETY: the flag lies in the symmetric heap.
         let t = st.try_target(to as u32, f as *const AtomicU64 as *const u8, 8);
         match t {
@@ -134,9 +148,15 @@ pub fn sync_all(st: &State) {
             }
             None => unreachable!("the barrier flags are in the heap"),
         }
+        if let Some(e) = earlier.take() {
+            st.internal_ctx.finish_quiet(e);
+        }
         wait_while(st, || f.load(Ordering::Acquire) >= epoch);
         k += 1;
         dist *= 2;
+    }
+    if let Some(e) = earlier {
+        st.internal_ctx.finish_quiet(e);
     }
 }
 

@@ -11,7 +11,8 @@ use super::tools::{Implementation, Toolchain};
 /// One way of running the benchmark.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Name in files and tables (`unpinned`, `unpinned-part`, `openmpi`, `openmpi-tcp`).
+    /// Name in files and tables (`unpinned`, `unpinned-part`, `openmpi`, `openmpi-tcp`,
+    /// `openmpi-alltcp`).
     pub name: &'static str,
     /// Whose library.
     pub implementation: Implementation,
@@ -38,6 +39,10 @@ pub const OPENMPI_ENV: [(&str, &str); 5] = [
     ("OMPI_MCA_osc", "^rdma"),
 ];
 
+/// `UCX_TLS=tcp,self` moves only the SPML's traffic (puts, gets, atomics) onto TCP: Open MPI's
+/// OpenSHMEM collectives on the world team (scoll `mpi`, which outranks `basic`) are MPI
+/// collectives over the `ob1` PML and its BTLs, which take shared memory (`vader`) whatever
+/// UCX_TLS says. (osc=^rdma is inherited from [`OPENMPI_ENV`]: the finalize crash.)
 const OPENMPI_TCP_ENV: [(&str, &str); 6] = [
     OPENMPI_ENV[0],
     OPENMPI_ENV[1],
@@ -45,6 +50,19 @@ const OPENMPI_TCP_ENV: [(&str, &str); 6] = [
     OPENMPI_ENV[3],
     OPENMPI_ENV[4],
     ("UCX_TLS", "tcp,self"),
+];
+
+/// [`OPENMPI_TCP_ENV`] with the BTLs limited to `self,tcp`: the collectives' MPI traffic goes
+/// over TCP too, so every byte between the two PEs crosses the network stack on loopback.
+/// (osc=^rdma is inherited from [`OPENMPI_ENV`]: the finalize crash.)
+const OPENMPI_ALLTCP_ENV: [(&str, &str); 7] = [
+    OPENMPI_ENV[0],
+    OPENMPI_ENV[1],
+    OPENMPI_ENV[2],
+    OPENMPI_ENV[3],
+    OPENMPI_ENV[4],
+    ("UCX_TLS", "tcp,self"),
+    ("OMPI_MCA_btl", "self,tcp"),
 ];
 
 /// unpinned with its defaults (the load/store path on).
@@ -71,15 +89,25 @@ pub const OPENMPI: Config = Config {
     implementation: Implementation::OpenMpi,
     description: "Open MPI OpenSHMEM (UCX defaults; OMPI_MCA_osc=^rdma)",
     env: &OPENMPI_ENV,
-    env_removed: &["UCX_TLS"],
+    env_removed: &["UCX_TLS", "OMPI_MCA_btl"],
 };
 
-/// Open MPI's OpenSHMEM over TCP on loopback.
+/// Open MPI's OpenSHMEM with UCX over TCP on loopback (its collectives stay on shared memory:
+/// see [`OPENMPI_TCP_ENV`]).
 pub const OPENMPI_TCP: Config = Config {
     name: "openmpi-tcp",
     implementation: Implementation::OpenMpi,
-    description: "Open MPI OpenSHMEM over TCP on loopback (UCX_TLS=tcp,self; OMPI_MCA_osc=^rdma)",
+    description: "Open MPI OpenSHMEM, UCX over TCP on loopback (UCX_TLS=tcp,self; OMPI_MCA_osc=^rdma); its world collectives are MPI ones over the vader BTL (shared memory)",
     env: &OPENMPI_TCP_ENV,
+    env_removed: &["OMPI_MCA_btl"],
+};
+
+/// Open MPI's OpenSHMEM with all its traffic over TCP on loopback, collectives included.
+pub const OPENMPI_ALLTCP: Config = Config {
+    name: "openmpi-alltcp",
+    implementation: Implementation::OpenMpi,
+    description: "Open MPI OpenSHMEM, all traffic over TCP on loopback (UCX_TLS=tcp,self; OMPI_MCA_btl=self,tcp for the collectives' MPI path; OMPI_MCA_osc=^rdma)",
+    env: &OPENMPI_ALLTCP_ENV,
     env_removed: &[],
 };
 

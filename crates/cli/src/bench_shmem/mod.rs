@@ -1,7 +1,9 @@
 //! `unpinned bench shmem`: the OpenSHMEM benchmark (bench/shmem/osu_shmem.c) built with
-//! unpinned's `oshcc` and with Open MPI's, run with 2 PEs in four configurations in one
-//! command, rounds alternating their order, and the two comparisons of the OpenSHMEM issue
-//! as tables of median ratios.
+//! unpinned's `oshcc` and with Open MPI's, run with 2 PEs in five configurations in one
+//! command, rounds alternating their order, and the comparisons of the OpenSHMEM issue as
+//! tables of median ratios: (a) defaults, and (b) PART against Open MPI on TCP twice, once
+//! with `UCX_TLS=tcp,self` alone (its world collectives then still use shared memory: they
+//! are MPI collectives over the BTLs, not UCX) and once with all its traffic on TCP.
 
 mod compare;
 mod exec;
@@ -15,7 +17,7 @@ use serde_json::json;
 use unpinned_report::{write_experiment, Metadata, Table};
 
 use compare::{compare, display_value, size_label, Row, Samples, Target};
-use exec::{Config, OPENMPI, OPENMPI_TCP, UNPINNED, UNPINNED_PART};
+use exec::{Config, OPENMPI, OPENMPI_ALLTCP, OPENMPI_TCP, UNPINNED, UNPINNED_PART};
 use tools::{Implementation, Toolchain};
 
 /// Arguments of `unpinned bench shmem`.
@@ -55,8 +57,9 @@ pub struct BenchShmemArgs {
     pub timeout_s: u64,
 }
 
-/// The two comparisons of the issue: (title, unpinned's configuration, the peer's, target).
-const COMPARISONS: [(&str, &str, Config, Config, Target); 2] = [
+/// The comparisons of the issue: (name, title, unpinned's configuration, the peer's, target).
+/// (b) is made against two peers: with UCX_TLS alone Open MPI's collectives are not on TCP.
+const COMPARISONS: [(&str, &str, Config, Config, Target); 3] = [
     (
         "default",
         "(a) default settings, 2 PEs on this host: unpinned vs Open MPI's OpenSHMEM (UCX defaults)",
@@ -66,9 +69,16 @@ const COMPARISONS: [(&str, &str, Config, Config, Target); 2] = [
     ),
     (
         "part",
-        "(b) every transfer through PART over shared memory vs Open MPI over TCP on loopback (UCX_TLS=tcp,self)",
+        "(b) every transfer through PART over shared memory vs Open MPI over TCP on loopback (UCX_TLS=tcp,self; its collectives stay on shared memory)",
         UNPINNED_PART,
         OPENMPI_TCP,
+        Target::Ahead,
+    ),
+    (
+        "part-alltcp",
+        "(b') every transfer through PART over shared memory vs Open MPI with all traffic over TCP on loopback (UCX_TLS=tcp,self, OMPI_MCA_btl=self,tcp)",
+        UNPINNED_PART,
+        OPENMPI_ALLTCP,
         Target::Ahead,
     ),
 ];
@@ -130,10 +140,16 @@ pub fn run(args: &BenchShmemArgs) -> Result<(), String> {
     }
     let timeout = Duration::from_secs(args.timeout_s);
 
-    let configs: Vec<&Config> = [&UNPINNED, &OPENMPI, &UNPINNED_PART, &OPENMPI_TCP]
-        .into_iter()
-        .filter(|c| c.implementation == Implementation::Unpinned || peer.is_some())
-        .collect();
+    let configs: Vec<&Config> = [
+        &UNPINNED,
+        &OPENMPI,
+        &UNPINNED_PART,
+        &OPENMPI_TCP,
+        &OPENMPI_ALLTCP,
+    ]
+    .into_iter()
+    .filter(|c| c.implementation == Implementation::Unpinned || peer.is_some())
+    .collect();
     let program = |c: &Config| -> (&Toolchain, &std::path::Path) {
         match (c.implementation, &peer) {
             (Implementation::OpenMpi, Some((t, p))) => (t, p.as_path()),

@@ -19,8 +19,7 @@
 //! pulls every member's source in chunks and combines them in team order, so every PE
 //! computes bit-identical results; it writes its destination only after the second barrier.
 //! A broadcast of up to [`PUSH_MAX_BYTES`] is pushed by the root instead, with a counter of
-//! its own ([`BCAST`]), after a ready signal from each member instead of a barrier (see
-//! [`broadcast`]).
+//! its own ([`BCAST`]) and no synchronization before (see [`broadcast`]).
 
 #![allow(missing_docs, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -46,10 +45,6 @@ pub const ROUNDS: usize = 32;
 pub const XCHG: usize = ROUNDS;
 /// Index of the broadcast's data-ready counter (see [`broadcast`]).
 pub const BCAST: usize = ROUNDS + 1;
-/// Index of the broadcast root's counter of members ready for the data (see [`broadcast`]):
-/// the last round counter, which the barrier never reaches (a group has fewer than 2^31
-/// members).
-pub const READY: usize = ROUNDS - 1;
 /// Words of symmetric scratch a group needs (`SHMEM_*_SYNC_SIZE` are at least this).
 pub const GROUP_WORDS: usize = ROUNDS + 2;
 /// Bytes pulled from one PE per step of a reduction.
@@ -182,15 +177,20 @@ unsafe fn pull(st: &State, call: &str, pe: c_int, dst: *mut u8, src: *const u8, 
 /// Broadcast `len` bytes of the root's (member index `root`) `source` to `dest` of every
 /// other member, and of the root too when `to_root`.
 ///
-/// Up to [`PUSH_MAX_BYTES`] the root pushes: each member adds one to the root's [`READY`]
-/// counter (its `dest` may be written from now on) and waits for its [`BCAST`] counter; the
-/// root waits until every member is ready, puts `source` into every member's `dest`, waits
-/// until the puts are complete, then adds one to each member's [`BCAST`] counter. No signal
-/// waits for its answer. Through PART that is a one-way signal, a put round trip and a one-way
-/// signal, where pulling takes a barrier before (the root's source ready), a read round trip
-/// and a barrier after (read by everyone). (OpenSHMEM lets the root write before the members
-/// arrive, as Sandia OpenSHMEM's put-based broadcasts do; the ready signal keeps programs that
-/// write their `dest` just before the call correct.)
+/// Up to [`PUSH_MAX_BYTES`] the root pushes at once: it puts `source` into every member's
+/// `dest`, waits until the puts are complete, then adds one to each member's [`BCAST`]
+/// counter; a member waits until its counter is positive and takes one off. Through PART
+/// that is a put round trip and a one-way signal. OpenSHMEM 1.5 makes this correct: before
+/// any PE calls a broadcast, `dest` on every participating PE must be ready to accept the
+/// data (Sandia OpenSHMEM's put-based broadcasts write at once too).
+///
+/// The counter numbers the broadcasts a member has yet to see: back-to-back broadcasts from
+/// one root cannot confuse their signals, because the root's quiet before its signals of
+/// broadcast k + 1 completes its signals of broadcast k (and its data of k + 1 lands after
+/// the member saw k's signal, which the precondition makes the program's business). A
+/// broadcast from another root starts only after that root saw broadcast k's signal, and
+/// broadcast k's data everywhere was complete before any of its signals was sent. The
+/// counter is zero again whenever the group is idle, as a `pSync` must be.
 ///
 /// Larger broadcasts pull: every member reads from the root at once (the root copies nothing
 /// itself, and PART's reads move large volumes faster than its writes here).
@@ -209,18 +209,10 @@ pub unsafe fn broadcast(
         return unsafe { broadcast_pull(st, call, g, dest, source, len, root, to_root) };
     }
     if g.me != root {
-        // SAFETY: the counter is symmetric and aligned.
-        unsafe { signal(st, call, g.pe(root), g.word(READY)) };
         let c = g.atomic(BCAST);
         wait_while(st, || c.load(Ordering::Acquire) > 0);
         c.fetch_sub(1, Ordering::AcqRel);
         return;
-    }
-    let others = g.size as u64 - 1;
-    if others > 0 {
-        let ready = g.atomic(READY);
-        wait_while(st, || ready.load(Ordering::Acquire) >= others);
-        ready.fetch_sub(others, Ordering::AcqRel);
     }
     if len > 0 {
         for i in (0..g.size).filter(|&i| i != root) {

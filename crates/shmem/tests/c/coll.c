@@ -24,8 +24,11 @@ int main(void) {
     for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[i] = SHMEM_SYNC_VALUE;
     shmem_barrier_all();
 
-    /* Broadcast in place from the last PE; the root's dest is updated too. */
+    /* Broadcast in place from the last PE; the root's dest is updated too. OpenSHMEM 1.5:
+     * before any PE calls a broadcast, dest on every PE must be ready to accept the data,
+     * so the writes into it are followed by a barrier (as SOS's bcast_in_place.c does). */
     for (int i = 0; i < 8; i++) data[i] = me * 100 + i;
+    shmem_barrier_all();
     shmem_broadcast(SHMEM_TEAM_WORLD, data, data, 8, n - 1);
     for (int i = 0; i < 8; i++) CHECK(data[i] == (n - 1) * 100 + i, "bcast[%d] = %ld", i, data[i]);
 
