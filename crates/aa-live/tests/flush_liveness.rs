@@ -4,7 +4,7 @@
 //! `engine.block_timeout_us`) fails the flush with RetryExceeded although the peer is alive;
 //! a limit above the handler's drain time lets it complete. This is how a rank descheduled
 //! on a loaded host (a polling handler that does not run) failed
-//! `aa_dht_three_processes_polling_handler` (tests/active_multiproc.rs, which raises the limit).
+//! `aa_dht_three_processes_polling_handler` (tests/active_multiproc.rs) before the runtime's timeouts backed off.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,6 +26,8 @@ fn pair(max_timeouts: u32) -> Vec<ActiveRuntime> {
     let sets = [
         "engine.block_timeout_us=1000".to_string(),
         format!("engine.max_timeouts={max_timeouts}"),
+        // Fixed periods, so the limit is max_timeouts x 1 ms.
+        "engine.timeout_backoff_max=1".to_string(),
     ];
     let max = Config::new(0, 2).max_packet();
     network(2, max)
