@@ -157,7 +157,7 @@ mod tests {
         let on_disk = std::fs::read_to_string(path).unwrap_or_default();
         assert!(
             on_disk == knobs_markdown(),
-            "docs/knobs.md is stale: regenerate it with\n  cargo run -p unpinned-cli -- config --list --markdown > docs/knobs.md"
+            "docs/knobs.md is stale: regenerate it with\n  cargo run -p unpinned -- config --list --markdown > docs/knobs.md"
         );
     }
 }
