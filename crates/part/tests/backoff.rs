@@ -4,40 +4,16 @@
 //! silence, for writes, reads and atomics alike. Packets are carried by hand, so that a silent
 //! peer is simply one whose packets are dropped.
 
+mod support;
+use support::{Flat, BASE, LEN};
+
 use unpinned_core::api::{AtomicOp, Completion, CompletionError, Op, Perms, WorkRequest};
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::Profile;
 use unpinned_core::time::{Duration, Instant};
 use unpinned_part::{AtomicRequest, EngineConfig, Event, PartEngine};
 
-/// Flat memory at [BASE, BASE + LEN), every page present.
-struct Flat(Vec<u8>);
-
-const BASE: u64 = 0x1000_0000;
-const LEN: u64 = 1 << 20;
 const WORD: u64 = BASE + LEN - 4096;
 const RESULT: u64 = BASE + LEN - 8;
-
-impl Memory for Flat {
-    fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let dst = self
-            .0
-            .get_mut(off..off + data.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        dst.copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let src = self
-            .0
-            .get(off..off + out.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        out.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 impl Flat {
     fn word(&self, addr: u64) -> u64 {

@@ -9,39 +9,14 @@
 //! 64 packets then reached its poll only if no packet of its first ~64 - RTT was corrupted,
 //! the exponential cost of whole-block retransmission that the policy exists to avoid.
 
+mod support;
+use support::{Flat, BASE, LEN};
+
 use unpinned_core::api::{Completion, Op, Perms, WorkRequest};
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::{Profile, RetransmitPolicy};
 use unpinned_core::rng::splitmix64;
 use unpinned_core::time::{Duration, Instant};
 use unpinned_part::{EngineConfig, EngineStats, Event, PartEngine};
-
-/// Flat memory at [BASE, BASE + LEN), every page present.
-struct Flat(Vec<u8>);
-
-const BASE: u64 = 0x1000_0000;
-const LEN: u64 = 1 << 20;
-
-impl Memory for Flat {
-    fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let dst = self
-            .0
-            .get_mut(off..off + data.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        dst.copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let src = self
-            .0
-            .get(off..off + out.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        out.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 /// One-way delay of the link, in packet times (1 us each): a round trip is 16 packets.
 const DELAY_US: u64 = 8;

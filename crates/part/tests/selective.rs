@@ -4,39 +4,14 @@
 //! attempt resends only what the receiver's SACK says is missing, so every transfer completes
 //! and the bytes resent stay a fraction of the bytes sent.
 
+mod support;
+use support::{Flat, BASE, LEN};
+
 use unpinned_core::api::{Completion, CompletionError, Op, Perms, WorkRequest};
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::{Profile, RetransmitPolicy};
 use unpinned_core::rng::splitmix64;
 use unpinned_core::time::{Duration, Instant};
 use unpinned_part::{EngineConfig, Event, PartEngine};
-
-/// Flat memory at [BASE, BASE + LEN), every page present.
-struct Flat(Vec<u8>);
-
-const BASE: u64 = 0x1000_0000;
-const LEN: u64 = 1 << 20;
-
-impl Memory for Flat {
-    fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let dst = self
-            .0
-            .get_mut(off..off + data.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        dst.copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let src = self
-            .0
-            .get(off..off + out.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        out.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 fn config(policy: RetransmitPolicy) -> EngineConfig {
     // forth-arm: 16 KiB blocks of 64 packets of 256 B, 1 ms block timeout.

@@ -3,38 +3,13 @@
 //! of them failed a transfer with `RetryExceeded` after two periods of a descheduled peer
 //! (16 blocks, `max_timeouts = 30`: the 3-rank shm test of crates/live failed 10 of 64 runs).
 
+mod support;
+use support::{Flat, BASE, LEN};
+
 use unpinned_core::api::{Completion, CompletionError, Op, Perms, WorkRequest};
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::Profile;
 use unpinned_core::time::{Duration, Instant};
 use unpinned_part::{EngineConfig, Event, PartEngine};
-
-/// Flat memory at [BASE, BASE + LEN), every page present.
-struct Flat(Vec<u8>);
-
-const BASE: u64 = 0x1000_0000;
-const LEN: u64 = 1 << 20;
-
-impl Memory for Flat {
-    fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let dst = self
-            .0
-            .get_mut(off..off + data.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        dst.copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let src = self
-            .0
-            .get(off..off + out.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        out.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 const WINDOW: u32 = 16;
 const MAX_TIMEOUTS: u32 = 5;
