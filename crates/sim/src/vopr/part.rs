@@ -113,13 +113,18 @@ pub fn run(seed: u64) -> SeedReport {
         profile.os.early_err,
         profile.os.err_from.name()
     );
+    // The engine keeps housekeeping timers (atomic outcomes, resends) for as long as its
+    // backed-off timeouts can span: a phase is given that long beyond its own limit.
+    let span = unpinned_part::EngineConfig::from_profile(&profile.engine)
+        .silence_span(profile.engine.max_timeouts + 2);
     let swarm = format!(
-        "nodes {nodes}, hops {hops}, {policy:?}, err {send_err}, retransmit {}, packet {} B, block {} B, window {}, block timeout {} us, faults {}",
+        "nodes {nodes}, hops {hops}, {policy:?}, err {send_err}, retransmit {}, packet {} B, block {} B, window {}, block timeout {} us, backoff cap {}, faults {}",
         retransmit.name(),
         profile.engine.packet_bytes,
         profile.engine.block_bytes,
         profile.engine.max_outstanding_blocks,
         profile.engine.block_timeout_us,
+        profile.engine.timeout_backoff_max,
         describe(&faults),
     );
     let cfg = SimConfig {
@@ -149,10 +154,10 @@ pub fn run(seed: u64) -> SeedReport {
         done: Vec::new(),
     };
     d.setup();
-    d.phase(Phase::Safety, safety, Duration::from_ms(5_000));
+    d.phase(Phase::Safety, safety, Duration::from_ms(5_000) + span);
     if d.checkers.is_clean() {
         d.sim.set_faults(FaultConfig::NONE);
-        d.phase(Phase::Liveness, liveness, Duration::from_ms(2_000));
+        d.phase(Phase::Liveness, liveness, Duration::from_ms(2_000) + span);
     }
     let now = d.sim.now();
     d.checkers.finish(now);
