@@ -8,18 +8,7 @@ use unpinned_live::transport::mem::network;
 use unpinned_live::{Config, Runtime};
 use unpinned_msg::{MsgConfig, MsgEvent};
 use unpinned_os::mapping::Mapping;
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use unpinned_testkit::pattern;
 
 #[test]
 fn messages_both_ways_exactly_once_in_order() {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use unpinned_live::{PageInPolicy, Perms, Runtime};
 use unpinned_os::mapping::Mapping;
+use unpinned_testkit::pattern;
 
 const LEN: usize = 1 << 20;
 const PAGE: usize = 4096;
@@ -29,18 +30,6 @@ fn advise(addr: usize, len: usize, advice: i32) -> bool {
     // (the evictor is joined before it is unmapped). DONTNEED on a shared file mapping drops
     // page-table entries only and PAGEOUT reclaims written-back pages: neither loses bytes.
     unsafe { libc::madvise(addr as *mut libc::c_void, len, advice) == 0 }
-}
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]

@@ -84,3 +84,16 @@ mod tests {
         assert_eq!(ran, [0, 1, 2]);
     }
 }
+
+/// Deterministic test bytes: `len` bytes of a xorshift stream started from `seed`.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
