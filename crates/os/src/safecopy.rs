@@ -6,17 +6,23 @@
 //! in flight. A plain `memcpy` then kills the process with `SIGSEGV` / `SIGBUS` inside the
 //! engine's thread, naming nothing. [`copy`] instead returns how far it got.
 //!
-//! How (x86-64 Linux): the copy is a small loop of our own (64-byte chunks of SSE2 loads,
-//! then stores; a tail of 16, 8 and 1 bytes) at a known address range. A process-wide handler
+//! How (x86-64 Linux): the copy is a small routine of our own at a known address range: from
+//! 8 KiB (a bulk packet's payload) one `rep movsb`, below that a loop of 64-byte chunks of
+//! SSE2 loads, then stores, and a tail of 16, 8 and 1 bytes. A process-wide handler
 //! for `SIGSEGV` and `SIGBUS` ([`install`], done at the first copy) looks at the interrupted
 //! instruction pointer: inside that range, it moves it to the loop's exit with the faulting
 //! address (`si_addr`) as a second return value, and the copy returns how far it got; any
 //! other fault goes to the handler installed before (Rust's stack-overflow reporter, or the
 //! default action, which ends the process as before). The normal case is a plain copy: no
 //! system call (unlike `process_vm_readv` on one's own process, which also fails with
-//! `EFAULT` instead of faulting, at a system call per copy), and no `rep movsb`, whose start-up
-//! cost (~70 ns for 8 bytes on this project's machines) and 4 KiB-aliasing slowdowns
-//! made it several times slower than `memcpy` below 4 KiB (`cost_against_memcpy` measures).
+//! `EFAULT` instead of faulting, at a system call per copy). `rep movsb` only for large
+//! copies: its start-up cost (~70 ns for 8 bytes on this project's machines) and 4 KiB-aliasing
+//! slowdowns made it several times slower than `memcpy` below 4 KiB, and warm in one core's
+//! cache the loop stays ahead up to 16 KiB (`cost_against_memcpy` measures); but a packet's
+//! copy into or out of a ring slot moves lines another core wrote last, where the string copy's
+//! stores (no read-for-ownership) made 4 MiB PART transfers between two processes 5-15 % faster
+//! (docs/performance.md). A fault inside `rep movsb` leaves `rcx` at the bytes not copied,
+//! exactly, which is what the exit returns.
 //!
 //! A handler installed later must pass on the faults it does not own ([`crate::sigchain`]),
 //! as crates/dsm-live's `SIGSEGV` requestor does (it installs this handler first, so that its
@@ -31,10 +37,11 @@ mod imp {
     use std::sync::Once;
 
     // System V: rdi = dst, rsi = src, rdx = len. Returns (rax, rdx) = (bytes not copied,
-    // the address that faulted). Loads of a chunk come before its stores, and `rcx` (bytes
-    // left) drops only after a chunk is stored whole, so bytes not copied is exact at chunk
-    // granularity: a fault leaves at most the faulting chunk partly stored, and counts it as
-    // not copied.
+    // the address that faulted). `rep movsb` keeps `rcx` at the bytes left as it goes. In
+    // the loop, loads of a chunk come before its stores, and `rcx` (bytes left) drops only
+    // after a chunk is stored whole, so bytes not copied is exact at chunk granularity: a
+    // fault leaves at most the faulting chunk partly stored, and counts it as not copied.
+    // (The direction flag is clear on entry, as the ABI requires.)
     std::arch::global_asm!(
         ".pushsection .text.unpinned_safe_copy,\"ax\",@progbits",
         ".p2align 4",
@@ -44,6 +51,11 @@ mod imp {
         "unpinned_safe_copy:",
         "    mov rcx, rdx",
         "    xor edx, edx",
+        "    cmp rcx, 8192",
+        "    jb 1f",
+        "    rep movsb",
+        "    jmp 6f",
+        "1:",
         "    cmp rcx, 64",
         "    jb 3f",
         "2:",
@@ -194,8 +206,9 @@ mod imp {
 /// Where a [`copy`] stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault {
-    /// Bytes copied for sure (a multiple of the copy's 64-byte chunks, or all before the
-    /// tail): the bytes after them may be partly copied.
+    /// Bytes copied for sure (exact for a copy of 8 KiB or more; below, a multiple of the
+    /// copy's 64-byte chunks, or all before the tail): the bytes after them may be partly
+    /// copied.
     pub copied: usize,
     /// The address that faulted (in the source or the destination range).
     pub addr: u64,
@@ -276,6 +289,11 @@ mod tests {
         let f = unsafe { copy(m.ptr().add(4096 + 8), src.as_ptr(), 8192) }.expect_err("hole");
         assert_eq!(f.addr, hole, "{f:?}");
         assert!(f.copied <= 4096 - 8 && f.copied + 64 > 4096 - 8, "{f:?}");
+        // A large copy (the string-copy path) stops exactly at the hole.
+        let big = vec![0x5au8; 3 * 4096];
+        // SAFETY: as above, towards the hole.
+        let f = unsafe { copy(m.ptr().add(8), big.as_ptr(), big.len()) }.expect_err("hole");
+        assert_eq!((f.copied, f.addr), (2 * 4096 - 8, hole), "{f:?}");
         // Small copies into the hole, every tail path.
         for len in [1usize, 7, 8, 9, 16, 17, 63, 64, 65] {
             // SAFETY: as above.
