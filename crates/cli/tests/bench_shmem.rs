@@ -147,7 +147,10 @@ fn bench_shmem_quick_builds_and_runs_the_benchmark_with_both_libraries() {
     // absent and only unpinned's configurations ran).
     for r in &rows {
         let line = format!(",{},{},", r[test], r[size]);
-        assert!(runs.lines().skip(1).any(|l| l.contains(&line)), "{line} not in {runs}");
+        assert!(
+            runs.lines().skip(1).any(|l| l.contains(&line)),
+            "{line} not in {runs}"
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
 }

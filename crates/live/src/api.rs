@@ -85,6 +85,8 @@ pub struct Runtime {
     pub(crate) next_wr: AtomicU64,
     pub(crate) posted: AtomicU64,
     pub(crate) op_timeout: Duration,
+    /// Where [`Runtime::write_trace`] writes (`trace.file`).
+    trace_file: Option<std::path::PathBuf>,
     bootstrap: Mutex<Option<Bootstrap>>,
     clock: Clock,
     engine_thread: Option<JoinHandle<()>>,
@@ -211,7 +213,7 @@ impl Runtime {
                 .clone()
                 .map(|d| Bootstrap::new(d, cfg.rank, cfg.size, cfg.bootstrap_timeout()))
         };
-        if cfg.trace.enabled && !crate::trace::enabled() {
+        if (cfg.trace.enabled || cfg.trace.file.is_some()) && !crate::trace::enabled() {
             crate::trace::enable();
         }
         let opts = cfg.loop_options();
@@ -267,6 +269,7 @@ impl Runtime {
             next_wr: AtomicU64::new(1),
             posted: AtomicU64::new(0),
             op_timeout: cfg.op_timeout(),
+            trace_file: cfg.trace.file.clone(),
             bootstrap: Mutex::new(bootstrap),
             clock,
             engine_thread: Some(engine_thread),
@@ -749,6 +752,36 @@ impl Drop for Runtime {
         if let Some(t) = self.handler_thread.take() {
             let _ = t.join();
         }
+        if let Err(e) = self.write_trace() {
+            eprintln!("rank {}: trace.file: {e}", self.rank);
+        }
+    }
+}
+
+impl Runtime {
+    /// With `trace.file = FILE` set: write this rank's trace records so far
+    /// ([`crate::trace`]) to `FILE.rank<R>.csv` (columns `at_ns,rank,point,arg`; `at_ns` from
+    /// the process's first trace record), replacing what an earlier call wrote, and return
+    /// the path. Dropping the runtime calls it; a library whose runtime lives to the end of
+    /// the process calls it itself (the OpenSHMEM library, at `shmem_finalize`). `Ok(None)`
+    /// without `trace.file`. The trace holds [`crate::trace::CAPACITY`] records per process:
+    /// the first ones of a long run.
+    pub fn write_trace(&self) -> Result<Option<std::path::PathBuf>, LiveError> {
+        use std::io::Write;
+        let Some(base) = &self.trace_file else {
+            return Ok(None);
+        };
+        let mut path = base.clone().into_os_string();
+        path.push(format!(".rank{}.csv", self.rank));
+        let path = std::path::PathBuf::from(path);
+        let failed = |e: std::io::Error| LiveError::Config(format!("{}: {e}", path.display()));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(failed)?);
+        writeln!(out, "at_ns,rank,point,arg").map_err(failed)?;
+        for r in crate::trace::take().iter().filter(|r| r.rank == self.rank) {
+            writeln!(out, "{},{},{:?},{}", r.at_ns, r.rank, r.point, r.arg).map_err(failed)?;
+        }
+        out.flush().map_err(failed)?;
+        Ok(Some(path))
     }
 }
 

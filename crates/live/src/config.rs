@@ -319,11 +319,15 @@ impl Default for TimeoutSection {
 }
 
 /// The in-process trace ([`crate::trace`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TraceSection {
     /// Record the trace points of every runtime in the process. Default false.
     pub enabled: bool,
+    /// Record (as `enabled`) and write this rank's records to `FILE.rank<R>.csv` when the
+    /// runtime ends or a library asks ([`crate::Runtime::write_trace`]; the OpenSHMEM
+    /// library does at `shmem_finalize`). Default unset.
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// `MemoryMode` as `part`, `transfer-only`, `blocking`.
@@ -708,10 +712,11 @@ pub const KNOB_DOCS: &[(&str, &str)] = &[
     ("timeouts.bootstrap_ms", "bootstrap collectives (exchange, barrier) wait this long for the other ranks"),
     ("timeouts.op_ms", "longest Runtime::wait / flush"),
     ("trace.enabled", "record the runtime's trace points (crate::trace)"),
+    ("trace.file", "record them and write this rank's to FILE.rank<R>.csv at the end (unset: no file)"),
 ];
 
 /// Example values of [`Config`]'s optional knobs (unset by default), for [`knob_rows`].
-pub const OPTIONAL_KNOBS: &[&str] = &["progress.cpu=0"];
+pub const OPTIONAL_KNOBS: &[&str] = &["progress.cpu=0", "trace.file=trace"];
 
 /// The knob table of [`Config`].
 pub fn config_knobs() -> Vec<KnobRow> {

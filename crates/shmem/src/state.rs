@@ -472,4 +472,8 @@ pub fn finalize() {
     st.internal_ctx
         .quiet_lenient(std::time::Instant::now() + Duration::from_secs(5));
     FINALIZED.store(true, Ordering::Release);
+    // The runtime lives to the end of the process: `trace.file` is written now.
+    if let Err(e) = st.rt.write_trace() {
+        eprintln!("shmem: PE {}: {e}", st.me);
+    }
 }

@@ -103,6 +103,44 @@ fn generic_interfaces_from_c11_and_cxx_on_every_path() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `trace.file` through `UNPINNED_SET`: every PE writes its live path's trace at
+/// `shmem_finalize` (docs/performance.md reads one-way latencies from these files).
+#[test]
+fn every_pe_writes_its_trace_file_at_finalize() {
+    if !have("cc") {
+        eprintln!("SKIPPED: no C compiler (`cc`)");
+        return;
+    }
+    let dir = work_dir("trace");
+    let bin = build(&dir, "generic.c", "generic", false);
+    let base = dir.join("trace");
+    let set = format!("trace.file={}", base.display());
+    let o = oshrun(
+        2,
+        &[bin.to_str().unwrap()],
+        &[("SHMEM_LOADSTORE", "0"), ("UNPINNED_SET", &set)],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for pe in 0..2 {
+        let f = dir.join(format!("trace.rank{pe}.csv"));
+        let csv = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("at_ns,rank,point,arg"), "{csv}");
+        let rows: Vec<&str> = lines.collect();
+        // Every transfer between the PEs went through PART: posts, packets sent and received.
+        for point in ["Post", "TxSent", "RxStart", "RxEnd"] {
+            assert!(
+                rows.iter().any(|r| r.split(',').nth(2) == Some(point)
+                    && r.split(',').nth(1) == Some(&pe.to_string())),
+                "PE {pe}: no {point} in {} rows",
+                rows.len()
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_heap_larger_than_the_machine_with_nothing_locked() {
     if !have("cc") {

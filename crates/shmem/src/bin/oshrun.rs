@@ -1,6 +1,7 @@
 //! `oshrun -np N [--transport shm|udp] [--timeout S] [--set a.b=v] PROGRAM [ARGS]`: run an
 //! OpenSHMEM program on N PEs of this host, with the launcher of `unpinned run`. The
-//! transport may also come from `OSHRUN_TRANSPORT`. `--netns A,B,...` runs PE `r` in the
+//! transport may also come from `OSHRUN_TRANSPORT`; knobs from `UNPINNED_SET` (comma-separated
+//! `a.b=v`) apply before the `--set` ones. `--netns A,B,...` runs PE `r` in the
 //! (`r` mod K)-th of the K network namespaces listed (names of `ip netns`; over UDP each PE's
 //! address is its namespace's; needs root). Exits 0 when every PE exited 0, else with the
 //! first failing PE's code.
@@ -15,7 +16,7 @@ use std::time::Duration;
 use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
 
 fn usage(msg: &str) -> ! {
-    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--netns NS[,NS...]] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--bind-to core|none] [--] PROGRAM [ARGS...]\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
+    eprintln!("oshrun: {msg}\nusage: oshrun -n|-np N [--transport shm|udp] [--netns NS[,NS...]] [--timeout SECONDS] [--set a.b=v]... [-x NAME=VALUE]... [--bind-to core|none] [--] PROGRAM [ARGS...]\n(knobs: UNPINNED_SET=a.b=v,... then --set; docs/knobs.md)\n(accepted and ignored, for Makefiles written for Open MPI: --map-by X, --rank-by X, --hostfile F, --mca K V, --oversubscribe, --allow-run-as-root)");
     std::process::exit(2)
 }
 
@@ -24,7 +25,9 @@ fn main() {
     let mut n: Option<u32> = None;
     let mut transport = std::env::var("OSHRUN_TRANSPORT").unwrap_or_else(|_| "shm".into());
     let mut timeout = 600u64;
-    let mut sets = Vec::new();
+    // Knobs from `UNPINNED_SET` first, then `--set` ones (later ones win), as `unpinned run`
+    // takes them: the launcher hands the ranks its own `UNPINNED_SET`, built from these.
+    let mut sets = unpinned_live::edge::overrides_from_env();
     let mut env: Vec<(String, String)> = Vec::new();
     let mut bind_to = "core".to_string();
     let mut netns: Vec<String> = Vec::new();
