@@ -15,22 +15,35 @@ pub fn cpu_for(mode: &str, rank: u32, size: u32, cpus: &[usize]) -> Option<usize
 }
 
 /// Bind the calling thread (before the runtime starts its threads, which inherit the CPU)
-/// if [`ENV_BIND_TO`] asks for it; a refusal is reported and the PE runs unbound.
-pub fn bind_from_env(rank: u32, size: u32) {
+/// if [`ENV_BIND_TO`] asks for it; a refusal is reported and the PE runs unbound. Returns
+/// whether the PE is now bound to a CPU of its own.
+pub fn bind_from_env(rank: u32, size: u32) -> bool {
     let Ok(mode) = std::env::var(ENV_BIND_TO) else {
-        return;
+        return false;
     };
     let Ok(cpus) = unpinned_os::affinity::allowed_cpus() else {
-        return;
+        return false;
     };
-    if let Some(cpu) = cpu_for(mode.trim(), rank, size, &cpus) {
-        if let Err(e) = unpinned_os::affinity::pin_current_thread(&[cpu]) {
+    let Some(cpu) = cpu_for(mode.trim(), rank, size, &cpus) else {
+        return false;
+    };
+    match unpinned_os::affinity::pin_current_thread(&[cpu]) {
+        Ok(()) => true,
+        Err(e) => {
             eprintln!(
                 "shmem: PE {rank}: cannot bind to CPU {cpu}: {e} (running unbound; `oshrun --bind-to none` turns binding off)"
             );
+            false
         }
     }
 }
+
+/// How long a waiting caller of a PE bound to a CPU of its own drives the engine busily
+/// before it yields (the runtime's `progress.wait_spin_us`, set by the library for bound PEs;
+/// the job's own setting wins). The CPU is the PE's: spinning costs no other PE, and a packet
+/// is taken from the ring as it lands instead of after a `sched_yield` round trip (2-PE
+/// broadcast through PART 3.35-4.99 -> 2.32-3.05 us, docs/performance.md).
+pub const BOUND_WAIT_SPIN_US: u64 = 200;
 
 #[cfg(test)]
 mod tests {

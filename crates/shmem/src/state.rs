@@ -190,7 +190,13 @@ pub fn init(call: &str, level: c_int) {
     let mut shmem_sets = Vec::new();
     let rt = match unpinned_live::edge::Edge::from_env().and_then(|mut edge| {
         // Before the runtime's threads start: they inherit the binding.
-        crate::bind::bind_from_env(edge.rank, edge.size);
+        if crate::bind::bind_from_env(edge.rank, edge.size) {
+            // First, so that the job's own `progress.wait_spin_us` (later) wins.
+            edge.sets.insert(
+                0,
+                format!("progress.wait_spin_us={}", crate::bind::BOUND_WAIT_SPIN_US),
+            );
+        }
         // The library's own section (`shmem.loadstore=false`), not the runtime's.
         shmem_sets = edge.take_section("shmem");
         // The runtime's own defaults: a peer descheduled on a loaded host is not declared dead
