@@ -46,20 +46,30 @@ impl State {
 
     /// Translate, or `None` if the range is not symmetric.
     pub fn try_target(&self, pe: u32, addr: *const u8, len: usize) -> Option<Target> {
-        if let Some(off) = self.heap_offset(addr, len) {
-            if pe == self.me {
-                return Some(Target::Local(addr as *mut u8));
-            }
-            let p = &self.peers[pe as usize];
-            if !p.heap_map.is_null() {
-                // SAFETY: inside the peer's mapped heap (same size as ours).
-                return Some(Target::Mapped(unsafe { p.heap_map.add(off) }));
-            }
-            return Some(Target::Remote {
-                addr: p.heap_addr + off as u64,
-                key: p.heap_key,
-            });
+        self.heap_target(pe, addr, len)
+            .or_else(|| self.segment_target(pe, addr, len))
+    }
+
+    /// [`State::try_target`] for a range of the symmetric heap.
+    #[inline(always)]
+    fn heap_target(&self, pe: u32, addr: *const u8, len: usize) -> Option<Target> {
+        let off = self.heap_offset(addr, len)?;
+        if pe == self.me {
+            return Some(Target::Local(addr as *mut u8));
         }
+        let p = &self.peers[pe as usize];
+        if !p.heap_map.is_null() {
+            // SAFETY: inside the peer's mapped heap (same size as ours).
+            return Some(Target::Mapped(unsafe { p.heap_map.add(off) }));
+        }
+        Some(Target::Remote {
+            addr: p.heap_addr + off as u64,
+            key: p.heap_key,
+        })
+    }
+
+    /// [`State::try_target`] for a range of the program's data segments.
+    fn segment_target(&self, pe: u32, addr: *const u8, len: usize) -> Option<Target> {
         let a = addr as usize;
         for (i, s) in self.segs.iter().enumerate() {
             if let Some(off) = offset_in(s.base, s.len, a, len) {
@@ -86,15 +96,8 @@ impl State {
     pub fn target(&self, call: &str, pe: c_int, addr: *const u8, len: usize) -> Target {
         // A negative `pe` becomes a large u32 and fails the bound.
         if (pe as u32) < self.npes && len != 0 {
-            if let Some(off) = self.heap_offset(addr, len) {
-                if pe as u32 == self.me {
-                    return Target::Local(addr as *mut u8);
-                }
-                let p = &self.peers[pe as usize];
-                if !p.heap_map.is_null() {
-                    // SAFETY: inside the peer's mapped heap (same size as ours).
-                    return Target::Mapped(unsafe { p.heap_map.add(off) });
-                }
+            if let Some(t) = self.heap_target(pe as u32, addr, len) {
+                return t;
             }
         }
         self.target_slow(call, pe, addr, len)
