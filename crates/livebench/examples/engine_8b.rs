@@ -6,36 +6,10 @@
 //!
 //! `cargo run --release -p unpinned-livebench --example engine_8b [ROUNDS]`
 use unpinned_core::api::{Op, Perms, WorkRequest};
-use unpinned_core::memory::{MemError, Memory, Pdid};
 use unpinned_core::profile::Profile;
 use unpinned_core::time::Instant;
 use unpinned_part::{EngineConfig, Event, PartEngine};
-
-/// Flat memory at [BASE, BASE + 4096), every page present.
-struct Flat(Vec<u8>);
-
-const BASE: u64 = 0x1000_0000;
-
-impl Memory for Flat {
-    fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let dst = self
-            .0
-            .get_mut(off..off + data.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        dst.copy_from_slice(data);
-        Ok(())
-    }
-    fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
-        let off = addr.checked_sub(BASE).ok_or(MemError::Unmapped { addr })? as usize;
-        let src = self
-            .0
-            .get(off..off + out.len())
-            .ok_or(MemError::Unmapped { addr })?;
-        out.copy_from_slice(src);
-        Ok(())
-    }
-}
+use unpinned_testkit::{FlatMemory as Flat, FLAT_BASE as BASE};
 
 fn main() {
     let rounds: u64 = std::env::args()

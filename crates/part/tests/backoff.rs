@@ -15,13 +15,6 @@ use unpinned_part::{AtomicRequest, EngineConfig, Event, PartEngine};
 const WORD: u64 = BASE + LEN - 4096;
 const RESULT: u64 = BASE + LEN - 8;
 
-impl Flat {
-    fn word(&self, addr: u64) -> u64 {
-        let off = (addr - BASE) as usize;
-        u64::from_le_bytes(self.0[off..off + 8].try_into().unwrap())
-    }
-}
-
 const TIMEOUT_US: u64 = 1000;
 const MAX_TIMEOUTS: u32 = 8;
 const CAP: u32 = 16;

@@ -14,6 +14,8 @@
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use unpinned_core::memory::{MemError, Memory, Pdid};
+
 /// Environment variable: run this one seed.
 pub const ENV_SEED: &str = "UNPINNED_TEST_SEED";
 /// Environment variable: run seeds `0..N`.
@@ -96,4 +98,39 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// First address of a [`FlatMemory`].
+pub const FLAT_BASE: u64 = 0x1000_0000;
+
+/// Memory at `[FLAT_BASE, FLAT_BASE + len)` with every page present, for driving an engine by
+/// hand (engine tests, examples); an access outside it is `Unmapped`.
+pub struct FlatMemory(pub Vec<u8>);
+
+impl FlatMemory {
+    /// The little-endian 64-bit word at `addr` (panics outside the memory).
+    pub fn word(&self, addr: u64) -> u64 {
+        let off = (addr - FLAT_BASE) as usize;
+        u64::from_le_bytes(self.0[off..off + 8].try_into().expect("8 bytes"))
+    }
+
+    fn range(&mut self, addr: u64, len: usize) -> Result<&mut [u8], MemError> {
+        let off = addr
+            .checked_sub(FLAT_BASE)
+            .ok_or(MemError::Unmapped { addr })? as usize;
+        self.0
+            .get_mut(off..off.saturating_add(len))
+            .ok_or(MemError::Unmapped { addr })
+    }
+}
+
+impl Memory for FlatMemory {
+    fn write(&mut self, _: Pdid, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.range(addr, data.len())?.copy_from_slice(data);
+        Ok(())
+    }
+    fn read(&mut self, _: Pdid, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
+        out.copy_from_slice(self.range(addr, out.len())?);
+        Ok(())
+    }
 }

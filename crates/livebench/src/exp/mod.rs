@@ -293,18 +293,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Deterministic bytes (xorshift of `seed`).
-pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+pub use unpinned_testkit::pattern;
 
 /// Check that the first `src.len()` bytes of `dst` equal `src` (after the transfer completed).
 pub fn verify(dst: &Mapping, src: &[u8], what: &str) -> Result<(), ExperimentError> {
