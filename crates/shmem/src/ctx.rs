@@ -98,8 +98,8 @@ impl Ctx {
     /// Take the requests posted on this context so far, so that new ones can be posted before
     /// waiting for these ([`Ctx::finish_quiet`]): the barrier posts its signal first, and the
     /// acknowledgements of its earlier ones then arrive while it waits anyway. A `quiet` on
-    /// this context meanwhile does not wait for them (only the barrier uses this, on the
-    /// internal context).
+    /// this context meanwhile does not wait for them (only the barriers use this, on their
+    /// own contexts: `State::barrier_ctx` and `State::sync_ctx`).
     pub fn take_earlier(&self) -> Earlier {
         let _q = self.quiet_lock.lock().unwrap_or_else(|e| e.into_inner());
         let writes = self.writes.load(Ordering::Acquire);

@@ -19,6 +19,17 @@ pub const INTERNAL_BYTES: usize = 1 << 20;
 pub const BARRIER_FLAGS_OFF: usize = 0;
 /// Offset of the global-exit word: `1 << 32 | code` once a PE called `shmem_global_exit`.
 pub const EXIT_WORD_OFF: usize = 512;
+/// Offset of the barrier's signal sources: the value a PART write of a barrier flag sends,
+/// one u64 per flag (crates/shmem/src/sync.rs). A write reads its source again when it is
+/// retransmitted, so the source lives as long as the write; here, in the exposed heap whose
+/// residency verdicts the runtime trusts until the kernel reports a change, the engine's
+/// check of a source costs no `PAGEMAP_SCAN`, which a fresh heap allocation per signal did
+/// (a third of a PART barrier's time).
+pub const BARRIER_SOURCES_OFF: usize = 1024;
+/// Offset of the sink word: where a posted atomic whose old value nobody reads (a
+/// collective's signal) has it stored, for the same reason as [`BARRIER_SOURCES_OFF`].
+pub const SINK_OFF: usize = 1536;
+const _: () = assert!(EXIT_WORD_OFF + 8 <= BARRIER_SOURCES_OFF && SINK_OFF + 8 <= SCRATCH_OFF);
 /// Offset where internal scratch allocations start ([`State::scratch_alloc`]).
 pub const SCRATCH_OFF: usize = 4096;
 
@@ -56,8 +67,13 @@ pub struct State {
     pub peers: Vec<Peer>,
     /// The default context.
     pub default_ctx: Ctx,
-    /// The context of the library's own traffic (barrier flags, locks).
+    /// The context of the library's own traffic (collectives' transfers and signals, locks).
     pub internal_ctx: Ctx,
+    /// The context of the world barrier's flag writes only (see `sync::sync_all`, which
+    /// needs to know exactly which of them are outstanding).
+    pub barrier_ctx: Ctx,
+    /// The context of the team barrier's signals only (see `coll::sync`).
+    pub sync_ctx: Ctx,
     /// Every context created with `shmem_ctx_create` and not destroyed (addresses).
     pub contexts: Mutex<Vec<usize>>,
     /// Barrier epoch (number of barriers started).
@@ -325,6 +341,8 @@ pub fn init(call: &str, level: c_int) {
         peers,
         default_ctx: Ctx::new(0),
         internal_ctx: Ctx::new(0),
+        barrier_ctx: Ctx::new(0),
+        sync_ctx: Ctx::new(0),
         contexts: Mutex::new(Vec::new()),
         barrier_epoch: AtomicU64::new(0),
         thread_level: AtomicI32::new(level),
@@ -377,6 +395,17 @@ fn watch_exit_word() {
 }
 
 impl State {
+    /// This PE's sink word ([`SINK_OFF`]), written now: the engine stores an atomic's old
+    /// value only into a present page (it takes no fault on local memory, and fails the
+    /// request instead), so the caller posts right after this.
+    pub fn sink(&self) -> *mut u64 {
+        // SAFETY: inside the heap's internal area (asserted at SINK_OFF), 8-byte aligned,
+        // lives forever; an atomic store, as other threads may store there at once.
+        let w = unsafe { &*(self.heap.base.add(SINK_OFF) as *const AtomicU64) };
+        w.store(0, Ordering::Relaxed);
+        w.as_ptr()
+    }
+
     /// This PE's exit word.
     fn exit_word(&self) -> &AtomicU64 {
         // SAFETY: inside the heap's internal area, 8-byte aligned, lives forever.
@@ -474,9 +503,12 @@ impl State {
 pub fn finalize() {
     let Some(st) = try_state() else { return };
     crate::sync::barrier_all(st);
-    // The barrier's last flag writes must leave this process before it may exit.
-    st.internal_ctx
-        .quiet_lenient(std::time::Instant::now() + Duration::from_secs(5));
+    // The barrier's last flag writes (and any signal) must leave this process before it may
+    // exit.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    for c in [&st.barrier_ctx, &st.sync_ctx, &st.internal_ctx] {
+        c.quiet_lenient(deadline);
+    }
     FINALIZED.store(true, Ordering::Release);
     // The runtime lives to the end of the process: `trace.file` is written now.
     if let Err(e) = st.rt.write_trace() {

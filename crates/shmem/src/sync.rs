@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::amo::{amo_bits, Amo};
 use crate::ctx::Pending;
-use crate::state::{fatal, State, BARRIER_FLAGS_OFF, EXIT_WORD_OFF};
+use crate::state::{fatal, State, BARRIER_FLAGS_OFF, BARRIER_SOURCES_OFF, EXIT_WORD_OFF, SINK_OFF};
 use crate::xlate::Target;
 
 /// `SHMEM_CMP_EQ` .. `SHMEM_CMP_LE` (include/shmem/types.h).
@@ -95,9 +95,19 @@ fn flag(base: *mut u8, k: usize, parity: u64) -> &'static AtomicU64 {
     unsafe { &*(base.add(BARRIER_FLAGS_OFF + 8 * i) as *const AtomicU64) }
 }
 
+/// The source of PART writes to flag `(k, parity)` of peers, in the heap of this PE
+/// ([`BARRIER_SOURCES_OFF`] says why it lives there).
+fn source(base: *mut u8, k: usize, parity: u64) -> &'static AtomicU64 {
+    let i = 2 * k + parity as usize;
+    debug_assert!(i < FLAG_WORDS);
+    // SAFETY: the internal area of this PE's heap, 8-aligned (asserted below); lives forever.
+    unsafe { &*(base.add(BARRIER_SOURCES_OFF + 8 * i) as *const AtomicU64) }
+}
+
 /// Barrier flag words: two per dissemination round, 32 rounds (2^32 PEs).
 const FLAG_WORDS: usize = 64;
 const _: () = assert!(BARRIER_FLAGS_OFF + 8 * FLAG_WORDS <= EXIT_WORD_OFF);
+const _: () = assert!(BARRIER_SOURCES_OFF + 8 * FLAG_WORDS <= SINK_OFF);
 
 /// Synchronize all PEs (dissemination: in round k, PE i signals PE i + 2^k and waits for
 /// PE i - 2^k), without completing outstanding puts (`shmem_sync_all`).
@@ -108,13 +118,16 @@ const _: () = assert!(BARRIER_FLAGS_OFF + 8 * FLAG_WORDS <= EXIT_WORD_OFF);
 /// posted only once the write of e - 2 to the same flag is complete: barrier e takes the
 /// requests still outstanding (those of e - 1: everything older completed in e - 1), posts
 /// its first signal, and only then waits for them, whose acknowledgements arrive meanwhile
-/// (waiting for them first put a round trip on every barrier's critical path).
+/// (waiting for them first put a round trip on every barrier's critical path). The writes go
+/// on a context of their own (`State::barrier_ctx`), so that "outstanding" means exactly
+/// these. The same rule keeps a write's source, the flag's word in [`source`], unchanged
+/// until the write is complete: only barrier e + 2 stores there again.
 pub fn sync_all(st: &State) {
     let n = st.npes as usize;
     let epoch = st.barrier_epoch.fetch_add(1, Ordering::AcqRel) + 1;
     let parity = epoch % 2;
     let me = st.me as usize;
-    let mut earlier = Some(st.internal_ctx.take_earlier());
+    let mut earlier = Some(st.barrier_ctx.take_earlier());
     let mut k = 0;
     let mut dist = 1;
     while dist < n {
@@ -128,20 +141,24 @@ pub fn sync_all(st: &State) {
                 unsafe { &*(p as *const AtomicU64) }.fetch_max(epoch, Ordering::SeqCst);
             }
             Some(Target::Remote { addr, key }) => {
-                let buf: Box<[u8]> = epoch.to_le_bytes().into();
-                // SAFETY: the box lives in the context until the completion.
-                let id = unsafe { st.rt.write(to as u32, buf.as_ptr(), addr, key, 8) }
-                    .unwrap_or_else(|e| {
-                        fatal(
-                            "shmem_barrier_all",
-                            format!("signal to PE {to} refused: {e}"),
-                        )
-                    });
-                st.internal_ctx.push(
+                let src = source(st.heap.base, k, parity);
+                src.store(epoch, Ordering::Release);
+                // SAFETY: the source stays unchanged until the write is complete (see above).
+                let id = unsafe {
+                    st.rt
+                        .write(to as u32, src.as_ptr() as *const u8, addr, key, 8)
+                }
+                .unwrap_or_else(|e| {
+                    fatal(
+                        "shmem_barrier_all",
+                        format!("signal to PE {to} refused: {e}"),
+                    )
+                });
+                st.barrier_ctx.push(
                     Pending {
                         id,
                         pe: to as u32,
-                        buf: Some(buf),
+                        buf: None,
                     },
                     false,
                 );
@@ -149,14 +166,14 @@ pub fn sync_all(st: &State) {
             None => unreachable!("the barrier flags are in the heap"),
         }
         if let Some(e) = earlier.take() {
-            st.internal_ctx.finish_quiet(e);
+            st.barrier_ctx.finish_quiet(e);
         }
         wait_while(st, || f.load(Ordering::Acquire) >= epoch);
         k += 1;
         dist *= 2;
     }
     if let Some(e) = earlier {
-        st.internal_ctx.finish_quiet(e);
+        st.barrier_ctx.finish_quiet(e);
     }
 }
 

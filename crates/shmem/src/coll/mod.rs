@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use unpinned_live::AtomicOp;
 
 use crate::amo::{amo_bits, Amo};
-use crate::ctx::Pending;
+use crate::ctx::{Ctx, Pending};
 use crate::rma;
 use crate::state::{fatal, State};
 use crate::sync::wait_while;
@@ -114,29 +114,33 @@ impl Group {
 }
 
 /// Synchronize the members of `g` (no completion of outstanding puts).
+///
+/// A round's signal is posted and not waited for (an increment commutes with any other, so
+/// nothing needs it complete before the next round's; through PART that makes a round one
+/// one-way instead of an atomic's round trip). The signals go on a context of their own
+/// (`State::sync_ctx`): each sync takes those still outstanding, posts its first signal and
+/// only then waits for them, whose acknowledgements arrive meanwhile, so that at most two
+/// syncs' signals are outstanding.
 pub fn sync(st: &State, call: &str, g: &Group) {
     let n = g.size as u64;
     let me = g.me as u64;
+    let mut earlier = Some(st.sync_ctx.take_earlier());
     let (mut k, mut dist) = (0usize, 1u64);
     while dist < n {
         let to = g.pe(((me + dist) % n) as u32);
         // SAFETY: the counter is symmetric and aligned.
-        unsafe {
-            amo_bits(
-                st,
-                &st.internal_ctx,
-                call,
-                to,
-                g.word(k) as *mut u8,
-                8,
-                Amo::Add(1),
-            )
-        };
+        unsafe { signal(st, &st.sync_ctx, call, to, g.word(k)) };
+        if let Some(e) = earlier.take() {
+            st.sync_ctx.finish_quiet(e);
+        }
         let c = g.atomic(k);
         wait_while(st, || c.load(Ordering::Acquire) > 0);
         c.fetch_sub(1, Ordering::AcqRel);
         k += 1;
         dist *= 2;
+    }
+    if let Some(e) = earlier {
+        st.sync_ctx.finish_quiet(e);
     }
 }
 
@@ -229,7 +233,7 @@ pub unsafe fn broadcast(
     st.internal_ctx.quiet();
     for i in (0..g.size).filter(|&i| i != root) {
         // SAFETY: the counter is symmetric and aligned.
-        unsafe { signal(st, call, g.pe(i), g.word(BCAST)) };
+        unsafe { signal(st, &st.internal_ctx, call, g.pe(i), g.word(BCAST)) };
     }
 }
 
@@ -260,28 +264,26 @@ unsafe fn broadcast_pull(
 }
 
 /// Add one to the symmetric counter `word` of world PE `pe` without waiting for the old value
-/// when it goes through PART (the request completes with the internal context's next quiet).
-unsafe fn signal(st: &State, call: &str, pe: c_int, word: *mut u64) {
+/// when it goes through PART (the request completes with `ctx`'s next quiet; the old value
+/// goes to this PE's sink word, `State::sink`, which nobody reads).
+unsafe fn signal(st: &State, ctx: &Ctx, call: &str, pe: c_int, word: *mut u64) {
     match st.target(call, pe, word as *mut u8, 8) {
         // SAFETY: a symmetric, aligned word (caller).
         Target::Local(p) | Target::Mapped(p) => {
             unsafe { &*(p as *const AtomicU64) }.fetch_add(1, Ordering::AcqRel);
         }
         Target::Remote { addr, key } => {
-            let mut result: Box<[u8]> = vec![0u8; 8].into();
-            let ptr = result.as_mut_ptr() as *mut u64;
-            // SAFETY: the box stays in the context until the completion (the engine writes the
-            // old value into it) and nobody reads it.
+            // SAFETY: the sink is this PE's memory for as long as the process lives.
             let id = unsafe {
                 st.rt
-                    .post_atomic(pe as u32, ptr, addr, key, AtomicOp::FetchAdd(1))
+                    .post_atomic(pe as u32, st.sink(), addr, key, AtomicOp::FetchAdd(1))
             }
             .unwrap_or_else(|e| fatal(call, format!("the signal to PE {pe} was refused: {e}")));
-            st.internal_ctx.push(
+            ctx.push(
                 Pending {
                     id,
                     pe: pe as u32,
-                    buf: Some(result),
+                    buf: None,
                 },
                 false,
             );
