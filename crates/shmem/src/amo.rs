@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use unpinned_live::{AtomicOp, LiveError, RemoteKey};
 
+use crate::bounce::ResultWord;
 use crate::ctx::Ctx;
 use crate::state::{fatal, State};
 use crate::xlate::Target;
@@ -92,14 +93,25 @@ pub unsafe fn local(p: *mut u8, width: usize, op: Amo) -> u64 {
 }
 
 fn remote_word(st: &State, call: &str, pe: u32, addr: u64, key: RemoteKey, op: AtomicOp) -> u64 {
+    let failed = |e: LiveError| -> ! {
+        fatal(
+            call,
+            format!("the atomic on PE {pe} at {addr:#x} failed: {e}"),
+        )
+    };
+    // The old value's word, in the bounce pool (crates/shmem/src/bounce.rs says why).
+    // SAFETY: the state's pool lives as long as the process.
+    let result = unsafe { ResultWord::new(&st.bounce) };
+    let word = result.word();
+    // SAFETY: `result` lives until the completion, which we wait for below (without a
+    // deadline: a slow engine keeps the word lent), and nothing touches it meanwhile.
+    let id = unsafe { st.rt.post_atomic(pe, word.as_ptr(), addr, key, op) }
+        .unwrap_or_else(|e| failed(e));
     loop {
-        match st.rt.atomic(pe, addr, key, op) {
-            Ok(v) => return v,
+        match st.rt.wait(id) {
+            Ok(_) => return word.load(Ordering::Acquire),
             Err(LiveError::Timeout(_)) => st.check_exit_word(),
-            Err(e) => fatal(
-                call,
-                format!("the atomic on PE {pe} at {addr:#x} failed: {e}"),
-            ),
+            Err(e) => failed(e),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use unpinned_live::{LiveError, WrId};
 
+use crate::bounce::Bounce;
 use crate::state::{fatal, try_state};
 
 /// A request posted and not yet waited for.
@@ -15,8 +16,8 @@ pub struct Pending {
     pub id: WrId,
     /// The PE it goes to.
     pub pe: u32,
-    /// The bounce buffer it reads from, freed once it completed.
-    pub buf: Option<Box<[u8]>>,
+    /// The bounce buffer it reads from, given back once it completed.
+    pub buf: Option<Bounce>,
 }
 
 /// Outstanding requests above which a post first waits for the oldest half.

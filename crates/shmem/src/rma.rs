@@ -9,6 +9,7 @@ use std::ffi::c_int;
 
 use unpinned_live::LiveError;
 
+use crate::bounce::Bounce;
 use crate::ctx::{wait_one, Ctx, Pending};
 use crate::state::{fatal, State};
 use crate::xlate::Target;
@@ -60,9 +61,10 @@ pub unsafe fn put(
         Target::Remote { addr, key } => {
             let pe = pe as u32;
             if len <= BOUNCE_MAX {
-                // SAFETY: caller guarantees `src` readable for len.
-                let buf: Box<[u8]> = unsafe { std::slice::from_raw_parts(src, len) }.into();
-                // SAFETY: the box lives in the context until the completion.
+                // SAFETY: caller guarantees `src` readable for len; the state's pool lives as
+                // long as the process.
+                let buf = unsafe { Bounce::copy_of(&st.bounce, src, len) };
+                // SAFETY: the copy lives in the context until the completion.
                 let id = unsafe { st.rt.write(pe, buf.as_ptr(), addr, key, len) }
                     .unwrap_or_else(|e| post_failed(call, pe, e));
                 ctx.push(

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use unpinned_live::{Perms, RemoteKey, Runtime};
 
+use crate::bounce::Pool;
 use crate::ctx::Ctx;
 use crate::heap::{Allocator, Heap, HeapKind};
 use crate::segments::{data_segments, Segment};
@@ -32,6 +33,10 @@ pub const SINK_OFF: usize = 1536;
 const _: () = assert!(EXIT_WORD_OFF + 8 <= BARRIER_SOURCES_OFF && SINK_OFF + 8 <= SCRATCH_OFF);
 /// Offset where internal scratch allocations start ([`State::scratch_alloc`]).
 pub const SCRATCH_OFF: usize = 4096;
+/// Offset of the bounce-buffer pool ([`crate::bounce`]), at the end of the internal area
+/// (scratch allocations stop before it).
+pub const BOUNCE_OFF: usize = INTERNAL_BYTES - crate::bounce::POOL_BYTES;
+const _: () = assert!(SCRATCH_OFF < BOUNCE_OFF && BOUNCE_OFF.is_multiple_of(4096));
 
 /// What this PE knows about another PE's symmetric memory.
 pub struct Peer {
@@ -67,6 +72,8 @@ pub struct State {
     pub peers: Vec<Peer>,
     /// The default context.
     pub default_ctx: Ctx,
+    /// Bounce buffers of small blocking puts and result words of blocking atomics.
+    pub bounce: Pool,
     /// The context of the library's own traffic (collectives' transfers and signals, locks).
     pub internal_ctx: Ctx,
     /// The context of the world barrier's flag writes only (see `sync::sync_all`, which
@@ -329,6 +336,8 @@ pub fn init(call: &str, level: c_int) {
         });
     }
     let all_mapped = peers.iter().all(|p| !p.heap_map.is_null());
+    // SAFETY: the pool lies inside the heap's internal area (asserted at BOUNCE_OFF).
+    let bounce = Pool::new(unsafe { heap.base.add(BOUNCE_OFF) });
     let st = Box::new(State {
         rt,
         all_mapped,
@@ -341,6 +350,7 @@ pub fn init(call: &str, level: c_int) {
         peers,
         default_ctx: Ctx::new(0),
         internal_ctx: Ctx::new(0),
+        bounce,
         barrier_ctx: Ctx::new(0),
         sync_ctx: Ctx::new(0),
         contexts: Mutex::new(Vec::new()),
@@ -476,7 +486,7 @@ impl State {
     pub fn scratch_alloc(&self, len: usize, align: usize) -> Option<*mut u8> {
         let mut n = self.scratch_next.lock().unwrap_or_else(|e| e.into_inner());
         let off = n.next_multiple_of(align.max(8));
-        if off + len > INTERNAL_BYTES {
+        if off + len > BOUNCE_OFF {
             return None;
         }
         *n = off + len;
