@@ -52,8 +52,9 @@ impl Runtime {
             // Caller-driven progress, as for writes and reads (api.rs).
             let mut core = self.core()?;
             self.posted.fetch_add(1, Ordering::Relaxed);
-            core.post_atomic(req);
-            core.turn();
+            let now = core.post_atomic(req);
+            // Transmit first, as a write's post does (`Core::turn_at`).
+            core.turn_at(now);
         }
         (self.wake)();
         Ok(wr_id)

@@ -469,9 +469,11 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
             })
     }
 
-    /// Post a remote atomic; one the engine refuses completes at once with `Invalid`.
-    pub fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) {
-        let now = self.clock.now();
+    /// Post a remote atomic; one the engine refuses completes at once with `Invalid`. Returns
+    /// the time read for the post (for [`Core::turn_at`]).
+    pub fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) -> StdInstant {
+        let t = StdInstant::now();
+        let now = self.clock.at(t);
         self.outstanding.insert(
             r.wr_id,
             Posted {
@@ -491,6 +493,7 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
                 at: now,
             });
         }
+        t
     }
 
     /// Expose a range (bad-page marks over it are forgotten: the application may have
@@ -950,7 +953,7 @@ pub(crate) trait Driver: Send {
     /// [`Core::needs_wake_after_post`].
     fn needs_wake_after_post(&mut self, now: StdInstant) -> bool;
     /// [`Core::post_atomic`].
-    fn post_atomic(&mut self, r: unpinned_part::AtomicRequest);
+    fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) -> StdInstant;
     /// [`Core::expose`].
     fn expose(&mut self, base: u64, len: u64, perms: Perms, anonymous: bool) -> Option<RemoteKey>;
     /// [`Core::revoke`].
@@ -974,7 +977,7 @@ impl<M: EngineMemory, H: TurnHook> Driver for Core<M, H> {
     fn needs_wake_after_post(&mut self, now: StdInstant) -> bool {
         Core::needs_wake_after_post(self, now)
     }
-    fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) {
+    fn post_atomic(&mut self, r: unpinned_part::AtomicRequest) -> StdInstant {
         Core::post_atomic(self, r)
     }
     fn expose(&mut self, base: u64, len: u64, perms: Perms, anonymous: bool) -> Option<RemoteKey> {
