@@ -341,6 +341,18 @@ impl Runtime {
         }
     }
 
+    /// Count this thread as driving the engine while the guard lives, as [`Runtime::wait`]
+    /// does while it polls: the progress thread keeps off the core (it checks back every
+    /// `progress.driven_sleep_us`) and does not announce a sleep on the doorbell, so peers
+    /// write into the rings without waking anyone. The holder must then poll with
+    /// [`Runtime::progress`] often, and drop the guard before it stops polling (a long wait
+    /// that leaves progress to the progress thread, or computation). For a waiter on a CPU of
+    /// its own that shares it with the progress thread: without the guard, a progress thread
+    /// that sleeps on the doorbell makes every peer pay a wake-up per packet.
+    pub fn driving(&self) -> DriverGuard<'_> {
+        DriverGuard::new(&self.shared)
+    }
+
     /// Run one engine turn in this thread (receive, deadlines, transmit), unless another
     /// thread is running one: progress for an application that polls
     /// ([`Runtime::poll_completion`]) instead of waiting. Returns whether the turn did any
@@ -789,8 +801,9 @@ impl Runtime {
 /// bounds) once per this many polls.
 const WAIT_CLOCK_POLLS: u32 = 16;
 
-/// Counts a caller as driving the engine for as long as it lives.
-struct DriverGuard<'a>(&'a Shared);
+/// Counts a caller as driving the engine for as long as it lives ([`Runtime::driving`]).
+#[must_use = "the caller counts as driving only while the guard lives"]
+pub struct DriverGuard<'a>(&'a Shared);
 
 impl<'a> DriverGuard<'a> {
     fn new(shared: &'a Shared) -> DriverGuard<'a> {

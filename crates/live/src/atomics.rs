@@ -48,15 +48,19 @@ impl Runtime {
             local_pdid: self.pdid,
             local_addr: result as u64,
         };
-        {
+        let wake = {
             // Caller-driven progress, as for writes and reads (api.rs).
             let mut core = self.core()?;
             self.posted.fetch_add(1, Ordering::Relaxed);
             let now = core.post_atomic(req);
             // Transmit first, as a write's post does (`Core::turn_at`).
             core.turn_at(now);
+            core.needs_wake_after_post(now)
+        };
+        // As after a write's post (`Core::needs_wake_after_post`).
+        if wake {
+            (self.wake)();
         }
-        (self.wake)();
         Ok(wr_id)
     }
 

@@ -53,7 +53,7 @@ pub mod transport;
 #[cfg(test)]
 pub(crate) static MAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub use api::{Region, Runtime};
+pub use api::{DriverGuard, Region, Runtime};
 pub use config::{Config, ConfigError};
 pub use error::{LiveError, TransportKind};
 pub use layer::{EngineMemory, NoHook, TurnHook};

@@ -451,22 +451,29 @@ impl<M: EngineMemory, H: TurnHook> Core<M, H> {
     }
 
     /// Whether the progress thread must be woken after a post whose inline turn ran at `now`:
-    /// when packets are left to send (a large write, a full ring), or when the engine's next
-    /// deadline is sooner than the longest the progress thread sleeps (it computed its sleep
-    /// before this post and would miss the new deadline). Otherwise the transfer's next event
-    /// is a packet from the peer, whose arrival rings the doorbell of a sleeping progress
-    /// thread anyway, and the wake-up (an atomic read-modify-write and a fence on a line the
-    /// peer reads at every packet it sends here) is saved on the small-write path.
+    /// when packets are left to send (a large write, a full ring), or, on a transport that may
+    /// lose packets, when the engine's next deadline is sooner than the longest the progress
+    /// thread sleeps (it computed its sleep before this post and would miss the new deadline,
+    /// a retransmission's). Otherwise the transfer's next event is a packet from the peer,
+    /// whose arrival rings the doorbell of a sleeping progress thread anyway, and the wake-up
+    /// is saved on the small-write path: an atomic read-modify-write and a fence on a line the
+    /// peer reads at every packet it sends here, and, when the progress thread sleeps, a futex
+    /// wake that (on a CPU it shares with the poster) preempts the poster. On a reliable
+    /// transport a deadline passes without a packet only when the peer is gone or stalled, or
+    /// when a ring that stayed full made the transport drop packets
+    /// (`progress.drop_after_us`); the progress thread then acts at most
+    /// `progress.max_sleep_us` late.
     pub fn needs_wake_after_post(&mut self, now: StdInstant) -> bool {
         let now = self.clock.at(now);
         self.pending.is_some()
             || self.engine.wants_transmit()
-            || self.engine.poll_timeout().is_some_and(|d| {
-                d.as_ns()
-                    < now
-                        .as_ns()
-                        .saturating_add(self.opts.max_sleep.as_nanos() as u64)
-            })
+            || (!self.reliable
+                && self.engine.poll_timeout().is_some_and(|d| {
+                    d.as_ns()
+                        < now
+                            .as_ns()
+                            .saturating_add(self.opts.max_sleep.as_nanos() as u64)
+                }))
     }
 
     /// Post a remote atomic; one the engine refuses completes at once with `Invalid`. Returns

@@ -214,10 +214,14 @@ pub fn init(call: &str, level: c_int) {
     let rt = match unpinned_live::edge::Edge::from_env().and_then(|mut edge| {
         // Before the runtime's threads start: they inherit the binding.
         if crate::bind::bind_from_env(edge.rank, edge.size) {
-            // First, so that the job's own `progress.wait_spin_us` (later) wins.
+            // First, so that the job's own settings (later) win.
             edge.sets.insert(
                 0,
                 format!("progress.wait_spin_us={}", crate::bind::BOUND_WAIT_SPIN_US),
+            );
+            edge.sets.insert(
+                1,
+                format!("progress.yield_us={}", crate::bind::BOUND_YIELD_US),
             );
         }
         // The library's own section (`shmem.loadstore=false`), not the runtime's.

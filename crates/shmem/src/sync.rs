@@ -39,18 +39,34 @@ pub fn compare<T: PartialOrd>(call: &str, a: T, cmp: c_int, b: T) -> bool {
     }
 }
 
-/// Spin until `done()`: drives the engine (at every poll while spinning, now and then once
-/// yielding: the flag is written by a PART packet that someone must take from the ring; not
-/// when every heap is mapped, the flags then being written with stores), yields the CPU after a short spin (a very short one unless
-/// this thread has a CPU of its own: the PE it waits for may need this CPU to get there), and
-/// leaves if another PE called `shmem_global_exit`.
+/// Spin until `done()`: drives the engine (the flag is written by a PART packet that someone
+/// must take from the ring; not when every heap is mapped, the flags then being written with
+/// stores), yields the CPU after a short spin (a very short one unless this thread has a CPU
+/// of its own: the PE it waits for may need this CPU to get there), and leaves if another PE
+/// called `shmem_global_exit`.
+///
+/// Unpinned, it drives at every poll while spinning and at every
+/// [`PROGRESS_EVERY_YIELDING`]th once yielding: the progress thread does that work in larger
+/// turns, and a turn per yield halved the bandwidth of a peer's 1 MiB reads. Pinned (a PE
+/// that `oshrun` bound to a CPU of its own, which its progress thread shares), it counts as
+/// the engine's driver for the whole wait ([`unpinned_live::Runtime::driving`]), drives at
+/// every poll and, past the spin, yields only every [`PINNED_YIELD_POLLS`]th poll: the
+/// progress thread of such a PE sleeps on the doorbell as soon as it is idle
+/// (crates/shmem/src/bind.rs, `BOUND_YIELD_US`), so the waiter is the one that takes packets
+/// from the ring. Leaving it to the progress thread, peers paid a doorbell wake-up per packet
+/// to a PE that polls anyway (small `put_lat` 2.4x, 1 KiB 5.5x slower than yielding
+/// progress); yielding at every poll, a peer's large transfers into a PE waiting in a barrier
+/// took three times as long. The yield every few dozen polls lets the page-in thread, which
+/// shares the CPU, run.
 pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
     let drive = !st.all_mapped;
-    let spin_max = if unpinned_os::affinity::current_thread_pinned() {
+    let pinned = unpinned_os::affinity::current_thread_pinned();
+    let spin_max = if pinned {
         SPIN_BEFORE_YIELD
     } else {
         SPIN_BEFORE_YIELD_SHARED
     };
+    let _driving = (drive && pinned).then(|| st.rt.driving());
     let mut spins: u32 = 0;
     loop {
         if done() {
@@ -61,14 +77,11 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
         // While spinning, an engine turn at every poll: an idle turn costs about as much as a
         // few polls, and a turn only every 128th poll (~3 us of spin hints here) delayed every
         // packet to this PE by half of that on average (the barrier's and broadcast's flag
-        // writes, the acknowledgements and atomic responses their initiators wait for). Once
-        // yielding (a long wait, such as serving a peer's bulk transfer), a turn every
-        // `PROGRESS_EVERY_YIELDING`th poll: the progress thread does that work in larger turns,
-        // and a turn per yield here halved the bandwidth of a peer's 1 MiB reads.
-        if drive && (spins <= spin_max || spins.is_multiple_of(PROGRESS_EVERY_YIELDING)) {
+        // writes, the acknowledgements and atomic responses their initiators wait for).
+        if drive && (pinned || spins <= spin_max || spins.is_multiple_of(PROGRESS_EVERY_YIELDING)) {
             let _ = st.rt.progress();
         }
-        if spins > spin_max {
+        if spins > spin_max && (!pinned || spins.is_multiple_of(PINNED_YIELD_POLLS)) {
             std::thread::yield_now();
             if spins.is_multiple_of(1024) {
                 st.check_exit_word();
@@ -85,6 +98,8 @@ const PROGRESS_EVERY_YIELDING: u32 = 128;
 const SPIN_BEFORE_YIELD: u32 = 4096;
 /// Polls before a waiter that may share its CPU starts yielding.
 const SPIN_BEFORE_YIELD_SHARED: u32 = 64;
+/// Past its spin, a waiter on a CPU of its own yields once per this many polls.
+const PINNED_YIELD_POLLS: u32 = 64;
 
 /// The barrier flag of round `k` for barriers of epoch parity `parity` in the heap of this PE
 /// (two per round, [`FLAG_WORDS`] in all).
