@@ -41,18 +41,17 @@ pub fn bind_from_env(rank: u32, size: u32) -> bool {
 /// How long a waiting caller of a PE bound to a CPU of its own drives the engine busily
 /// before it yields (the runtime's `progress.wait_spin_us`, set by the library for bound PEs;
 /// the job's own setting wins). The CPU is the PE's: spinning costs no other PE, and a packet
-/// is taken from the ring as it lands instead of after a `sched_yield` round trip (2-PE
-/// broadcast through PART 3.35-4.99 -> 2.32-3.05 us, docs/performance.md).
+/// is taken from the ring as it lands instead of after a `sched_yield` round trip
+/// (measurements: docs/performance.md).
 pub const BOUND_WAIT_SPIN_US: u64 = 200;
 
 /// How long the progress thread of a PE bound to a CPU of its own yields after its last work
 /// before it sleeps on the doorbell (the runtime's `progress.yield_us`, set by the library for
 /// bound PEs; the job's own setting wins): not at all. The progress thread shares that CPU
 /// with the PE's own threads. While it yields it stays runnable, so the CPU goes back to it
-/// only when the application thread's scheduler slice ends: a passive target, a PE computing
-/// while its peer made fetch-adds on it, answered each after ~2 ms. Asleep, it is woken by the
-/// doorbell of the next packet, and the wake-up preempts the application thread: 3.3-4.0 us.
-/// Two things make this safe for the rest: a waiting PE drives the engine itself
+/// only when the application thread's scheduler slice ends, and a PE that computes answers
+/// its peers' accesses that late. Asleep, it is woken by the doorbell of the next packet, and
+/// the wake-up preempts the application thread. Two things make this safe for the rest: a waiting PE drives the engine itself
 /// (`sync::wait_while`), and a post wakes the progress thread only when it must
 /// (`Core::needs_wake_after_post` in crates/live). Measured: docs/performance.md, "Signals and
 /// bounce buffers in the internal area; passive targets".

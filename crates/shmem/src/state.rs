@@ -25,7 +25,7 @@ pub const EXIT_WORD_OFF: usize = 512;
 /// retransmitted, so the source lives as long as the write; here, in the exposed heap whose
 /// residency verdicts the runtime trusts until the kernel reports a change, the engine's
 /// check of a source costs no `PAGEMAP_SCAN`, which a fresh heap allocation per signal did
-/// (a third of a PART barrier's time).
+/// whenever its verdict had expired (docs/performance.md has the measurements).
 pub const BARRIER_SOURCES_OFF: usize = 1024;
 /// Offset of the sink word: where a posted atomic whose old value nobody reads (a
 /// collective's signal) has it stored, for the same reason as [`BARRIER_SOURCES_OFF`].

@@ -53,10 +53,10 @@ pub fn compare<T: PartialOrd>(call: &str, a: T, cmp: c_int, b: T) -> bool {
 /// every poll and, past the spin, yields only every [`PINNED_YIELD_POLLS`]th poll: the
 /// progress thread of such a PE sleeps on the doorbell as soon as it is idle
 /// (crates/shmem/src/bind.rs, `BOUND_YIELD_US`), so the waiter is the one that takes packets
-/// from the ring. Leaving it to the progress thread, peers paid a doorbell wake-up per packet
-/// to a PE that polls anyway (small `put_lat` 2.4x, 1 KiB 5.5x slower than yielding
-/// progress); yielding at every poll, a peer's large transfers into a PE waiting in a barrier
-/// took three times as long. The yield every few dozen polls lets the page-in thread, which
+/// from the ring. Left to the progress thread, peers would pay a doorbell wake-up per packet
+/// to a PE that polls anyway; yielding at every poll, the waiter took a peer's large
+/// transfers in slowly (docs/performance.md, "Signals and bounce buffers in the internal
+/// area; passive targets"). The yield every few dozen polls lets the page-in thread, which
 /// shares the CPU, run.
 pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
     let drive = !st.all_mapped;
