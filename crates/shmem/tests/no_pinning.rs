@@ -39,6 +39,15 @@ fn pe_program() {
     // SAFETY: inside the heap.
     let heap = unsafe { st.heap.base.add(off) };
     let bss = std::ptr::addr_of_mut!(BSS) as *mut u8;
+    // Checked before the barrier: PE 1 starts writing as soon as it leaves the barrier, which
+    // can be before this PE, descheduled on a loaded host, has looked.
+    if st.me == 0 {
+        assert_eq!(
+            resident_pages(heap, HEAP_BYTES),
+            0,
+            "the heap range was touched"
+        );
+    }
     sync::barrier_all(st);
     if st.me == 1 {
         let src: Vec<u8> = (0..HEAP_BYTES).map(pattern).collect();
@@ -56,12 +65,6 @@ fn pe_program() {
             rma::put(st, &st.default_ctx, "put", 0, bss, src.as_ptr(), BSS_BYTES);
         }
         st.default_ctx.quiet();
-    } else {
-        assert_eq!(
-            resident_pages(heap, HEAP_BYTES),
-            0,
-            "the heap range was touched"
-        );
     }
     sync::barrier_all(st);
     if st.me == 0 {
