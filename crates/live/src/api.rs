@@ -85,6 +85,8 @@ pub struct Runtime {
     pub(crate) next_wr: AtomicU64,
     pub(crate) posted: AtomicU64,
     pub(crate) op_timeout: Duration,
+    /// The longest write the engine sends as one packet (see [`Runtime::single_packet_bytes`]).
+    single_packet_bytes: usize,
     /// Where [`Runtime::write_trace`] writes (`trace.file`).
     trace_file: Option<std::path::PathBuf>,
     bootstrap: Mutex<Option<Bootstrap>>,
@@ -223,6 +225,7 @@ impl Runtime {
         let (mem, hook) = layer(live_mem, transport.waker());
         let mut engine_cfg = cfg.engine_config();
         engine_cfg.key_salt = random_u64();
+        let single_packet_bytes = engine_cfg.packet_bytes.min(engine_cfg.block_bytes) as usize;
         let engine = unpinned_part::PartEngine::new(cfg.rank, engine_cfg);
         let (fault_tx, fault_rx) = mpsc::channel();
         let (out_tx, out_rx) = mpsc::channel();
@@ -269,6 +272,7 @@ impl Runtime {
             next_wr: AtomicU64::new(1),
             posted: AtomicU64::new(0),
             op_timeout: cfg.op_timeout(),
+            single_packet_bytes,
             trace_file: cfg.trace.file.clone(),
             bootstrap: Mutex::new(bootstrap),
             clock,
@@ -301,6 +305,15 @@ impl Runtime {
     /// The loop options this runtime runs with (spin and yield bounds of waits).
     pub fn loop_options(&self) -> &LoopOptions {
         &self.opts
+    }
+
+    /// The longest write this runtime's engine sends as a single packet (the smaller of
+    /// `engine.packet_bytes` and `engine.block_bytes`). The target writes such a packet into
+    /// memory in one engine turn, under the engine's lock, or not at all (a page-fault NACK
+    /// before any byte if it lies in one page): a layer above can give one write all-or-nothing
+    /// meaning by checking it under [`Runtime::with_engine_locked`].
+    pub fn single_packet_bytes(&self) -> usize {
+        self.single_packet_bytes
     }
 
     /// How long a blocking call waits before it gives [`LiveError::Timeout`].

@@ -9,13 +9,14 @@ use std::time::Duration;
 use unpinned_live::{Perms, RemoteKey, Runtime};
 
 use crate::bounce::Pool;
+use crate::coll::staged::Stage;
 use crate::ctx::Ctx;
 use crate::heap::{Allocator, Heap, HeapKind};
 use crate::segments::{data_segments, Segment};
 
 /// Bytes at the start of the heap reserved for the library (barrier flags, the global-exit
 /// word, internal scratch); user allocations start after it.
-pub const INTERNAL_BYTES: usize = 1 << 20;
+pub const INTERNAL_BYTES: usize = 2 << 20;
 /// Offset of the barrier flags (two u64 per dissemination round: crates/shmem/src/sync.rs).
 pub const BARRIER_FLAGS_OFF: usize = 0;
 /// Offset of the global-exit word: `1 << 32 | code` once a PE called `shmem_global_exit`.
@@ -37,6 +38,10 @@ pub const SCRATCH_OFF: usize = 4096;
 /// (scratch allocations stop before it).
 pub const BOUNCE_OFF: usize = INTERNAL_BYTES - crate::bounce::POOL_BYTES;
 const _: () = assert!(SCRATCH_OFF < BOUNCE_OFF && BOUNCE_OFF.is_multiple_of(4096));
+/// Offset of the stage area of small broadcasts ([`crate::coll::staged`]), before the
+/// bounce-buffer pool (scratch allocations stop before it).
+pub const STAGE_OFF: usize = BOUNCE_OFF - crate::coll::staged::STAGE_BYTES;
+const _: () = assert!(SCRATCH_OFF + (256 << 10) <= STAGE_OFF && STAGE_OFF.is_multiple_of(4096));
 
 /// What this PE knows about another PE's symmetric memory.
 pub struct Peer {
@@ -87,6 +92,8 @@ pub struct State {
     pub barrier_epoch: AtomicU64,
     /// The thread level granted.
     pub thread_level: AtomicI32,
+    /// Small broadcasts in one message per member ([`crate::coll::staged`]).
+    pub stage: Stage,
 }
 
 // SAFETY: the raw pointers in `Peer` are mappings that live as long as the process; all
@@ -340,6 +347,22 @@ pub fn init(call: &str, level: c_int) {
         });
     }
     let all_mapped = peers.iter().all(|p| !p.heap_map.is_null());
+    // Whether and up to what size broadcasts are staged is the job's decision: every PE must
+    // take the same one (a member waits for a message only if the root sends one).
+    let mut mine = Vec::new();
+    put_u64(&mut mine, all_mapped as u64);
+    put_u64(&mut mine, rt.single_packet_bytes() as u64);
+    let views = rt
+        .all_gather(&mine)
+        .unwrap_or_else(|e| die(format!("exchange of the transport limits failed: {e}")));
+    let (job_all_mapped, job_single_packet) = views.iter().fold((true, usize::MAX), |(m, p), v| {
+        let mut r = Reader(v);
+        let (mapped, single) = (r.u64(), r.u64());
+        (m && mapped == 1, p.min(single as usize))
+    });
+    let stage_max = crate::coll::staged::max_len_for(npes, job_all_mapped, job_single_packet);
+    // SAFETY: the stage area lies inside the heap's internal area (asserted at STAGE_OFF).
+    let stage = Stage::new(unsafe { heap.base.add(STAGE_OFF) }, npes, stage_max);
     // SAFETY: the pool lies inside the heap's internal area (asserted at BOUNCE_OFF).
     let bounce = Pool::new(unsafe { heap.base.add(BOUNCE_OFF) });
     let st = Box::new(State {
@@ -360,6 +383,7 @@ pub fn init(call: &str, level: c_int) {
         contexts: Mutex::new(Vec::new()),
         barrier_epoch: AtomicU64::new(0),
         thread_level: AtomicI32::new(level),
+        stage,
     });
     STATE.store(Box::into_raw(st), Ordering::Release);
     let st = try_state().expect("just set");
@@ -490,7 +514,7 @@ impl State {
     pub fn scratch_alloc(&self, len: usize, align: usize) -> Option<*mut u8> {
         let mut n = self.scratch_next.lock().unwrap_or_else(|e| e.into_inner());
         let off = n.next_multiple_of(align.max(8));
-        if off + len > BOUNCE_OFF {
+        if off + len > STAGE_OFF {
             return None;
         }
         *n = off + len;
@@ -523,6 +547,7 @@ pub fn finalize() {
     for c in [&st.barrier_ctx, &st.sync_ctx, &st.internal_ctx] {
         c.quiet_lenient(deadline);
     }
+    st.stage.quiet_lenient(deadline);
     FINALIZED.store(true, Ordering::Release);
     // The runtime lives to the end of the process: `trace.file` is written now.
     if let Err(e) = st.rt.write_trace() {

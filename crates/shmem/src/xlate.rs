@@ -50,6 +50,18 @@ impl State {
             .or_else(|| self.segment_target(pe, addr, len))
     }
 
+    /// The same number on every PE for the same symmetric object at `addr` (its heap offset,
+    /// or its data segment's number and offset), or `None` if `addr` is not symmetric.
+    pub fn symmetric_id(&self, addr: *const u8) -> Option<u64> {
+        if let Some(off) = self.heap_offset(addr, 1) {
+            return Some(off as u64);
+        }
+        let a = addr as usize;
+        self.segs.iter().enumerate().find_map(|(i, s)| {
+            offset_in(s.base, s.len, a, 1).map(|off| ((i as u64 + 1) << 48) | off as u64)
+        })
+    }
+
     /// [`State::try_target`] for a range of the symmetric heap.
     #[inline(always)]
     fn heap_target(&self, pe: u32, addr: *const u8, len: usize) -> Option<Target> {

@@ -1,0 +1,478 @@
+//! Small broadcasts as one message per member: the root writes `[header | data | trailer]`
+//! into a slot that the member owns for this root, and the member copies the data out.
+//!
+//! Why: the push broadcast of [`super::broadcast`] orders its data before its signal with a
+//! quiet, so through PART a member waits for the data's one-way, its acknowledgement's
+//! one-way back and the signal's one-way. A write that the engine sends as a single packet is
+//! written at the target in one engine turn, under the engine's lock
+//! ([`unpinned_live::Runtime::single_packet_bytes`]), and a slot that lies in one page is
+//! written whole or not at all (a missing page is a page-fault NACK before any byte): data
+//! and signal travel together, one one-way (docs/performance.md, "Small broadcasts as one
+//! message", has the measurements).
+//!
+//! Used only when not every heap of the job is mapped (with the load/store path the push is a
+//! `memcpy` and a store), for jobs of up to [`MAX_PES`] PEs and data of up to
+//! [`Stage::max_len`] bytes. The decision is the job's, agreed at `shmem_init`, so root and
+//! members always agree on it.
+//!
+//! Layout (the stage area, [`crate::state::STAGE_OFF`] in every PE's internal area):
+//!
+//! | offset                          | what                                                  |
+//! |---------------------------------|-------------------------------------------------------|
+//! | 0, [`SLOT_BYTES`]               | the root's two source buffers (a message, assembled)   |
+//! | [`CREDITS_OFF`]                 | credits: per member and slot, slot uses it finished    |
+//! | [`ACKS_OFF`]                    | the member's credit sources: per root and slot         |
+//! | [`SLOTS_OFF`] + (r·K + s)·slot  | slot s of root r (K = [`SLOTS_PER_ROOT`])               |
+//!
+//! A message: header words `[group id, group sequence, start | size << 32, stride]`, the data
+//! padded to 8 bytes, then a trailer word ([`trailer`]). The group id is the symmetric
+//! identity of the group's words (a team's, or an active set's `pSync`) and the geometry
+//! words tell apart active sets that reuse one `pSync`; every member counts the broadcasts of
+//! each group, so (id, geometry, sequence) names one broadcast in the whole job. A member
+//! looks for its broadcast in each slot of the root's, so broadcasts of different groups may
+//! be taken in another order than the root sent them (up to [`SLOTS_PER_ROOT`] at once).
+//!
+//! Credits: the root writes its n-th message to a member into slot `n % K` and first waits
+//! until the member finished `n / K` uses of that slot; a member that copied a message out
+//! counts the slot's use, and at the start of a later broadcast from that root, once
+//! [`CREDIT_BATCH`] uses await telling, writes the counts into the root's credit words (a
+//! posted write, or a store when the root's heap is mapped here; see [`Stage::send_credits`]
+//! for why then). A root therefore runs at most [`SLOTS_PER_ROOT`] - [`CREDIT_BATCH`]
+//! broadcasts ahead of a member that has not started to take them.
+//!
+//! When the member has found its header it takes the engine's lock once: the turn writing
+//! that packet has ended, so the whole message is in place (the trailer is checked again).
+//! Through a mapping the root stores the data and the trailer first and the header words
+//! last, with release ordering.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::ctx::{wait_one, Ctx, Pending};
+use crate::state::{fatal, State};
+use crate::sync::wait_while;
+use crate::xlate::Target;
+
+use super::Group;
+
+/// Slots each member keeps per root.
+pub const SLOTS_PER_ROOT: usize = 4;
+/// A member tells a root about the slots it emptied once this many await telling (see
+/// [`Stage::send_credits`]): every credit is a packet each way on a broadcast's path.
+const CREDIT_BATCH: u32 = 2;
+/// Bytes of a slot: within one page, so that a message is written whole or not at all.
+pub const SLOT_BYTES: usize = 2048;
+const _: () = assert!(4096 % SLOT_BYTES == 0 && CREDIT_BATCH as usize <= SLOTS_PER_ROOT / 2);
+/// Source buffers of the root, used in turn: a send waits for the writes of the one before the
+/// last (long complete), not for the last one's acknowledgements, which may still be on their
+/// way when the next broadcast starts.
+const SOURCES: usize = 2;
+/// Jobs larger than this do not stage (the area grows with the PEs).
+pub const MAX_PES: u32 = 64;
+/// Header bytes of a message.
+const HEADER_BYTES: usize = 32;
+/// Trailer bytes of a message.
+const TRAILER_BYTES: usize = 8;
+/// Offset of the credit words in the stage area.
+pub const CREDITS_OFF: usize = SOURCES * SLOT_BYTES;
+/// Offset of the members' credit sources.
+pub const ACKS_OFF: usize = CREDITS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * 8;
+/// Offset of the slots.
+pub const SLOTS_OFF: usize =
+    (ACKS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * 8).next_multiple_of(4096);
+/// Bytes of the stage area.
+pub const STAGE_BYTES: usize = SLOTS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * SLOT_BYTES;
+const _: () = assert!(ACKS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * 8 <= SLOTS_OFF);
+
+/// A member's count of the slot uses it finished.
+struct Taken {
+    /// Per (root, slot): uses finished, and whether the root has yet to be told.
+    uses: Vec<(u64, bool)>,
+    /// Per root: uses it has yet to be told of.
+    untold: Vec<u32>,
+    /// Per (root, slot): the last credit write, until it is known complete. The next write to
+    /// the same credit word waits for it: PART does not order two writes, and a credit word
+    /// must never go back (the barrier flags follow the same rule, crates/shmem/src/sync.rs).
+    last: Vec<Option<Pending>>,
+}
+
+/// The stage: this PE's area and counters.
+pub struct Stage {
+    /// Local address of the stage area.
+    base: *mut u8,
+    /// Largest broadcast staged (0: staging is off for this job).
+    max_len: usize,
+    /// The root's side: messages sent per member, and sends made; held while a message is
+    /// sent, which also guards the source buffers.
+    sent: Mutex<(Vec<u64>, usize)>,
+    /// The writes from each source buffer not yet known complete.
+    source_ctx: [Ctx; SOURCES],
+    /// The member's side: per (root, slot), uses finished and whether the root has yet to
+    /// be told; per root, the uses it has yet to be told of.
+    taken: Mutex<Taken>,
+    /// Broadcasts seen per group (id and geometry).
+    seen: Mutex<HashMap<[u64; 3], u64>>,
+    /// Messages sent (one per member of a staged broadcast this PE was the root of).
+    pub sent_total: AtomicU64,
+    /// Messages received.
+    pub received_total: AtomicU64,
+}
+
+// SAFETY: `base` is in the symmetric heap, which lives as long as the process; its words are
+// accessed through atomics, its pages under the locks above.
+unsafe impl Send for Stage {}
+// SAFETY: as above.
+unsafe impl Sync for Stage {}
+
+/// The largest staged broadcast when every PE's runtime sends writes of up to
+/// `single_packet_bytes` as one packet (the job's smallest), for a job of `npes` PEs that has
+/// every heap mapped everywhere or not (`all_mapped`).
+pub fn max_len_for(npes: u32, all_mapped: bool, single_packet_bytes: usize) -> usize {
+    if all_mapped || !(2..=MAX_PES).contains(&npes) {
+        return 0;
+    }
+    let whole = single_packet_bytes.min(SLOT_BYTES);
+    (whole.saturating_sub(HEADER_BYTES + TRAILER_BYTES)) & !7
+}
+
+/// The trailer word of a message: tells a complete message from a header over old data.
+fn trailer(id: u64, seq: u64) -> u64 {
+    id.rotate_left(17) ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5f0f_a11e_d5ee_d5a1
+}
+
+impl Stage {
+    /// The stage over `base` (the stage area of this PE's internal area, [`STAGE_BYTES`]),
+    /// staging broadcasts of up to `max_len` bytes (see [`max_len_for`]).
+    pub fn new(base: *mut u8, npes: u32, max_len: usize) -> Stage {
+        let n = npes.min(MAX_PES) as usize * SLOTS_PER_ROOT;
+        Stage {
+            base,
+            max_len,
+            sent: Mutex::new((vec![0; n / SLOTS_PER_ROOT], 0)),
+            source_ctx: [Ctx::new(0), Ctx::new(0)],
+            taken: Mutex::new(Taken {
+                uses: vec![(0, false); n],
+                untold: vec![0; n / SLOTS_PER_ROOT],
+                last: (0..n).map(|_| None).collect(),
+            }),
+            seen: Mutex::new(HashMap::new()),
+            sent_total: AtomicU64::new(0),
+            received_total: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether a broadcast of `len` bytes goes through the stage.
+    pub fn stages(&self, len: usize) -> bool {
+        self.max_len > 0 && len <= self.max_len
+    }
+
+    /// Largest broadcast staged (0: staging is off).
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    fn word(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: inside the stage area (callers' offsets), 8-aligned, lives forever.
+        unsafe { &*(self.base.add(off) as *const AtomicU64) }
+    }
+
+    fn credit_off(member: u32, slot: usize) -> usize {
+        CREDITS_OFF + (member as usize * SLOTS_PER_ROOT + slot) * 8
+    }
+
+    fn ack_off(root: u32, slot: usize) -> usize {
+        ACKS_OFF + (root as usize * SLOTS_PER_ROOT + slot) * 8
+    }
+
+    fn slot_off(root: u32, slot: usize) -> usize {
+        SLOTS_OFF + (root as usize * SLOTS_PER_ROOT + slot) * SLOT_BYTES
+    }
+
+    /// The header of group `g`'s next broadcast (every member calls this once per broadcast
+    /// of the group, in the same order).
+    fn next_header(&self, st: &State, call: &str, g: &Group) -> [u64; 4] {
+        let id = st
+            .symmetric_id(g.words as *const u8)
+            .unwrap_or_else(|| fatal(call, "the group's synchronization words are not symmetric"));
+        let geometry = [
+            g.start as u32 as u64 | (g.size as u64) << 32,
+            g.stride as u64,
+        ];
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let n = seen.entry([id, geometry[0], geometry[1]]).or_insert(0);
+        *n += 1;
+        [id, *n, geometry[0], geometry[1]]
+    }
+
+    /// The root's part: send `len` bytes of `source` to every other member of `g`.
+    ///
+    /// # Safety
+    /// `source` readable for `len` bytes (at most [`Stage::max_len`]).
+    pub unsafe fn send(&self, st: &State, call: &str, g: &Group, source: *const u8, len: usize) {
+        let header = self.next_header(st, call, g);
+        let padded = len.next_multiple_of(8);
+        let total = HEADER_BYTES + padded + TRAILER_BYTES;
+        let mut guard = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+        let (sent, sends) = &mut *guard;
+        let which = *sends % SOURCES;
+        *sends += 1;
+        // The buffer is reused: its last message's writes must be complete.
+        let ctx = &self.source_ctx[which];
+        ctx.quiet();
+        // SAFETY: inside the stage area.
+        let page = unsafe { self.base.add(which * SLOT_BYTES) };
+        // SAFETY: the source buffer lies in the stage area, ours under `sent`'s lock; the
+        // caller's `source` is readable for `len` bytes.
+        unsafe {
+            for (i, w) in header.iter().enumerate() {
+                (page as *mut u64).add(i).write(*w);
+            }
+            if len > 0 {
+                std::ptr::copy_nonoverlapping(source, page.add(HEADER_BYTES), len);
+            }
+            std::ptr::write_bytes(page.add(HEADER_BYTES + len), 0, padded - len);
+            (page.add(HEADER_BYTES + padded) as *mut u64).write(trailer(header[0], header[1]));
+        }
+        for i in (0..g.size).filter(|&i| i != g.me) {
+            let pe = g.pe(i);
+            let m = pe as u32;
+            let n = sent[m as usize];
+            sent[m as usize] += 1;
+            self.sent_total.fetch_add(1, Ordering::Relaxed);
+            let slot = n as usize % SLOTS_PER_ROOT;
+            let uses = n / SLOTS_PER_ROOT as u64;
+            let credit = self.word(Self::credit_off(m, slot));
+            wait_while(st, || credit.load(Ordering::Acquire) >= uses);
+            let dst = (self.base as usize + Self::slot_off(st.me, slot)) as *mut u8;
+            match st.target(call, pe, dst, total) {
+                Target::Local(_) => unreachable!("a member is another PE"),
+                // SAFETY: the member's slot, free (credit above), in one page; the header words
+                // go last, with release ordering, so that a member that sees any of them new
+                // sees the data and the trailer.
+                Target::Mapped(p) => unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        page.add(HEADER_BYTES),
+                        p.add(HEADER_BYTES),
+                        padded + TRAILER_BYTES,
+                    );
+                    for (k, w) in header.iter().enumerate().rev() {
+                        (*(p as *const AtomicU64).add(k)).store(*w, Ordering::Release);
+                    }
+                },
+                Target::Remote { addr, key } => {
+                    // SAFETY: the source buffer stays as it is until its context's quiet (the
+                    // send that reuses it waits for it under the lock held here).
+                    let id =
+                        unsafe { st.rt.write(m, page, addr, key, total) }.unwrap_or_else(|e| {
+                            fatal(call, format!("the broadcast to PE {pe} was refused: {e}"))
+                        });
+                    ctx.push(
+                        Pending {
+                            id,
+                            pe: m,
+                            buf: None,
+                        },
+                        true,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Wait until `deadline` for the stage's writes still outstanding, ignoring failures
+    /// (`shmem_finalize`: see [`Ctx::quiet_lenient`]).
+    pub fn quiet_lenient(&self, deadline: std::time::Instant) {
+        let credits = Ctx::new(0);
+        let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
+        for p in taken.last.iter_mut().filter_map(Option::take) {
+            credits.push(p, true);
+        }
+        credits.quiet_lenient(deadline);
+        for c in &self.source_ctx {
+            c.quiet_lenient(deadline);
+        }
+    }
+
+    /// A member's part: wait for `len` bytes from member `root` of `g` and copy them to
+    /// `dest`.
+    ///
+    /// # Safety
+    /// `dest` writable for `len` bytes (at most [`Stage::max_len`]).
+    pub unsafe fn receive(
+        &self,
+        st: &State,
+        call: &str,
+        g: &Group,
+        root: u32,
+        dest: *mut u8,
+        len: usize,
+    ) {
+        let header = self.next_header(st, call, g);
+        let root_pe = g.pe(root);
+        let r = root_pe as u32;
+        // Credits of earlier broadcasts go now, while the message is on its way: the root
+        // needs them only to reuse a slot, and a credit posted after the copy was on the
+        // critical path of every broadcast.
+        self.send_credits(st, call, root_pe);
+        let padded = len.next_multiple_of(8);
+        let want_trailer = trailer(header[0], header[1]);
+        let matches = |slot: usize, trailer_too: bool| {
+            let off = Self::slot_off(r, slot);
+            header
+                .iter()
+                .enumerate()
+                .all(|(k, w)| self.word(off + 8 * k).load(Ordering::Acquire) == *w)
+                && (!trailer_too
+                    || self
+                        .word(off + HEADER_BYTES + padded)
+                        .load(Ordering::Acquire)
+                        == want_trailer)
+        };
+        let slot = loop {
+            let mut found = None;
+            wait_while(st, || {
+                found = (0..SLOTS_PER_ROOT).find(|&s| matches(s, false));
+                found.is_some()
+            });
+            let s = found.expect("wait_while returns when found");
+            // The engine turn that writes a packet holds this lock: once we have had it, the
+            // packet whose header we saw is written whole.
+            if st.rt.with_engine_locked(|| ()).is_err() {
+                fatal(
+                    call,
+                    format!("the runtime stopped while waiting for PE {root_pe}"),
+                );
+            }
+            if matches(s, true) {
+                break s;
+            }
+        };
+        let off = Self::slot_off(r, slot);
+        if len > 0 {
+            // SAFETY: the slot holds our message (checked), which the root leaves alone until
+            // our credit for it (sent later); `dest` writable for `len` bytes (caller).
+            unsafe { std::ptr::copy_nonoverlapping(self.base.add(off + HEADER_BYTES), dest, len) };
+        }
+        self.received_total.fetch_add(1, Ordering::Relaxed);
+        let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
+        let t = &mut taken.uses[r as usize * SLOTS_PER_ROOT + slot];
+        *t = (t.0 + 1, true);
+        taken.untold[r as usize] += 1;
+    }
+
+    /// Tell `root_pe` how many uses of each of its slots this PE has finished, where it has
+    /// not been told yet, once [`CREDIT_BATCH`] uses await telling.
+    ///
+    /// Sent at the start of a broadcast from that root, while its message is on its way: a
+    /// credit posted after the copy put a packet on the critical path of every broadcast.
+    /// After this, at most `CREDIT_BATCH - 1` of the messages taken are untold, so a root
+    /// whose message n needs the credit of message n - K (K = [`SLOTS_PER_ROOT`]) waits only
+    /// until the member has started to take message n - K + `CREDIT_BATCH`, which the root
+    /// sent before: a member that takes a root's broadcasts in the order they were sent
+    /// always gets there.
+    fn send_credits(&self, st: &State, call: &str, root_pe: c_int) {
+        let r = root_pe as u32;
+        let mut guard = self.taken.lock().unwrap_or_else(|e| e.into_inner());
+        let Taken { uses, untold, last } = &mut *guard;
+        if untold[r as usize] < CREDIT_BATCH {
+            return;
+        }
+        untold[r as usize] = 0;
+        for slot in 0..SLOTS_PER_ROOT {
+            let i = r as usize * SLOTS_PER_ROOT + slot;
+            let t = &mut uses[i];
+            if std::mem::replace(&mut t.1, false) {
+                if let Some(p) = last[i].take() {
+                    wait_one(p);
+                }
+                last[i] = self.give_credit(st, call, root_pe, slot, t.0);
+            }
+        }
+    }
+
+    /// Write `uses` into `root_pe`'s credit word of this PE's slot `slot`; the write, if it
+    /// went through PART.
+    fn give_credit(
+        &self,
+        st: &State,
+        call: &str,
+        root_pe: c_int,
+        slot: usize,
+        uses: u64,
+    ) -> Option<Pending> {
+        let r = root_pe as u32;
+        let ack = self.word(Self::ack_off(r, slot));
+        ack.store(uses, Ordering::Release);
+        let credit = (self.base as usize + Self::credit_off(st.me, slot)) as *mut u8;
+        match st.target(call, root_pe, credit, 8) {
+            Target::Local(_) => unreachable!("the root is another PE"),
+            // SAFETY: the root's credit word, symmetric and aligned.
+            Target::Mapped(p) => {
+                unsafe { &*(p as *const AtomicU64) }.store(uses, Ordering::Release);
+                None
+            }
+            Target::Remote { addr, key } => {
+                // SAFETY: the source word lives in the stage area for as long as the process,
+                // and is stored again only once this write is complete (`Taken::last`).
+                let id = unsafe { st.rt.write(r, ack.as_ptr() as *const u8, addr, key, 8) }
+                    .unwrap_or_else(|e| {
+                        fatal(call, format!("the credit to PE {root_pe} was refused: {e}"))
+                    });
+                Some(Pending {
+                    id,
+                    pe: r,
+                    buf: None,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_is_the_jobs_decision_and_fits_one_packet_and_one_slot() {
+        assert_eq!(
+            max_len_for(2, true, 16384),
+            0,
+            "every heap mapped: stores instead"
+        );
+        assert_eq!(max_len_for(1, false, 16384), 0, "nobody to send to");
+        assert_eq!(
+            max_len_for(MAX_PES + 1, false, 16384),
+            0,
+            "no room for the slots"
+        );
+        assert_eq!(
+            max_len_for(2, false, 16384),
+            SLOT_BYTES - HEADER_BYTES - TRAILER_BYTES
+        );
+        assert_eq!(max_len_for(64, false, 256), 216, "one packet of 256 bytes");
+        assert_eq!(max_len_for(2, false, 40), 0, "no room for data");
+        assert_eq!(max_len_for(2, false, 8), 0);
+    }
+
+    #[test]
+    fn the_area_fits_and_slots_do_not_cross_pages() {
+        assert!(ACKS_OFF >= CREDITS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * 8);
+        assert!(SLOTS_OFF.is_multiple_of(4096));
+        for root in [0, 1, MAX_PES - 1] {
+            for slot in 0..SLOTS_PER_ROOT {
+                let off = Stage::slot_off(root, slot);
+                assert_eq!(off / 4096, (off + SLOT_BYTES - 1) / 4096);
+                assert!(off + SLOT_BYTES <= STAGE_BYTES);
+            }
+        }
+    }
+
+    #[test]
+    fn trailers_differ_between_broadcasts() {
+        assert_ne!(trailer(1, 1), trailer(1, 2));
+        assert_ne!(trailer(1, 1), trailer(2, 1));
+        assert_ne!(trailer(0, 0), 0);
+    }
+}

@@ -1,0 +1,162 @@
+//! Small broadcasts through PART go as one message per member (crates/shmem/src/coll/staged.rs):
+//! back-to-back broadcasts from rotating roots with no synchronization between them (the
+//! slots' credits), two groups whose broadcasts one PE takes in the other order than the root
+//! sent them, an active set that reuses a group's words with another geometry, the largest
+//! staged size and the first one that is not, with bytes checked everywhere.
+//!
+//! The tests launch this test binary three times under the launcher (3 PEs, load/store path
+//! off; shared-memory rings, then UDP), running the ignored test `pe_program` in each.
+
+use std::time::Duration;
+
+use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
+use unpinned_shmem::coll::{self, Group, GROUP_WORDS};
+use unpinned_shmem::state::{self, State};
+
+fn byte(round: u64, i: usize) -> u8 {
+    (round.wrapping_mul(131) as usize ^ i.wrapping_mul(7)) as u8
+}
+
+/// Symmetric allocation (every PE makes the same sequence).
+fn alloc(st: &State, len: usize) -> *mut u8 {
+    let off = st.alloc.lock().unwrap().alloc(len, 64).unwrap();
+    // SAFETY: inside the heap.
+    unsafe { st.heap.base.add(off) }
+}
+
+/// Broadcast `len` bytes of round `round` from `root` on `g` into `dest` and check them.
+fn bcast(st: &State, g: &Group, src: *mut u8, dest: *mut u8, len: usize, root: u32, round: u64) {
+    if g.me == root {
+        for i in 0..len {
+            // SAFETY: `src` has room for the largest length.
+            unsafe { *src.add(i) = byte(round, i) };
+        }
+    }
+    // SAFETY: symmetric buffers of at least `len` bytes.
+    unsafe { coll::broadcast(st, "test", g, dest, src, len, root, false) };
+    if g.me != root {
+        for i in 0..len {
+            // SAFETY: as above.
+            let b = unsafe { *dest.add(i) };
+            assert_eq!(
+                b,
+                byte(round, i),
+                "round {round}, {len} bytes, byte {i}, PE {}",
+                st.me
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "one PE of `staged_broadcasts_arrive_whole_in_any_order`, run under the launcher"]
+fn pe_program() {
+    state::init("pe_program", 0);
+    let st = state::state("pe_program");
+    assert_eq!(st.npes, 3);
+    let max = st.stage.max_len();
+    assert!(max >= 1024, "staging is off or tiny: {max}");
+    let words_a = alloc(st, GROUP_WORDS * 8) as *mut u64;
+    let words_b = alloc(st, GROUP_WORDS * 8) as *mut u64;
+    let big = max + 64;
+    let (src, dest, dest2) = (alloc(st, big), alloc(st, big), alloc(st, big));
+    let world = Group::new(0, 1, 3, st.me, words_a);
+    let pair = (st.me < 2).then(|| Group::new(0, 1, 2, st.me, words_b));
+    coll::sync(st, "test", &world);
+
+    // Back to back, rotating roots, lengths from 0 to the largest staged one.
+    for round in 0..300u64 {
+        let len = match round % 5 {
+            0 => 0,
+            1 => 8,
+            2 => max,
+            _ => (round as usize * 37) % (max + 1),
+        };
+        bcast(st, &world, src, dest, len, (round % 3) as u32, round);
+    }
+    coll::sync(st, "test", &world);
+
+    // PE 0 roots a world broadcast, then one on the pair; PE 1 takes the pair's first.
+    if let Some(pair) = &pair {
+        match st.me {
+            0 => {
+                bcast(st, &world, src, dest, 100, 0, 1000);
+                bcast(st, pair, src, dest2, 200, 0, 1001);
+            }
+            _ => {
+                bcast(st, pair, src, dest2, 200, 0, 1001);
+                bcast(st, &world, src, dest, 100, 0, 1000);
+            }
+        }
+    } else {
+        bcast(st, &world, src, dest, 100, 0, 1000);
+    }
+    coll::sync(st, "test", &world);
+
+    // An active set on the pair's words with another geometry (PEs 1 and 2).
+    if st.me >= 1 {
+        let other = Group::new(1, 1, 2, st.me - 1, words_b);
+        for round in 0..20 {
+            bcast(st, &other, src, dest, 64, (round % 2) as u32, 2000 + round);
+        }
+    }
+    coll::sync(st, "test", &world);
+
+    // The first size past the stage goes the push way.
+    let (sent, received) = (
+        st.stage
+            .sent_total
+            .load(std::sync::atomic::Ordering::Relaxed),
+        st.stage
+            .received_total
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    bcast(st, &world, src, dest, max + 8, 1, 3000);
+    coll::sync(st, "test", &world);
+    assert_eq!(
+        st.stage
+            .sent_total
+            .load(std::sync::atomic::Ordering::Relaxed)
+            + st.stage
+                .received_total
+                .load(std::sync::atomic::Ordering::Relaxed),
+        sent + received,
+        "a broadcast of {} bytes was staged",
+        max + 8
+    );
+    assert!(
+        sent > 0 && received > 0,
+        "PE {}: sent {sent}, received {received}",
+        st.me
+    );
+    println!("PE {}: {sent} messages sent, {received} received", st.me);
+    state::finalize();
+}
+
+#[test]
+fn staged_broadcasts_arrive_whole_in_any_order() {
+    run(LaunchTransport::Shm);
+}
+
+#[test]
+fn staged_broadcasts_arrive_whole_over_udp() {
+    run(LaunchTransport::Udp);
+}
+
+fn run(transport: LaunchTransport) {
+    let exe = std::env::current_exe().unwrap();
+    let mut o = LaunchOptions::new(3, exe);
+    o.args = vec![
+        "pe_program".into(),
+        "--exact".into(),
+        "--ignored".into(),
+        "--nocapture".into(),
+        "--test-threads=1".into(),
+    ];
+    o.env = vec![("SHMEM_LOADSTORE".into(), "0".into())];
+    o.transport = transport;
+    o.timeout = Duration::from_secs(60);
+    o.grace = Duration::from_secs(2);
+    let r = launch(&o).expect("launch");
+    assert!(r.success(), "{}", r.failures().join("; "));
+}
