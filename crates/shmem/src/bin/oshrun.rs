@@ -9,6 +9,9 @@
 //! With no more PEs than CPUs, every PE is bound to a CPU of its own (as Open MPI does by
 //! default; `--bind-to none` opts out, `--bind-to core` is the default): a PE waiting in a
 //! barrier then never takes the CPU the PE it waits for needs.
+//!
+//! Over shared memory the runtime runs with the library's settings for rings
+//! (`unpinned_shmem::settings::SHM_RUNTIME_DEFAULTS`: 32 KiB packets), before the job's own.
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -98,6 +101,11 @@ fn main() {
     let t: LaunchTransport = transport.parse().unwrap_or_else(|e: String| usage(&e));
     let mut o = LaunchOptions::new(n.unwrap_or(1), program);
     o.args = args.collect();
+    if t == LaunchTransport::Shm {
+        // First, so that the job's own settings win (the launcher lays out the rings).
+        let defaults = unpinned_shmem::settings::SHM_RUNTIME_DEFAULTS;
+        sets.splice(0..0, defaults.iter().map(|s| s.to_string()));
+    }
     o.transport = t;
     o.netns = netns;
     o.sets = sets;
