@@ -6,9 +6,9 @@
 //! The test launches this test binary twice under the launcher (2 PEs), running the ignored
 //! test `pe_program` in each.
 
-use std::time::Duration;
+mod support;
 
-use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
+use unpinned_live::launch::LaunchTransport;
 use unpinned_shmem::{rma, state, sync};
 
 const HEAP_BYTES: usize = 4 << 20;
@@ -108,19 +108,5 @@ fn pe_program() {
 
 #[test]
 fn part_fault_path_brings_in_untouched_pages() {
-    let exe = std::env::current_exe().unwrap();
-    let mut o = LaunchOptions::new(2, exe);
-    o.args = vec![
-        "pe_program".into(),
-        "--exact".into(),
-        "--ignored".into(),
-        "--nocapture".into(),
-        "--test-threads=1".into(),
-    ];
-    o.env = vec![("SHMEM_LOADSTORE".into(), "0".into())];
-    o.transport = LaunchTransport::Shm;
-    o.timeout = Duration::from_secs(60);
-    o.grace = Duration::from_secs(2);
-    let r = launch(&o).expect("launch");
-    assert!(r.success(), "{}", r.failures().join("; "));
+    support::run_pe_program(2, LaunchTransport::Shm);
 }

@@ -7,9 +7,9 @@
 //! The tests launch this test binary three times under the launcher (3 PEs, load/store path
 //! off; shared-memory rings, then UDP), running the ignored test `pe_program` in each.
 
-use std::time::Duration;
+mod support;
 
-use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
+use unpinned_live::launch::LaunchTransport;
 use unpinned_shmem::coll::{self, Group, GROUP_WORDS};
 use unpinned_shmem::state::{self, State};
 
@@ -135,28 +135,10 @@ fn pe_program() {
 
 #[test]
 fn staged_broadcasts_arrive_whole_in_any_order() {
-    run(LaunchTransport::Shm);
+    support::run_pe_program(3, LaunchTransport::Shm);
 }
 
 #[test]
 fn staged_broadcasts_arrive_whole_over_udp() {
-    run(LaunchTransport::Udp);
-}
-
-fn run(transport: LaunchTransport) {
-    let exe = std::env::current_exe().unwrap();
-    let mut o = LaunchOptions::new(3, exe);
-    o.args = vec![
-        "pe_program".into(),
-        "--exact".into(),
-        "--ignored".into(),
-        "--nocapture".into(),
-        "--test-threads=1".into(),
-    ];
-    o.env = vec![("SHMEM_LOADSTORE".into(), "0".into())];
-    o.transport = transport;
-    o.timeout = Duration::from_secs(60);
-    o.grace = Duration::from_secs(2);
-    let r = launch(&o).expect("launch");
-    assert!(r.success(), "{}", r.failures().join("; "));
+    support::run_pe_program(3, LaunchTransport::Udp);
 }
