@@ -142,3 +142,37 @@ fn staged_broadcasts_arrive_whole_in_any_order() {
 fn staged_broadcasts_arrive_whole_over_udp() {
     support::run_pe_program(3, LaunchTransport::Udp);
 }
+
+#[test]
+#[ignore = "one PE of `different_lengths_end_the_job_with_a_message`, run under oshrun"]
+fn pe_mismatch() {
+    state::init("pe_mismatch", 0);
+    let st = state::state("pe_mismatch");
+    let words = alloc(st, GROUP_WORDS * 8) as *mut u64;
+    let (src, dest) = (alloc(st, 64), alloc(st, 64));
+    let world = Group::new(0, 1, st.npes, st.me, words);
+    let len = if st.me == 0 { 16 } else { 8 };
+    // SAFETY: symmetric buffers of 64 bytes.
+    unsafe { coll::broadcast(st, "shmem_broadcast64", &world, dest, src, len, 0, false) };
+    state::finalize();
+}
+
+#[test]
+fn different_lengths_end_the_job_with_a_message() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-np", "2", "--timeout", "30"])
+        .arg(exe)
+        .args(["pe_mismatch", "--exact", "--ignored", "--nocapture"])
+        .env("SHMEM_LOADSTORE", "0")
+        .output()
+        .expect("run oshrun");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("shmem_broadcast64")
+            && text.contains("broadcasts 16 bytes and this PE expects 8"),
+        "{text}"
+    );
+}

@@ -24,8 +24,10 @@
 //! | [`ACKS_OFF`]                    | the member's credit sources: per root and slot         |
 //! | [`SLOTS_OFF`] + (r·K + s)·slot  | slot s of root r (K = [`SLOTS_PER_ROOT`])               |
 //!
-//! A message: header words `[group id, group sequence, start | size << 32, stride]`, the data
-//! padded to 8 bytes, then a trailer word ([`trailer`]). The group id is the symmetric
+//! A message: header words `[group id, group sequence, start | size << 32, stride, length]`,
+//! the data padded to 8 bytes, then a trailer word ([`trailer`]). A member that finds its
+//! broadcast with another length than its own ends the job with a message naming both (the
+//! program passed different sizes), instead of waiting for a trailer that is elsewhere. The group id is the symmetric
 //! identity of the group's words (a team's, or an active set's `pSync`) and the geometry
 //! words tell apart active sets that reuse one `pSync`; every member counts the broadcasts of
 //! each group, so (id, geometry, sequence) names one broadcast in the whole job. A member
@@ -72,7 +74,7 @@ const SOURCES: usize = 2;
 /// Jobs larger than this do not stage (the area grows with the PEs).
 pub const MAX_PES: u32 = 64;
 /// Header bytes of a message.
-const HEADER_BYTES: usize = 32;
+const HEADER_BYTES: usize = 40;
 /// Trailer bytes of a message.
 const TRAILER_BYTES: usize = 8;
 /// Offset of the credit words in the stage area.
@@ -211,7 +213,8 @@ impl Stage {
     /// # Safety
     /// `source` readable for `len` bytes (at most [`Stage::max_len`]).
     pub unsafe fn send(&self, st: &State, call: &str, g: &Group, source: *const u8, len: usize) {
-        let header = self.next_header(st, call, g);
+        let [id, seq, start_size, stride] = self.next_header(st, call, g);
+        let header = [id, seq, start_size, stride, len as u64];
         let padded = len.next_multiple_of(8);
         let total = HEADER_BYTES + padded + TRAILER_BYTES;
         let mut guard = self.sent.lock().unwrap_or_else(|e| e.into_inner());
@@ -345,6 +348,13 @@ impl Stage {
                     format!("the runtime stopped while waiting for PE {root_pe}"),
                 );
             }
+            let sent_len = self.word(Self::slot_off(r, s) + 32).load(Ordering::Acquire);
+            if sent_len != len as u64 {
+                fatal(
+                    call,
+                    format!("the root, PE {root_pe}, broadcasts {sent_len} bytes and this PE expects {len}: every PE must pass the same number of elements"),
+                );
+            }
             if matches(s, true) {
                 break s;
             }
@@ -451,8 +461,8 @@ mod tests {
             max_len_for(2, false, 16384),
             SLOT_BYTES - HEADER_BYTES - TRAILER_BYTES
         );
-        assert_eq!(max_len_for(64, false, 256), 216, "one packet of 256 bytes");
-        assert_eq!(max_len_for(2, false, 40), 0, "no room for data");
+        assert_eq!(max_len_for(64, false, 256), 208, "one packet of 256 bytes");
+        assert_eq!(max_len_for(2, false, 48), 0, "no room for data");
         assert_eq!(max_len_for(2, false, 8), 0);
     }
 
