@@ -21,7 +21,7 @@
 //! computes bit-identical results; it writes its destination only after the second barrier.
 //! A broadcast of up to [`PUSH_MAX_BYTES`] is pushed by the root instead, with a counter of
 //! its own ([`BCAST`]) and no synchronization before (see [`broadcast`]); through PART, one of
-//! up to a page goes as one message per member into a slot of the member's ([`staged`]).
+//! up to 2000 B goes as one message per member into a slot of the member's ([`staged`]).
 
 #![allow(missing_docs, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -200,7 +200,7 @@ unsafe fn pull(st: &State, call: &str, pe: c_int, dst: *mut u8, src: *const u8, 
 /// counter is zero again whenever the group is idle, as a `pSync` must be.
 ///
 /// When not every heap of the job is mapped, broadcasts of up to `st.stage.max_len()` bytes
-/// (a page less a header and a trailer) go through [`staged`] instead: data and signal in one
+/// (a 2 KiB slot less a header and a trailer) go through [`staged`] instead: data and signal in one
 /// single-packet write per member, so a member waits for one one-way instead of three.
 ///
 /// Larger broadcasts pull: every member reads from the root at once (the root copies nothing
