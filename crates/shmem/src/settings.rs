@@ -5,12 +5,12 @@
 use unpinned_live::config::KnobRow;
 
 /// Runtime settings `oshrun` puts before the job's own (which win) when the PEs talk over
-/// shared-memory rings (the launcher lays out the rings, so a PE cannot choose them alone): 32 KiB packets and blocks (the runtime's most) instead of 16 KiB, and
-/// half the ring slots, so that a ring takes the same memory. A packet costs the engine the
-/// same bookkeeping and ring hand-off whatever its size, and a PART transfer of a MiB or more
-/// between two PEs spent a quarter of its time or more on them (docs/performance.md, "Larger
-/// packets on shared memory"). A faulting block then pages in and resends 8 pages instead of
-/// 4. Not over UDP, where a packet is a datagram that IP fragments and a lost fragment loses.
+/// shared-memory rings (the launcher lays out the rings, so a PE cannot choose them alone): 32 KiB
+/// packets and blocks (the runtime's most) instead of 16 KiB, and half the ring slots, so that a
+/// ring takes the same memory. A packet costs the engine the same bookkeeping and ring hand-off
+/// whatever its size, so fewer packets move large transfers faster (docs/performance.md, "Larger
+/// packets on shared memory"). A faulting block then pages in and resends 8 pages instead of 4.
+/// Not over UDP, where a packet is a datagram that IP fragments and a lost fragment loses.
 pub const SHM_RUNTIME_DEFAULTS: [&str; 3] = [
     "engine.packet_bytes=32768",
     "engine.block_bytes=32768",

@@ -24,15 +24,15 @@
 //! | [`ACKS_OFF`]                    | the member's credit sources: per root and slot         |
 //! | [`SLOTS_OFF`] + (r·K + s)·slot  | slot s of root r (K = [`SLOTS_PER_ROOT`])               |
 //!
-//! A message: header words `[group id, group sequence, start | size << 32, stride, length]`,
-//! the data padded to 8 bytes, then a trailer word ([`trailer`]). A member that finds its
-//! broadcast with another length than its own ends the job with a message naming both (the
-//! program passed different sizes), instead of waiting for a trailer that is elsewhere. The group id is the symmetric
-//! identity of the group's words (a team's, or an active set's `pSync`) and the geometry
-//! words tell apart active sets that reuse one `pSync`; every member counts the broadcasts of
-//! each group, so (id, geometry, sequence) names one broadcast in the whole job. A member
-//! looks for its broadcast in each slot of the root's, so broadcasts of different groups may
-//! be taken in another order than the root sent them (up to [`SLOTS_PER_ROOT`] at once).
+//! A message: header words `[group id, group sequence, start | size << 32, stride, length]`, the
+//! data padded to 8 bytes, then a trailer word ([`trailer`]). A member that finds its broadcast
+//! with another length than its own ends the job with a message naming both (the program passed
+//! different sizes), instead of waiting for a trailer that is elsewhere. The group id is the
+//! symmetric identity of the group's words (a team's, or an active set's `pSync`) and the geometry
+//! words tell apart active sets that reuse one `pSync`; every member counts the broadcasts of each
+//! group, so (id, geometry, sequence) names one broadcast in the whole job. A member looks for its
+//! broadcast in each slot of the root's, so broadcasts of different groups may be taken in another
+//! order than the root sent them (up to [`SLOTS_PER_ROOT`] at once).
 //!
 //! Credits: the root writes its n-th message to a member into slot `n % K` and first waits
 //! until the member finished `n / K` uses of that slot; a member that copied a message out
