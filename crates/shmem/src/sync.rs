@@ -57,7 +57,9 @@ pub fn compare<T: PartialOrd>(call: &str, a: T, cmp: c_int, b: T) -> bool {
 /// to a PE that polls anyway; yielding at every poll, the waiter took a peer's large
 /// transfers in slowly (docs/performance.md, "Signals and bounce buffers in the internal
 /// area; passive targets"). The yield every few dozen polls lets the page-in thread, which
-/// shares the CPU, run.
+/// shares the CPU, run. Every [`DRAIN_EVERY_POLLS`]th poll it empties the broadcast slots
+/// that hold messages into the stage's stash, so that no root waits for a slot of a PE
+/// that waits here.
 pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
     let drive = !st.all_mapped;
     let pinned = unpinned_os::affinity::current_thread_pinned();
@@ -74,6 +76,10 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
             return;
         }
         spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(DRAIN_EVERY_POLLS) {
+            // A root may be waiting for a slot of ours (crates/shmem/src/coll/staged.rs).
+            st.stage.drain(st);
+        }
         // While spinning, an engine turn at every poll: an idle turn costs about as much as a
         // few polls, and a turn only every 128th poll (~3 us of spin hints here) delayed every
         // packet to this PE by half of that on average (the barrier's and broadcast's flag
@@ -92,6 +98,8 @@ pub fn wait_while(st: &State, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Polls between two looks at the broadcast slots ([`crate::coll::staged::Stage::drain`]).
+const DRAIN_EVERY_POLLS: u32 = 256;
 /// Polls between two engine turns driven by a waiter that yields at every poll.
 const PROGRESS_EVERY_YIELDING: u32 = 128;
 /// Polls before a waiter on a CPU of its own starts yielding the CPU at each poll.

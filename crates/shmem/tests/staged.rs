@@ -1,8 +1,9 @@
 //! Small broadcasts through PART go as one message per member (crates/shmem/src/coll/staged.rs):
 //! back-to-back broadcasts from rotating roots with no synchronization between them (the
 //! slots' credits), two groups whose broadcasts one PE takes in the other order than the root
-//! sent them, an active set that reuses a group's words with another geometry, the largest
-//! staged size and the first one that is not, with bytes checked everywhere.
+//! sent them (two, then more than the root's slots), two roots that each send to the other
+//! first (the stash), an active set that reuses a group's words with another geometry, the
+//! largest staged size and the first one that is not, with bytes checked everywhere.
 //!
 //! The tests launch this test binary three times under the launcher (3 PEs, load/store path
 //! off; shared-memory rings, then UDP), running the ignored test `pe_program` in each.
@@ -58,6 +59,7 @@ fn pe_program() {
     assert!(max >= 1024, "staging is off or tiny: {max}");
     let words_a = alloc(st, GROUP_WORDS * 8) as *mut u64;
     let words_b = alloc(st, GROUP_WORDS * 8) as *mut u64;
+    let words_c = alloc(st, GROUP_WORDS * 8) as *mut u64;
     let big = max + 64;
     let (src, dest, dest2) = (alloc(st, big), alloc(st, big), alloc(st, big));
     let world = Group::new(0, 1, 3, st.me, words_a);
@@ -90,6 +92,51 @@ fn pe_program() {
         }
     } else {
         bcast(st, &world, src, dest, 100, 0, 1000);
+    }
+    coll::sync(st, "test", &world);
+
+    // More than a root's slots in the other order: PE 0 roots six broadcasts on the pair,
+    // then six on the world; PE 1 takes the world's first (its slots fill with the pair's).
+    if let Some(pair) = &pair {
+        let mut order: Vec<(bool, u64)> = (0..6).map(|k| (true, 4000 + k)).collect();
+        order.extend((0..6).map(|k| (false, 4100 + k)));
+        if st.me == 1 {
+            order.rotate_left(6);
+        }
+        for (on_pair, round) in order {
+            let (g, d) = if on_pair {
+                (pair, dest2)
+            } else {
+                (&world, dest)
+            };
+            bcast(st, g, src, d, 24, 0, round);
+        }
+    } else {
+        for k in 0..6 {
+            bcast(st, &world, src, dest, 24, 0, 4100 + k);
+        }
+    }
+    coll::sync(st, "test", &world);
+
+    // Two roots that send to each other first: PE 0 roots six on one pair group, PE 1 six on
+    // another, each sends its own before taking the other's (each waits for slots the other
+    // holds until the waiting side empties them into its stash).
+    if st.me < 2 {
+        let x = Group::new(0, 1, 2, st.me, words_b);
+        let y = Group::new(0, 1, 2, st.me, words_c);
+        let mine: Vec<(&Group, u32, u64)> = if st.me == 0 {
+            (0..6).map(|k| (&x, 0, 5000 + k)).collect()
+        } else {
+            (0..6).map(|k| (&y, 1, 5100 + k)).collect()
+        };
+        let theirs: Vec<(&Group, u32, u64)> = if st.me == 0 {
+            (0..6).map(|k| (&y, 1, 5100 + k)).collect()
+        } else {
+            (0..6).map(|k| (&x, 0, 5000 + k)).collect()
+        };
+        for (g, root, round) in mine.into_iter().chain(theirs) {
+            bcast(st, g, src, dest2, 40, root, round);
+        }
     }
     coll::sync(st, "test", &world);
 

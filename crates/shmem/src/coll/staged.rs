@@ -31,8 +31,7 @@
 //! symmetric identity of the group's words (a team's, or an active set's `pSync`) and the geometry
 //! words tell apart active sets that reuse one `pSync`; every member counts the broadcasts of each
 //! group, so (id, geometry, sequence) names one broadcast in the whole job. A member looks for its
-//! broadcast in each slot of the root's, so broadcasts of different groups may be taken in another
-//! order than the root sent them (up to [`SLOTS_PER_ROOT`] at once).
+//! broadcast in each slot of the root's and in its stash.
 //!
 //! Credits: the root writes its n-th message to a member into slot `n % K` and first waits
 //! until the member finished `n / K` uses of that slot; a member that copied a message out
@@ -40,7 +39,14 @@
 //! [`CREDIT_BATCH`] uses await telling, writes the counts into the root's credit words (a
 //! posted write, or a store when the root's heap is mapped here; see [`Stage::send_credits`]
 //! for why then). A root therefore runs at most [`SLOTS_PER_ROOT`] - [`CREDIT_BATCH`]
-//! broadcasts ahead of a member that has not started to take them.
+//! broadcasts ahead of a member that is not in the library.
+//!
+//! The stash: a PE that waits in the library (for its broadcast, for a credit, in a barrier:
+//! every `sync::wait_while`) empties the slots holding messages it has not asked for yet
+//! into a private stash and gives those slots back at once ([`Stage::drain`]). So broadcasts
+//! of different teams may be taken in any order, and PEs that root broadcasts to each other
+//! in different orders never wait for each other's slots: a root waits for a slot only while
+//! the member is outside the library.
 //!
 //! When the member has found its header it takes the engine's lock once: the turn writing
 //! that packet has ended, so the whole message is in place (the trailer is checked again).
@@ -49,7 +55,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::ctx::{wait_one, Ctx, Pending};
@@ -88,6 +94,9 @@ pub const SLOTS_OFF: usize =
 pub const STAGE_BYTES: usize = SLOTS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * SLOT_BYTES;
 const _: () = assert!(ACKS_OFF + MAX_PES as usize * SLOTS_PER_ROOT * 8 <= SLOTS_OFF);
 
+/// A stashed broadcast's root and header words.
+type StashKey = (u32, [u64; 4]);
+
 /// A member's count of the slot uses it finished.
 struct Taken {
     /// Per (root, slot): uses finished, and whether the root has yet to be told.
@@ -116,6 +125,16 @@ pub struct Stage {
     taken: Mutex<Taken>,
     /// Broadcasts seen per group (id and geometry).
     seen: Mutex<HashMap<[u64; 3], u64>>,
+    /// Broadcasts taken out of their slot before this PE asked for them, by root and header
+    /// (see [`Stage::drain`]).
+    stash: Mutex<HashMap<StashKey, Vec<u8>>>,
+    /// Drains that stashed something (a waiting receiver looks into the stash again).
+    stashes: AtomicU64,
+    /// Messages in the stash.
+    stashed: AtomicUsize,
+    /// Held while a slot is taken (a receiver's copy, or a drain), so that no two threads
+    /// take one message.
+    taking: Mutex<()>,
     /// Messages sent (one per member of a staged broadcast this PE was the root of).
     pub sent_total: AtomicU64,
     /// Messages received.
@@ -139,6 +158,17 @@ pub fn max_len_for(npes: u32, all_mapped: bool, single_packet_bytes: usize) -> u
     (whole.saturating_sub(HEADER_BYTES + TRAILER_BYTES)) & !7
 }
 
+/// A member's broadcast of `mine` bytes found as the root's `sent` bytes: the program passed
+/// different sizes (fatal, naming both).
+fn check_len(call: &str, root_pe: c_int, sent: usize, mine: usize) {
+    if sent != mine {
+        fatal(
+            call,
+            format!("the root, PE {root_pe}, broadcasts {sent} bytes and this PE expects {mine}: every PE must pass the same number of elements"),
+        );
+    }
+}
+
 /// The trailer word of a message: tells a complete message from a header over old data.
 fn trailer(id: u64, seq: u64) -> u64 {
     id.rotate_left(17) ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5f0f_a11e_d5ee_d5a1
@@ -160,6 +190,10 @@ impl Stage {
                 last: (0..n).map(|_| None).collect(),
             }),
             seen: Mutex::new(HashMap::new()),
+            stash: Mutex::new(HashMap::new()),
+            stashes: AtomicU64::new(0),
+            stashed: AtomicUsize::new(0),
+            taking: Mutex::new(()),
             sent_total: AtomicU64::new(0),
             received_total: AtomicU64::new(0),
         }
@@ -318,28 +352,39 @@ impl Stage {
         // Credits of earlier broadcasts go now, while the message is on its way: the root
         // needs them only to reuse a slot, and a credit posted after the copy was on the
         // critical path of every broadcast.
-        self.send_credits(st, call, root_pe);
-        let padded = len.next_multiple_of(8);
-        let want_trailer = trailer(header[0], header[1]);
-        let matches = |slot: usize, trailer_too: bool| {
+        self.send_credits(st, call, root_pe, CREDIT_BATCH);
+        let ours = |slot: usize| {
             let off = Self::slot_off(r, slot);
-            header
-                .iter()
-                .enumerate()
-                .all(|(k, w)| self.word(off + 8 * k).load(Ordering::Acquire) == *w)
-                && (!trailer_too
-                    || self
-                        .word(off + HEADER_BYTES + padded)
-                        .load(Ordering::Acquire)
-                        == want_trailer)
+            (0..4).all(|k| self.word(off + 8 * k).load(Ordering::Acquire) == header[k])
         };
-        let slot = loop {
+        loop {
+            // The stash is empty but for programs that take broadcasts in another order than
+            // they were sent: its lock is taken only when it holds something.
+            let stashed = if self.stashed.load(Ordering::Acquire) == 0 {
+                None
+            } else {
+                let mut stash = self.stash.lock().unwrap_or_else(|e| e.into_inner());
+                let d = stash.remove(&(r, header));
+                self.stashed.store(stash.len(), Ordering::Release);
+                d
+            };
+            if let Some(data) = stashed {
+                check_len(call, root_pe, data.len(), len);
+                // SAFETY: `dest` writable for `len` bytes (caller), which is `data.len()`.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dest, len) };
+                self.received_total.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let stashes = self.stashes.load(Ordering::Acquire);
             let mut found = None;
+            // Ours, or another of this root's not yet taken (a taken slot's sequence word is
+            // 0), or ours stashed meanwhile (by another thread, or by `wait_while`'s drain).
             wait_while(st, || {
-                found = (0..SLOTS_PER_ROOT).find(|&s| matches(s, false));
+                found = (0..SLOTS_PER_ROOT).find(|&s| ours(s));
                 found.is_some()
+                    || (0..SLOTS_PER_ROOT).any(|s| self.seq_word(r, s) != 0)
+                    || self.stashes.load(Ordering::Acquire) != stashes
             });
-            let s = found.expect("wait_while returns when found");
             // The engine turn that writes a packet holds this lock: once we have had it, the
             // packet whose header we saw is written whole.
             if st.rt.with_engine_locked(|| ()).is_err() {
@@ -348,24 +393,122 @@ impl Stage {
                     format!("the runtime stopped while waiting for PE {root_pe}"),
                 );
             }
-            let sent_len = self.word(Self::slot_off(r, s) + 32).load(Ordering::Acquire);
-            if sent_len != len as u64 {
-                fatal(
-                    call,
-                    format!("the root, PE {root_pe}, broadcasts {sent_len} bytes and this PE expects {len}: every PE must pass the same number of elements"),
-                );
+            let taking = self.taking.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = found.filter(|&s| ours(s)) {
+                if let Some(data_len) = self.complete(r, slot) {
+                    check_len(call, root_pe, data_len, len);
+                    if len > 0 {
+                        let off = Self::slot_off(r, slot);
+                        // SAFETY: the slot holds our message (checked), which the root leaves
+                        // alone until our credit for it (sent later); `dest` writable for
+                        // `len` bytes (caller).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                self.base.add(off + HEADER_BYTES),
+                                dest,
+                                len,
+                            )
+                        };
+                    }
+                    self.received_total.fetch_add(1, Ordering::Relaxed);
+                    self.taken_from(r, slot);
+                    return;
+                }
             }
-            if matches(s, true) {
-                break s;
-            }
-        };
-        let off = Self::slot_off(r, slot);
-        if len > 0 {
-            // SAFETY: the slot holds our message (checked), which the root leaves alone until
-            // our credit for it (sent later); `dest` writable for `len` bytes (caller).
-            unsafe { std::ptr::copy_nonoverlapping(self.base.add(off + HEADER_BYTES), dest, len) };
+            // Not ours: broadcasts this PE takes later (another team's from the same root).
+            drop(taking);
+            self.drain(st);
         }
-        self.received_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Take every whole message out of this PE's slots into the stash and give the slots
+    /// back at once: a root may need a slot of ours for a broadcast this PE waits for before
+    /// it can send the one this PE waits for, or a broadcast to us that it must finish before
+    /// it can go on to what we wait for in another call. `sync::wait_while` calls this every
+    /// few hundred polls, so that no PE waiting in the library holds a root back; without it,
+    /// PEs that take broadcasts of different teams in different orders could each wait for
+    /// the other's slots.
+    pub fn drain(&self, st: &State) {
+        if self.max_len == 0 {
+            return;
+        }
+        let npes = st.npes.min(MAX_PES);
+        let any = (0..npes)
+            .filter(|&r| r != st.me)
+            .any(|r| (0..SLOTS_PER_ROOT).any(|s| self.seq_word(r, s) != 0));
+        if !any || st.rt.with_engine_locked(|| ()).is_err() {
+            return;
+        }
+        let mut roots = Vec::new();
+        {
+            let _taking = self.taking.lock().unwrap_or_else(|e| e.into_inner());
+            for r in (0..npes).filter(|&r| r != st.me) {
+                for slot in (0..SLOTS_PER_ROOT).filter(|&s| self.seq_word(r, s) != 0) {
+                    let Some(data_len) = self.complete(r, slot) else {
+                        continue;
+                    };
+                    let off = Self::slot_off(r, slot);
+                    let key: [u64; 4] =
+                        std::array::from_fn(|k| self.word(off + 8 * k).load(Ordering::Acquire));
+                    let mut data = vec![0u8; data_len];
+                    // SAFETY: the slot holds a whole message of `data_len` bytes (checked),
+                    // which the root leaves alone until our credit for it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            self.base.add(off + HEADER_BYTES),
+                            data.as_mut_ptr(),
+                            data_len,
+                        )
+                    };
+                    let mut stash = self.stash.lock().unwrap_or_else(|e| e.into_inner());
+                    stash.insert((r, key), data);
+                    self.stashed.store(stash.len(), Ordering::Release);
+                    self.taken_from(r, slot);
+                    roots.push(r);
+                }
+            }
+        }
+        if !roots.is_empty() {
+            self.stashes.fetch_add(1, Ordering::AcqRel);
+        }
+        roots.dedup();
+        for r in roots {
+            self.send_credits(st, "shmem_broadcast", r as c_int, 1);
+        }
+    }
+
+    /// The sequence word of slot `slot` of root `r` (0: empty or taken).
+    fn seq_word(&self, r: u32, slot: usize) -> u64 {
+        self.word(Self::slot_off(r, slot) + 8)
+            .load(Ordering::Acquire)
+    }
+
+    /// The data length of the whole message in slot `slot` of root `r`, or `None` while it is
+    /// not whole. A length beyond a slot is a protocol error (fatal).
+    fn complete(&self, r: u32, slot: usize) -> Option<usize> {
+        let off = Self::slot_off(r, slot);
+        let (id, seq) = (
+            self.word(off).load(Ordering::Acquire),
+            self.word(off + 8).load(Ordering::Acquire),
+        );
+        let len = self.word(off + 32).load(Ordering::Acquire) as usize;
+        if len > SLOT_BYTES - HEADER_BYTES - TRAILER_BYTES {
+            fatal(
+                "shmem_broadcast",
+                format!(
+                    "a broadcast message from PE {r} claims {len} bytes, more than a slot holds"
+                ),
+            );
+        }
+        let at = off + HEADER_BYTES + len.next_multiple_of(8);
+        (self.word(at).load(Ordering::Acquire) == trailer(id, seq)).then_some(len)
+    }
+
+    /// Slot `slot` of root `r` has been taken: mark it so (sequence word 0, before the credit
+    /// that lets the root write it again) and count the use.
+    fn taken_from(&self, r: u32, slot: usize) {
+        self.word(Self::slot_off(r, slot) + 8)
+            .store(0, Ordering::Release);
         let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
         let t = &mut taken.uses[r as usize * SLOTS_PER_ROOT + slot];
         *t = (t.0 + 1, true);
@@ -373,7 +516,8 @@ impl Stage {
     }
 
     /// Tell `root_pe` how many uses of each of its slots this PE has finished, where it has
-    /// not been told yet, once [`CREDIT_BATCH`] uses await telling.
+    /// not been told yet, once `at_least` uses await telling ([`CREDIT_BATCH`] at the start
+    /// of a broadcast; one after a slot was emptied into the stash).
     ///
     /// Sent at the start of a broadcast from that root, while its message is on its way: a
     /// credit posted after the copy put a packet on the critical path of every broadcast.
@@ -382,11 +526,11 @@ impl Stage {
     /// until the member has started to take message n - K + `CREDIT_BATCH`, which the root
     /// sent before: a member that takes a root's broadcasts in the order they were sent
     /// always gets there.
-    fn send_credits(&self, st: &State, call: &str, root_pe: c_int) {
+    fn send_credits(&self, st: &State, call: &str, root_pe: c_int, at_least: u32) {
         let r = root_pe as u32;
         let mut guard = self.taken.lock().unwrap_or_else(|e| e.into_inner());
         let Taken { uses, untold, last } = &mut *guard;
-        if untold[r as usize] < CREDIT_BATCH {
+        if untold[r as usize] < at_least.max(1) {
             return;
         }
         untold[r as usize] = 0;
