@@ -358,6 +358,9 @@ impl Stage {
             (0..4).all(|k| self.word(off + 8 * k).load(Ordering::Acquire) == header[k])
         };
         loop {
+            // Read before the stash is looked into: a drain that stashes ours after the look
+            // changes it, and the wait below returns.
+            let stashes = self.stashes.load(Ordering::Acquire);
             // The stash is empty but for programs that take broadcasts in another order than
             // they were sent: its lock is taken only when it holds something.
             let stashed = if self.stashed.load(Ordering::Acquire) == 0 {
@@ -370,12 +373,13 @@ impl Stage {
             };
             if let Some(data) = stashed {
                 check_len(call, root_pe, data.len(), len);
-                // SAFETY: `dest` writable for `len` bytes (caller), which is `data.len()`.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dest, len) };
+                if len > 0 {
+                    // SAFETY: `dest` writable for `len` bytes (caller), which is `data.len()`.
+                    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dest, len) };
+                }
                 self.received_total.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            let stashes = self.stashes.load(Ordering::Acquire);
             let mut found = None;
             // Ours, or another of this root's not yet taken (a taken slot's sequence word is
             // 0), or ours stashed meanwhile (by another thread, or by `wait_while`'s drain).
