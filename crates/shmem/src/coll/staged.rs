@@ -99,10 +99,9 @@ type StashKey = (u32, [u64; 4]);
 
 /// A member's count of the slot uses it finished.
 struct Taken {
-    /// Per (root, slot): uses finished, and whether the root has yet to be told.
+    /// Per (root, slot): uses finished, and whether the root has yet to be told. A slot has
+    /// at most one untold use: the root writes it again only once told of every earlier one.
     uses: Vec<(u64, bool)>,
-    /// Per root: uses it has yet to be told of.
-    untold: Vec<u32>,
     /// Per (root, slot): the last credit write, until it is known complete. The next write to
     /// the same credit word waits for it: PART does not order two writes, and a credit word
     /// must never go back (the barrier flags follow the same rule, crates/shmem/src/sync.rs).
@@ -186,7 +185,6 @@ impl Stage {
             source_ctx: [Ctx::new(0), Ctx::new(0)],
             taken: Mutex::new(Taken {
                 uses: vec![(0, false); n],
-                untold: vec![0; n / SLOTS_PER_ROOT],
                 last: (0..n).map(|_| None).collect(),
             }),
             seen: Mutex::new(HashMap::new()),
@@ -516,7 +514,6 @@ impl Stage {
         let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
         let t = &mut taken.uses[r as usize * SLOTS_PER_ROOT + slot];
         *t = (t.0 + 1, true);
-        taken.untold[r as usize] += 1;
     }
 
     /// Tell `root_pe` how many uses of each of its slots this PE has finished, where it has
@@ -533,11 +530,12 @@ impl Stage {
     fn send_credits(&self, st: &State, call: &str, root_pe: c_int, at_least: u32) {
         let r = root_pe as u32;
         let mut guard = self.taken.lock().unwrap_or_else(|e| e.into_inner());
-        let Taken { uses, untold, last } = &mut *guard;
-        if untold[r as usize] < at_least.max(1) {
+        let Taken { uses, last } = &mut *guard;
+        let of_root = r as usize * SLOTS_PER_ROOT..(r as usize + 1) * SLOTS_PER_ROOT;
+        let untold = uses[of_root].iter().filter(|t| t.1).count() as u32;
+        if untold < at_least.max(1) {
             return;
         }
-        untold[r as usize] = 0;
         for slot in 0..SLOTS_PER_ROOT {
             let i = r as usize * SLOTS_PER_ROOT + slot;
             let t = &mut uses[i];
