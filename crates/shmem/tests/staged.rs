@@ -52,9 +52,23 @@ fn bcast(st: &State, g: &Group, src: *mut u8, dest: *mut u8, len: usize, root: u
 #[test]
 #[ignore = "one PE of `staged_broadcasts_arrive_whole_in_any_order`, run under the launcher"]
 fn pe_program() {
+    // One PE may keep its heap to itself (the other PEs map each other's): see
+    // `staged_broadcasts_arrive_whole_with_some_heaps_mapped`.
+    if let Ok(rank) = std::env::var(UNMAPPED_RANK) {
+        let me = std::env::var(unpinned_live::edge::ENV_RANK).unwrap_or_default();
+        let on = if me == rank { "0" } else { "1" };
+        std::env::set_var("SHMEM_LOADSTORE", on);
+    }
     state::init("pe_program", 0);
     let st = state::state("pe_program");
     assert_eq!(st.npes, 3);
+    if std::env::var(UNMAPPED_RANK).is_ok() {
+        let mapped = |pe: usize| !st.peers[pe].heap_map.is_null();
+        match st.me {
+            0 | 1 => assert!(mapped(1 - st.me as usize) && !mapped(2), "PE {}", st.me),
+            _ => assert!(!mapped(0) && !mapped(1), "PE 2 maps a heap"),
+        }
+    }
     let max = st.stage.max_len();
     assert!(max >= 1024, "staging is off or tiny: {max}");
     let words_a = alloc(st, GROUP_WORDS * 8) as *mut u64;
@@ -183,6 +197,17 @@ fn pe_program() {
 #[test]
 fn staged_broadcasts_arrive_whole_in_any_order() {
     support::run_pe_program(3, LaunchTransport::Shm);
+}
+
+/// The PE that runs with its load/store path off, when set.
+const UNMAPPED_RANK: &str = "STAGED_TEST_UNMAPPED_RANK";
+
+/// PEs 0 and 1 map each other's heaps, PE 2 maps none and is mapped by none: staging is on
+/// (not every heap is mapped), and between PEs 0 and 1 the root stores its messages and the
+/// member its credits through the mapping.
+#[test]
+fn staged_broadcasts_arrive_whole_with_some_heaps_mapped() {
+    support::run_pe_program_with(3, LaunchTransport::Shm, &[(UNMAPPED_RANK, "2")]);
 }
 
 #[test]

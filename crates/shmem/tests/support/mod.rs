@@ -7,7 +7,14 @@ use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
 
 /// Launch this test binary as `npes` PEs over `transport` with the load/store path off, each
 /// running only the ignored test `pe_program`, and fail unless every PE passed.
+#[allow(dead_code)] // Not every test file of this folder uses both.
 pub fn run_pe_program(npes: u32, transport: LaunchTransport) {
+    run_pe_program_with(npes, transport, &[("SHMEM_LOADSTORE", "0")]);
+}
+
+/// [`run_pe_program`] with the environment `env` for every PE instead.
+#[allow(dead_code)]
+pub fn run_pe_program_with(npes: u32, transport: LaunchTransport, env: &[(&str, &str)]) {
     let exe = std::env::current_exe().unwrap();
     let mut o = LaunchOptions::new(npes, exe);
     o.args = vec![
@@ -17,7 +24,10 @@ pub fn run_pe_program(npes: u32, transport: LaunchTransport) {
         "--nocapture".into(),
         "--test-threads=1".into(),
     ];
-    o.env = vec![("SHMEM_LOADSTORE".into(), "0".into())];
+    o.env = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     o.transport = transport;
     o.timeout = Duration::from_secs(60);
     o.grace = Duration::from_secs(2);
