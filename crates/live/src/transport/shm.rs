@@ -11,8 +11,9 @@
 //!              +64   tail: u64, written by the consumer j only
 //!              +128  returned: u64, written by the consumer j only (payload slots given back)
 //!              +192  descriptors: `descs` entries of 128 bytes, walked in order:
-//!                    u32 length, u32 payload slot (`INLINE`: the packet follows inline,
-//!                    up to 120 bytes), then the inline bytes
+//!                    u8 tag: 0 free; `TAG_INLINE | length`: the packet (up to 127
+//!                    bytes) follows at +1; `TAG_SLOT`: u32 length at +4, u32 payload
+//!                    slot at +8
 //!              then  return ring: `slots` u32 slot indices (consumer -> producer)
 //!              then  payload slots: `slots` slots of `slot_bytes` (64-byte aligned)
 //! ```
@@ -34,11 +35,16 @@
 //! # Synchronization
 //!
 //! Each ring is single-producer / single-consumer and lock-free. The producer writes the
-//! descriptor (and the payload slot it names), then publishes it with a `Release` store of
-//! `head`; the consumer loads `head` with `Acquire` (so the descriptor and slot bytes are
-//! visible), reads the packet in place, then gives the slot back (writes its index into the
-//! return ring, `Release` store of `returned`) and frees the descriptor (`Release` store of
-//! `tail`). The producer loads `tail` with `Acquire` before reusing a descriptor and
+//! descriptor's bytes (and the payload slot it names), then publishes it with a `Release`
+//! store of its tag, and then stores `head`; the consumer loads the tag of the descriptor at
+//! `tail` with `Acquire` (so the descriptor and slot bytes are visible), reads the packet in
+//! place, then gives the slot back (writes its index into the return ring, `Release` store of
+//! `returned`), clears the tag and frees the descriptor (`Release` store of `tail`). The
+//! consumer thus polls the line it reads the packet from, and a packet of up to 63 bytes
+//! (an ACK, an 8 B write) lies in that one line with its one-byte tag: polling `head` and a
+//! 4-byte length word before the packet cost up to two more transfers of a line between the
+//! cores per packet. `head` is read only by a rank about to sleep (does a ring hold data?)
+//! and when a transport opens. The producer loads `tail` with `Acquire` before reusing a descriptor and
 //! `returned` with `Acquire` before taking back a slot. Indices grow without wrapping (u64);
 //! the entry is `index % count`. A slot is given back at most once per use, so the return
 //! ring (one entry per slot) never overflows for a producer that keeps to the protocol; the
@@ -50,6 +56,9 @@
 //! `FUTEX_WAKE` only when the consumer announced it sleeps. `SeqCst` fences on both sides order
 //! "publish, then read `sleeping`" against "announce, then re-check": one of the two sides sees
 //! the other, so no wake-up is lost (the wait also has a timeout, as a second safety net).
+//! (An asymmetric barrier, `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)` on the sleeping side
+//! and none on the producer's, does not pay here: its inter-processor interrupts, one per
+//! sleep, stall the busy peer longer than the fences it saves; docs/performance.md.)
 //!
 //! A dead rank stops consuming: its rings fill and `send` answers [`SendError::Full`]; the
 //! engine loop drops packets to a destination that stays full, and the engine's timers turn the
@@ -61,7 +70,7 @@
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,18 +81,21 @@ use super::{Fill, InPlace, SendError, Sleeper, Transport, Waker};
 const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
 /// Layout version: 1 was a ring of whole slots, 2 the reverted ring of records (c45ff38),
 /// 3 descriptors and a stack of payload slots.
-const VERSION: u32 = 3;
+/// 4 the same, published by a one-byte tag that inline packets follow.
+const VERSION: u32 = 4;
 const PAGE: usize = 4096;
 const LINE: usize = 64;
 const HDR_DOORBELLS: usize = 64;
 /// head, tail, returned: one line each.
 const RING_HDR: usize = 3 * LINE;
-/// Bytes of one descriptor: two lines, so that an 8 B write (63 bytes) fits inline.
+/// Bytes of one descriptor: two lines, so that packets of up to 127 bytes travel inline.
 const DESC_BYTES: usize = 128;
-/// Largest packet carried inline in its descriptor.
-pub const INLINE_MAX: usize = DESC_BYTES - 8;
-/// Descriptor slot field of an inline packet.
-const INLINE: u32 = u32::MAX;
+/// Largest packet carried inline in its descriptor (after the one-byte tag).
+pub const INLINE_MAX: usize = DESC_BYTES - 1;
+/// Tag of a descriptor holding an inline packet, or'ed with its length (at most 127).
+const TAG_INLINE: u8 = 0x80;
+/// Tag of a descriptor naming a payload slot (u32 length at +4, u32 slot at +8).
+const TAG_SLOT: u8 = 0x01;
 /// Descriptors per ring at least: control packets (ACK, NACK, ERR) take no payload slot, so a
 /// small payload pool still absorbs a faulting transfer's NACK / ERR floods.
 pub const MIN_DESCS: u32 = 512;
@@ -261,6 +273,13 @@ impl Mapping {
         unsafe { AtomicU64::from_ptr(self.base.add(off) as *mut u64) }
     }
 
+    fn u8_at(&self, off: usize) -> &AtomicU8 {
+        assert!(off < self.len);
+        // SAFETY: in bounds (asserted); the byte lives as long as the mapping. A descriptor's
+        // tag byte is only ever accessed atomically.
+        unsafe { AtomicU8::from_ptr(self.base.add(off)) }
+    }
+
     fn u32_at(&self, off: usize) -> &AtomicU32 {
         assert!(off + 4 <= self.len && off.is_multiple_of(4));
         // SAFETY: in bounds and 4-aligned (asserted); only ever accessed atomically.
@@ -405,9 +424,6 @@ pub struct ShmTransport {
     next_src: u32,
     /// Per destination: our producer side of the ring towards it.
     out: Vec<Producer>,
-    /// Per source: the producer's `head` as last loaded (acquired); loaded again only when
-    /// the ring looks empty (the same saving on the consumer's side).
-    heads: Vec<u64>,
     /// Per source: slots given back so far (our own `returned`, kept here to avoid reading
     /// the shared word back).
     returned: Vec<u64>,
@@ -474,9 +490,6 @@ impl ShmTransport {
                 }
             })
             .collect();
-        let heads = (0..n)
-            .map(|s| map.u64_at(geo.ring_offset(s, rank)).load(Ordering::Acquire))
-            .collect();
         let returned = (0..n)
             .map(|s| {
                 map.u64_at(geo.ring_offset(s, rank) + 2 * LINE)
@@ -491,7 +504,6 @@ impl ShmTransport {
             rank,
             next_src: 0,
             out,
-            heads,
             returned,
             pidfds: (0..n).map(|_| None).collect(),
         })
@@ -668,18 +680,21 @@ impl Transport for ShmTransport {
         }
         let d = self.desc_at(off, head);
         // SAFETY: the descriptor is in bounds and ours (has_room: the consumer freed it) until
-        // the release store of head; 4-aligned words. An inline copy reads the slot we own.
-        unsafe {
+        // the release store of its tag; 4-aligned words. An inline copy reads the
+        // slot we own.
+        let tag = unsafe {
             let p = self.map.base.add(d);
-            (p as *mut u32).write(len as u32);
             if len <= INLINE_MAX {
-                (p.add(4) as *mut u32).write(INLINE);
-                std::ptr::copy_nonoverlapping(buf.as_ptr(), p.add(8), len);
+                std::ptr::copy_nonoverlapping(buf.as_ptr(), p.add(1), len);
+                TAG_INLINE | len as u8
             } else {
-                (p.add(4) as *mut u32).write(s);
+                (p.add(4) as *mut u32).write(len as u32);
+                (p.add(8) as *mut u32).write(s);
                 self.out[hint as usize].free.pop();
+                TAG_SLOT
             }
-        }
+        };
+        self.map.u8_at(d).store(tag, Ordering::Release);
         head_w.store(head + 1, Ordering::Release);
         self.ring_doorbell(dst);
         InPlace::Sent(dst)
@@ -696,17 +711,14 @@ impl Transport for ShmTransport {
             let off = self.geo.ring_offset(src, self.rank);
             let tail_w = self.map.u64_at(off + LINE);
             let tail = tail_w.load(Ordering::Relaxed);
-            if self.heads[src as usize] == tail {
-                // Looks empty: load the producer's head (it is written at every packet, so it
-                // is loaded only when the cached one is used up).
-                self.heads[src as usize] = self.map.u64_at(off).load(Ordering::Acquire);
-                if self.heads[src as usize] == tail {
-                    continue;
-                }
-            }
             let d = self.desc_at(off, tail);
-            // SAFETY: head (acquired now or earlier) > tail: the producer published this
-            // descriptor and the slot it names and, keeping to the ring protocol, writes
+            let tag_w = self.map.u8_at(d);
+            let tag = tag_w.load(Ordering::Acquire);
+            if tag == 0 {
+                continue;
+            }
+            // SAFETY: the producer published this descriptor and the slot it names (the
+            // acquire load of its tag above) and, keeping to the ring protocol, writes
             // neither before our release stores below (of `returned` for the slot, of tail for
             // the descriptor), so the bytes are stable while `f` reads them in place. A length
             // or slot out of range (only a corrupt segment has one) is dropped without reading.
@@ -715,15 +727,13 @@ impl Transport for ShmTransport {
             // could send anyway.
             let (handled, slot) = unsafe {
                 let p = self.map.base.add(d);
-                let len = (p as *const u32).read() as usize;
-                let s = (p.add(4) as *const u32).read();
-                if s == INLINE {
-                    if len <= INLINE_MAX {
-                        f(src, std::slice::from_raw_parts(p.add(8), len));
-                        (true, None)
-                    } else {
-                        (false, None)
-                    }
+                let len = (p.add(4) as *const u32).read() as usize;
+                let s = (p.add(8) as *const u32).read();
+                if tag & TAG_INLINE != 0 {
+                    f(src, std::slice::from_raw_parts(p.add(1), (tag & !TAG_INLINE) as usize));
+                    (true, None)
+                } else if tag != TAG_SLOT {
+                    (false, None)
                 } else if s < self.geo.slots {
                     if len <= self.geo.max_packet() {
                         let q = self.map.base.add(self.slot_at(off, s));
@@ -745,6 +755,8 @@ impl Transport for ShmTransport {
                     .u64_at(off + 2 * LINE)
                     .store(r + 1, Ordering::Release);
             }
+            // Free again: the descriptor's next use is `descs` packets on, published anew.
+            tag_w.store(0, Ordering::Relaxed);
             tail_w.store(tail + 1, Ordering::Release);
             self.next_src = (src + 1) % n;
             if handled {
@@ -764,34 +776,40 @@ impl Transport for ShmTransport {
         if !self.has_room(off, dst, head) {
             return Err(SendError::Full);
         }
-        let s = if bytes.len() <= INLINE_MAX {
-            INLINE
+        let slot = if bytes.len() <= INLINE_MAX {
+            None
         } else {
             match self.warmest_slot(off, dst) {
-                Some(s) => s,
+                Some(s) => Some(s),
                 None => return Err(SendError::Full),
             }
         };
         let d = self.desc_at(off, head);
         // SAFETY: the descriptor is in bounds and ours (has_room: the consumer freed it, a
         // tail acquired now or earlier is past it) and so is the slot (on the free stack: the
-        // consumer gave it back); the consumer reads neither before our release store of head
-        // below. Words are 4-aligned; the copy fits (len <= INLINE_MAX inline, <= max_packet
-        // in a slot).
-        unsafe {
+        // consumer gave it back); the consumer reads neither before our release store of the
+        // tag below. Words are 4-aligned; the copy fits (len <= INLINE_MAX inline,
+        // <= max_packet in a slot).
+        let tag = unsafe {
             let p = self.map.base.add(d);
-            (p as *mut u32).write(bytes.len() as u32);
-            (p.add(4) as *mut u32).write(s);
-            if s == INLINE {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(8), bytes.len());
-            } else {
-                let q = self.map.base.add(self.slot_at(off, s));
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), q, bytes.len());
+            match slot {
+                None => {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(1), bytes.len());
+                    TAG_INLINE | bytes.len() as u8
+                }
+                Some(s) => {
+                    (p.add(4) as *mut u32).write(bytes.len() as u32);
+                    (p.add(8) as *mut u32).write(s);
+                    let q = self.map.base.add(self.slot_at(off, s));
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), q, bytes.len());
+                    TAG_SLOT
+                }
             }
-        }
-        if s != INLINE {
+        };
+        if slot.is_some() {
             self.out[dst as usize].free.pop();
         }
+        self.map.u8_at(d).store(tag, Ordering::Release);
         self.map.u64_at(off).store(head + 1, Ordering::Release);
         self.ring_doorbell(dst);
         Ok(())
@@ -1045,18 +1063,19 @@ mod tests {
         let mut a = ShmTransport::open(&path, 0).unwrap();
         let mut b = ShmTransport::open(&path, 1).unwrap();
         let off = a.geo.ring_offset(0, 1);
-        // (length, slot) pairs no producer keeping to the protocol writes.
-        for (len, slot) in [
-            (500u32, INLINE),
-            (121, INLINE),
-            (100, 4),
-            (100, 1000),
-            (300, 0),
+        // (tag, length, slot) triples no producer keeping to the protocol writes.
+        for (tag, len, slot) in [
+            (0x02u8, 8u32, 0u32),
+            (0x7f, 8, 0),
+            (TAG_SLOT, 100, 4),
+            (TAG_SLOT, 100, 1000),
+            (TAG_SLOT, 300, 0),
         ] {
             a.send(1, &[1; 8]).unwrap();
             let d = a.desc_at(off, a.map.u64_at(off).load(Ordering::Relaxed) - 1);
-            a.map.u32_at(d).store(len, Ordering::Relaxed);
-            a.map.u32_at(d + 4).store(slot, Ordering::Relaxed);
+            a.map.u32_at(d + 4).store(len, Ordering::Relaxed);
+            a.map.u32_at(d + 8).store(slot, Ordering::Relaxed);
+            a.map.u8_at(d).store(tag, Ordering::Relaxed);
         }
         a.send(1, &[2; 8]).unwrap();
         let mut buf = [0u8; 300];
