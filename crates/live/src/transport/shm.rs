@@ -730,7 +730,10 @@ impl Transport for ShmTransport {
                 let len = (p.add(4) as *const u32).read() as usize;
                 let s = (p.add(8) as *const u32).read();
                 if tag & TAG_INLINE != 0 {
-                    f(src, std::slice::from_raw_parts(p.add(1), (tag & !TAG_INLINE) as usize));
+                    f(
+                        src,
+                        std::slice::from_raw_parts(p.add(1), (tag & !TAG_INLINE) as usize),
+                    );
                     (true, None)
                 } else if tag != TAG_SLOT {
                     (false, None)
