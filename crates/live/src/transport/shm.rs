@@ -25,7 +25,7 @@
 //! and a 4 KiB packet's copies into and out of its slot cost many times what they cost
 //! through a small ring (measurements: docs/performance.md, "Live runtime: waiting, spinning
 //! and rings"). Now small packets (ACK, NACK,
-//! ERR, an 8 B write: <= 120 bytes) travel inline in a 128-byte descriptor, and a larger one
+//! ERR, an 8 B write: <= 127 bytes) travel inline in a 128-byte descriptor, and a larger one
 //! takes a payload slot from the producer's private stack of free slots, most recently freed
 //! first: the consumer gives each slot back through the return ring once the packet is
 //! handled, and the producer moves returned slots onto its stack before it takes one. A
