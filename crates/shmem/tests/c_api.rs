@@ -3,6 +3,8 @@
 //! UDP; a symmetric heap larger than the machine with `ulimit -l 0`; and misuse that must end
 //! the job with a message a user can act on.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -54,7 +56,7 @@ fn build(dir: &Path, src: &str, out: &str, cxx: bool) -> PathBuf {
 }
 
 fn oshrun(np: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
+    let mut c = support::oshrun();
     c.args(["-np", &np.to_string(), "--timeout", "60"])
         .args(args);
     for (k, v) in env {
@@ -158,6 +160,7 @@ fn a_heap_larger_than_the_machine_with_nothing_locked() {
             bin.to_str().unwrap(),
         ])
         .env("SHMEM_SYMMETRIC_SIZE", "64G")
+        .env_remove("LD_LIBRARY_PATH") // as `support::oshrun`
         .output()
         .unwrap();
     let t = text(&o);

@@ -2,6 +2,8 @@
 //! reverse-order team and on 2-D split teams, active-set collectives on `pSync`, with 1 to 4
 //! PEs, with and without the load/store path, and over UDP; from C11 and from C++.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -65,7 +67,7 @@ fn teams_and_collectives_with_1_to_4_pes_on_every_path() {
     }
     for (np, transport, loadstore, bin) in runs {
         let b = bin.to_str().unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        let o = support::oshrun()
             .args(["-np", &np.to_string(), "--timeout", "60"])
             .args(["--transport", transport, b])
             .env("SHMEM_LOADSTORE", loadstore)
@@ -109,7 +111,7 @@ fn a_team_context_numbers_pes_in_its_team() {
         String::from_utf8_lossy(&o.stderr)
     );
     for loadstore in ["1", "0"] {
-        let o = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        let o = support::oshrun()
             .args(["-np", "4", "--timeout", "60"])
             .arg(&bin)
             .env("SHMEM_LOADSTORE", loadstore)

@@ -17,6 +17,8 @@
 //! instead of 2 (`SOS_NPES` changes the default). Other knobs: `SOS_TIMEOUT_S` (per run,
 //! default 60), `SOS_FILTER` (substring of names), `SOS_JOBS` (parallel builds, default 2).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -218,7 +220,7 @@ fn self_skip(output: &str) -> Option<&str> {
 
 fn run(bin: &Path, args: &[String], log: &Path, cfg: &RunConfig, netns: &[String]) -> Outcome {
     let timeout = std::env::var("SOS_TIMEOUT_S").unwrap_or_else(|_| "60".into());
-    let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
+    let mut c = support::oshrun();
     c.args(["-np", &cfg.npes.to_string(), "--timeout", &timeout]);
     c.args(["--transport", cfg.transport]);
     if !netns.is_empty() {

@@ -1,6 +1,7 @@
 //! What the multi-PE tests of this folder share: running this test binary as the PEs of a
 //! job.
 
+use std::process::Command;
 use std::time::Duration;
 
 use unpinned_live::launch::{launch, LaunchOptions, LaunchTransport};
@@ -33,4 +34,15 @@ pub fn run_pe_program_with(npes: u32, transport: LaunchTransport, env: &[(&str, 
     o.grace = Duration::from_secs(2);
     let r = launch(&o).expect("launch");
     assert!(r.success(), "{}", r.failures().join("; "));
+}
+
+/// `oshrun` of this build, without the `LD_LIBRARY_PATH` cargo gives tests: cargo puts
+/// `target/<profile>/` first on it, where an earlier `cargo build` may have left an older
+/// `libunpinned_shmem.so` than the one `oshcc` linked the program against, and the
+/// program's RUNPATH must decide.
+#[allow(dead_code)]
+pub fn oshrun() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
+    c.env_remove("LD_LIBRARY_PATH");
+    c
 }
