@@ -214,7 +214,7 @@ struct Mapping {
 
 // SAFETY: the mapping is plain shared memory; every access to it goes through atomics (indices,
 // doorbells) or through slots whose ownership is handed over by the ring protocol (acquire /
-// release on head and tail), so sharing the pointer between threads is sound.
+// release on descriptor tags and tail), so sharing the pointer between threads is sound.
 unsafe impl Send for Mapping {}
 // SAFETY: as above: all shared accesses are atomic or protocol-owned.
 unsafe impl Sync for Mapping {}
@@ -665,8 +665,8 @@ impl Transport for ShmTransport {
         let slot = self.slot_at(off, s);
         // SAFETY: the slot is in bounds (s < slots) and ours: it is on the free stack, so the
         // consumer gave it back (its release store of `returned`, acquired in
-        // `warmest_slot`) and no descriptor of ours names it until the release store of head
-        // below. Only this thread (it holds `&mut self`) writes the producer side of the ring.
+        // `warmest_slot`) and no descriptor of ours names it until the release store of
+        // its tag below. Only this thread (it holds `&mut self`) writes the producer side of the ring.
         let buf = unsafe { std::slice::from_raw_parts_mut(self.map.base.add(slot), max) };
         let Some((dst, len)) = fill(buf) else {
             return InPlace::Empty;
