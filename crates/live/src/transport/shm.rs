@@ -666,7 +666,8 @@ impl Transport for ShmTransport {
         // SAFETY: the slot is in bounds (s < slots) and ours: it is on the free stack, so the
         // consumer gave it back (its release store of `returned`, acquired in
         // `warmest_slot`) and no descriptor of ours names it until the release store of
-        // its tag below. Only this thread (it holds `&mut self`) writes the producer side of the ring.
+        // its tag below. Only this thread (it holds `&mut self`) writes the producer side of
+        // the ring.
         let buf = unsafe { std::slice::from_raw_parts_mut(self.map.base.add(slot), max) };
         let Some((dst, len)) = fill(buf) else {
             return InPlace::Empty;
