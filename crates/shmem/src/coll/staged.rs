@@ -102,9 +102,10 @@ struct Taken {
     /// Per (root, slot): uses finished, and whether the root has yet to be told. A slot has
     /// at most one untold use: the root writes it again only once told of every earlier one.
     uses: Vec<(u64, bool)>,
-    /// Per (root, slot): the last credit write, until it is known complete. The next write to
-    /// the same credit word waits for it: PART does not order two writes, and a credit word
-    /// must never go back (the barrier flags follow the same rule, crates/shmem/src/sync.rs).
+    /// Per root: the last credit write (all of this PE's credit words at that root), until
+    /// it is known complete. The next write to them waits for it: PART does not order two
+    /// writes, and a credit word must never go back (the barrier flags follow the same rule,
+    /// crates/shmem/src/sync.rs).
     last: Vec<Option<Pending>>,
 }
 
@@ -185,7 +186,7 @@ impl Stage {
             source_ctx: [Ctx::new(0), Ctx::new(0)],
             taken: Mutex::new(Taken {
                 uses: vec![(0, false); n],
-                last: (0..n).map(|_| None).collect(),
+                last: (0..n / SLOTS_PER_ROOT).map(|_| None).collect(),
             }),
             seen: Mutex::new(HashMap::new()),
             stash: Mutex::new(HashMap::new()),
@@ -532,50 +533,48 @@ impl Stage {
         let mut guard = self.taken.lock().unwrap_or_else(|e| e.into_inner());
         let Taken { uses, last } = &mut *guard;
         let of_root = r as usize * SLOTS_PER_ROOT..(r as usize + 1) * SLOTS_PER_ROOT;
-        let untold = uses[of_root].iter().filter(|t| t.1).count() as u32;
+        let untold = uses[of_root.clone()].iter().filter(|t| t.1).count() as u32;
         if untold < at_least.max(1) {
             return;
         }
-        for slot in 0..SLOTS_PER_ROOT {
-            let i = r as usize * SLOTS_PER_ROOT + slot;
-            let t = &mut uses[i];
-            if std::mem::replace(&mut t.1, false) {
-                if let Some(p) = last[i].take() {
-                    wait_one(p);
-                }
-                last[i] = self.give_credit(st, call, root_pe, slot, t.0);
-            }
+        // One write carries every credit word of this PE at the root (a write per slot was
+        // two posts, the second after waiting for the first's turn, on the path of every
+        // second broadcast); its words are written again only once it is complete.
+        if let Some(p) = last[r as usize].take() {
+            wait_one(p);
         }
+        for (slot, t) in uses[of_root].iter_mut().enumerate() {
+            t.1 = false;
+            self.word(Self::ack_off(r, slot))
+                .store(t.0, Ordering::Release);
+        }
+        last[r as usize] = self.give_credits(st, call, root_pe);
     }
 
-    /// Write `uses` into `root_pe`'s credit word of this PE's slot `slot`; the write, if it
-    /// went through PART.
-    fn give_credit(
-        &self,
-        st: &State,
-        call: &str,
-        root_pe: c_int,
-        slot: usize,
-        uses: u64,
-    ) -> Option<Pending> {
+    /// Write this PE's credit sources for `root_pe` (its slot uses finished, per slot) into
+    /// `root_pe`'s credit words of this PE; the write, if it went through PART.
+    fn give_credits(&self, st: &State, call: &str, root_pe: c_int) -> Option<Pending> {
         let r = root_pe as u32;
-        let ack = self.word(Self::ack_off(r, slot));
-        ack.store(uses, Ordering::Release);
-        let credit = (self.base as usize + Self::credit_off(st.me, slot)) as *mut u8;
-        match st.target(call, root_pe, credit, 8) {
+        let credits = (self.base as usize + Self::credit_off(st.me, 0)) as *mut u8;
+        let bytes = SLOTS_PER_ROOT * 8;
+        match st.target(call, root_pe, credits, bytes) {
             Target::Local(_) => unreachable!("the root is another PE"),
-            // SAFETY: the root's credit word, symmetric and aligned.
             Target::Mapped(p) => {
-                unsafe { &*(p as *const AtomicU64) }.store(uses, Ordering::Release);
+                for slot in 0..SLOTS_PER_ROOT {
+                    let uses = self.word(Self::ack_off(r, slot)).load(Ordering::Relaxed);
+                    // SAFETY: the root's credit words of this PE, symmetric and aligned.
+                    unsafe { &*(p as *const AtomicU64).add(slot) }.store(uses, Ordering::Release);
+                }
                 None
             }
             Target::Remote { addr, key } => {
-                // SAFETY: the source word lives in the stage area for as long as the process,
-                // and is stored again only once this write is complete (`Taken::last`).
-                let id = unsafe { st.rt.write(r, ack.as_ptr() as *const u8, addr, key, 8) }
-                    .unwrap_or_else(|e| {
-                        fatal(call, format!("the credit to PE {root_pe} was refused: {e}"))
-                    });
+                let source = self.word(Self::ack_off(r, 0)).as_ptr() as *const u8;
+                // SAFETY: the source words (this root's, contiguous) live in the stage area for
+                // as long as the process, and are stored again only once this write is
+                // complete (`Taken::last`).
+                let id = unsafe { st.rt.write(r, source, addr, key, bytes) }.unwrap_or_else(|e| {
+                    fatal(call, format!("the credit to PE {root_pe} was refused: {e}"))
+                });
                 Some(Pending {
                     id,
                     pe: r,
