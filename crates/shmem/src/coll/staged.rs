@@ -75,7 +75,8 @@ pub const SLOT_BYTES: usize = 2048;
 const _: () = assert!(4096 % SLOT_BYTES == 0 && CREDIT_BATCH as usize <= SLOTS_PER_ROOT / 2);
 /// Source buffers of the root, used in turn: a send waits for the writes of the one before the
 /// last (long complete), not for the last one's acknowledgements, which may still be on their
-/// way when the next broadcast starts.
+/// way when the next broadcast starts. It waits after posting its own writes, off the path of
+/// its message.
 const SOURCES: usize = 2;
 /// Jobs larger than this do not stage (the area grows with the PEs).
 pub const MAX_PES: u32 = 64;
@@ -254,9 +255,9 @@ impl Stage {
         let (sent, sends) = &mut *guard;
         let which = *sends % SOURCES;
         *sends += 1;
-        // The buffer is reused: its last message's writes must be complete.
+        // The buffer is reused: its last message's writes completed at the end of the send
+        // before this one (below).
         let ctx = &self.source_ctx[which];
-        ctx.quiet();
         // SAFETY: inside the stage area.
         let page = unsafe { self.base.add(which * SLOT_BYTES) };
         // SAFETY: the source buffer lies in the stage area, ours under `sent`'s lock; the
@@ -298,8 +299,8 @@ impl Stage {
                     }
                 },
                 Target::Remote { addr, key } => {
-                    // SAFETY: the source buffer stays as it is until its context's quiet (the
-                    // send that reuses it waits for it under the lock held here).
+                    // SAFETY: the source buffer stays as it is until its context's quiet (at
+                    // the end of the next send, under the lock held here).
                     let id =
                         unsafe { st.rt.write(m, page, addr, key, total) }.unwrap_or_else(|e| {
                             fatal(call, format!("the broadcast to PE {pe} was refused: {e}"))
@@ -315,6 +316,9 @@ impl Stage {
                 }
             }
         }
+        // The next send reuses the other buffer: its writes (the send before this one's) must
+        // be complete by then. Waited for here, after this message left.
+        self.source_ctx[(which + 1) % SOURCES].quiet();
     }
 
     /// Wait until `deadline` for the stage's writes still outstanding, ignoring failures
