@@ -44,8 +44,8 @@
 //! (an ACK, an 8 B write) lies in that one line with its one-byte tag: polling `head` and a
 //! 4-byte length word before the packet cost up to two more transfers of a line between the
 //! cores per packet. `head` is read only by a rank about to sleep (does a ring hold data?)
-//! and when a transport opens. The producer loads `tail` with `Acquire` before reusing a descriptor and
-//! `returned` with `Acquire` before taking back a slot. Indices grow without wrapping (u64);
+//! and when a transport opens. The producer loads `tail` with `Acquire` before reusing a
+//! descriptor and `returned` with `Acquire` before taking back a slot. Indices grow without wrapping (u64);
 //! the entry is `index % count`. A slot is given back at most once per use, so the return
 //! ring (one entry per slot) never overflows for a producer that keeps to the protocol; the
 //! producer's private read position of it is never published.
@@ -681,8 +681,7 @@ impl Transport for ShmTransport {
         }
         let d = self.desc_at(off, head);
         // SAFETY: the descriptor is in bounds and ours (has_room: the consumer freed it) until
-        // the release store of its tag; 4-aligned words. An inline copy reads the
-        // slot we own.
+        // the release store of its tag; 4-aligned words. An inline copy reads the slot we own.
         let tag = unsafe {
             let p = self.map.base.add(d);
             if len <= INLINE_MAX {
