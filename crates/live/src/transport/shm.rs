@@ -45,10 +45,10 @@
 //! 4-byte length word before the packet cost up to two more transfers of a line between the
 //! cores per packet. `head` is read only by a rank about to sleep (does a ring hold data?)
 //! and when a transport opens. The producer loads `tail` with `Acquire` before reusing a
-//! descriptor and `returned` with `Acquire` before taking back a slot. Indices grow without wrapping (u64);
-//! the entry is `index % count`. A slot is given back at most once per use, so the return
-//! ring (one entry per slot) never overflows for a producer that keeps to the protocol; the
-//! producer's private read position of it is never published.
+//! descriptor and `returned` with `Acquire` before taking back a slot. Indices grow without
+//! wrapping (u64); the entry is `index % count`. A slot is given back at most once per use,
+//! so the return ring (one entry per slot) never overflows for a producer that keeps to the
+//! protocol; the producer's private read position of it is never published.
 //!
 //! An idle engine does not spin forever: it announces `sleeping[r] = 1`, re-checks its rings,
 //! and sleeps on `doorbell[r]` with `FUTEX_WAIT` (a shared, not private, futex: the word lives
