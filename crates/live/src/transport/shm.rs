@@ -10,10 +10,11 @@
 //!              +0    head: u64, written by the producer i only
 //!              +64   tail: u64, written by the consumer j only
 //!              +128  returned: u64, written by the consumer j only (payload slots given back)
-//!              +192  descriptors: `descs` entries of 128 bytes, walked in order:
+//!              +192  descriptors: `descs` entries of 512 bytes, walked in order:
 //!                    u8 tag: 0 free; `TAG_INLINE | length`: the packet (up to 127
-//!                    bytes) follows at +1; `TAG_SLOT`: u32 length at +4, u32 payload
-//!                    slot at +8
+//!                    bytes) follows at +1; `TAG_LONG`: u16 length at +2, the packet
+//!                    (up to 508 bytes) at +4; `TAG_SLOT`: u32 length at +4, u32
+//!                    payload slot at +8
 //!              then  return ring: `slots` u32 slot indices (consumer -> producer)
 //!              then  payload slots: `slots` slots of `slot_bytes` (64-byte aligned)
 //! ```
@@ -24,13 +25,14 @@
 //! slot came back into use 512 packets (8 MiB) later, its lines gone from both cores' caches,
 //! and a 4 KiB packet's copies into and out of its slot cost many times what they cost
 //! through a small ring (measurements: docs/performance.md, "Live runtime: waiting, spinning
-//! and rings"). Now small packets (ACK, NACK,
-//! ERR, an 8 B write: <= 127 bytes) travel inline in a 128-byte descriptor, and a larger one
-//! takes a payload slot from the producer's private stack of free slots, most recently freed
-//! first: the consumer gives each slot back through the return ring once the packet is
-//! handled, and the producer moves returned slots onto its stack before it takes one. A
-//! lightly loaded ring thus reuses the same one or two warm slots, a busy one still has every
-//! slot, and the descriptor walk covers at most `descs * 128` bytes (64 KiB at 512).
+//! and rings"). Now small packets (ACK, NACK, ERR, an 8 B write, a broadcast of up to 256 B:
+//! <= 508 bytes) travel inline in a 512-byte descriptor, and a larger one takes a payload slot
+//! from the producer's private stack of free slots, most recently freed first: the consumer
+//! gives each slot back through the return ring once the packet is handled, and the producer
+//! moves returned slots onto its stack before it takes one. A lightly loaded ring thus reuses
+//! the same one or two warm slots, a busy one still has every slot, and the descriptor walk
+//! covers at most `descs * 512` bytes (256 KiB at 512), of which a small packet touches one or
+//! two lines.
 //!
 //! # Synchronization
 //!
@@ -81,21 +83,52 @@ use super::{Fill, InPlace, SendError, Sleeper, Transport, Waker};
 const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
 /// Layout version: 1 was a ring of whole slots, 2 the reverted ring of records (c45ff38),
 /// 3 descriptors and a stack of payload slots.
-/// 4 the same, published by a one-byte tag that inline packets follow.
-const VERSION: u32 = 4;
+/// 4 the same, published by a one-byte tag that inline packets follow; 5 512-byte
+/// descriptors.
+const VERSION: u32 = 5;
 const PAGE: usize = 4096;
 const LINE: usize = 64;
 const HDR_DOORBELLS: usize = 64;
 /// head, tail, returned: one line each.
 const RING_HDR: usize = 3 * LINE;
-/// Bytes of one descriptor: two lines, so that packets of up to 127 bytes travel inline.
-const DESC_BYTES: usize = 128;
-/// Largest packet carried inline in its descriptor (after the one-byte tag).
-pub const INLINE_MAX: usize = DESC_BYTES - 1;
-/// Tag of a descriptor holding an inline packet, or'ed with its length (at most 127).
+/// Bytes of one descriptor: eight lines. A packet in a payload slot costs its consumer two
+/// more shared lines than one inline (the return ring's entry and `returned`) and its
+/// producer the walk of the returns; a small packet only touches the descriptor's first lines.
+const DESC_BYTES: usize = 512;
+/// Largest packet carried inline after the one-byte tag alone (in the tag's line: 63 bytes).
+const SHORT_MAX: usize = 127;
+/// Where a longer inline packet starts (after the tag and its u16 length).
+const LONG_AT: usize = 4;
+/// Largest packet carried inline in its descriptor.
+pub const INLINE_MAX: usize = DESC_BYTES - LONG_AT;
+/// Tag of a descriptor holding an inline packet of up to [`SHORT_MAX`] bytes, or'ed with its
+/// length.
 const TAG_INLINE: u8 = 0x80;
+/// Tag of a descriptor holding a longer inline packet (u16 length at +2, bytes at +4).
+const TAG_LONG: u8 = 0x02;
 /// Tag of a descriptor naming a payload slot (u32 length at +4, u32 slot at +8).
 const TAG_SLOT: u8 = 0x01;
+
+/// Write the inline packet `[src, src + len)` into the descriptor at `p`; returns the tag that
+/// publishes it.
+///
+/// # Safety
+/// `p` is a descriptor the producer owns (not yet published), `len <= INLINE_MAX`, `src`
+/// readable for `len` bytes and not overlapping the descriptor.
+unsafe fn write_inline(p: *mut u8, src: *const u8, len: usize) -> u8 {
+    debug_assert!(len <= INLINE_MAX);
+    // SAFETY: the caller's; the u16 at +2 is 2-aligned (descriptors are 64-aligned).
+    unsafe {
+        if len <= SHORT_MAX {
+            std::ptr::copy_nonoverlapping(src, p.add(1), len);
+            TAG_INLINE | len as u8
+        } else {
+            (p.add(2) as *mut u16).write(len as u16);
+            std::ptr::copy_nonoverlapping(src, p.add(LONG_AT), len);
+            TAG_LONG
+        }
+    }
+}
 /// Descriptors per ring at least: control packets (ACK, NACK, ERR) take no payload slot, so a
 /// small payload pool still absorbs a faulting transfer's NACK / ERR floods.
 pub const MIN_DESCS: u32 = 512;
@@ -685,8 +718,7 @@ impl Transport for ShmTransport {
         let tag = unsafe {
             let p = self.map.base.add(d);
             if len <= INLINE_MAX {
-                std::ptr::copy_nonoverlapping(buf.as_ptr(), p.add(1), len);
-                TAG_INLINE | len as u8
+                write_inline(p, buf.as_ptr(), len)
             } else {
                 (p.add(4) as *mut u32).write(len as u32);
                 (p.add(8) as *mut u32).write(s);
@@ -735,6 +767,14 @@ impl Transport for ShmTransport {
                         std::slice::from_raw_parts(p.add(1), (tag & !TAG_INLINE) as usize),
                     );
                     (true, None)
+                } else if tag == TAG_LONG {
+                    let len = (p.add(2) as *const u16).read() as usize;
+                    if len <= INLINE_MAX {
+                        f(src, std::slice::from_raw_parts(p.add(LONG_AT), len));
+                        (true, None)
+                    } else {
+                        (false, None)
+                    }
                 } else if tag != TAG_SLOT {
                     (false, None)
                 } else if s < self.geo.slots {
@@ -796,10 +836,7 @@ impl Transport for ShmTransport {
         let tag = unsafe {
             let p = self.map.base.add(d);
             match slot {
-                None => {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(1), bytes.len());
-                    TAG_INLINE | bytes.len() as u8
-                }
+                None => write_inline(p, bytes.as_ptr(), bytes.len()),
                 Some(s) => {
                     (p.add(4) as *mut u32).write(bytes.len() as u32);
                     (p.add(8) as *mut u32).write(s);
@@ -872,23 +909,23 @@ mod tests {
     #[test]
     fn ring_round_trip_and_full() {
         let _map_lock = crate::MAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let path = segment("rt", ShmGeometry::new(3, 200, 4));
+        let path = segment("rt", ShmGeometry::new(3, 1000, 4));
         let mut a = ShmTransport::open(&path, 0).unwrap();
         let mut b = ShmTransport::open(&path, 2).unwrap();
-        let mut buf = [0u8; 300];
+        let mut buf = [0u8; 1100];
         assert_eq!(b.recv(&mut buf), None);
         // Large packets take payload slots: four fit, whatever the descriptors.
         for i in 0..4u8 {
-            a.send(2, &[i; 150]).unwrap();
+            a.send(2, &[i; 600]).unwrap();
         }
-        assert_eq!(a.send(2, &[9; 150]), Err(SendError::Full));
+        assert_eq!(a.send(2, &[9; 600]), Err(SendError::Full));
         let big = vec![0; a.geometry().max_packet() + 1];
         assert_eq!(a.send(2, &big), Err(SendError::Unreachable));
         // Small ones still go inline while the slots are taken.
         a.send(2, &[7; 10]).unwrap();
         for i in 0..4u8 {
-            assert_eq!(b.recv(&mut buf), Some((0, 150)));
-            assert_eq!(buf[..150], [i; 150]);
+            assert_eq!(b.recv(&mut buf), Some((0, 600)));
+            assert_eq!(buf[..600], [i; 600]);
         }
         assert_eq!(b.recv(&mut buf), Some((0, 10)));
         assert_eq!(buf[..10], [7; 10]);
@@ -897,7 +934,7 @@ mod tests {
         b.wait(Duration::from_millis(100));
         assert_eq!(b.recv(&mut buf), Some((0, 3)));
         // In place: written into the slot, read from the slot (or inline when small).
-        let mut spill = [0u8; 300];
+        let mut spill = [0u8; 1100];
         for len in [5usize, 180] {
             let sent = a.send_in_place(2, &mut spill, &mut |s: &mut [u8]| {
                 s[..len].fill(len as u8);
@@ -963,10 +1000,10 @@ mod tests {
         assert!(used.len() <= 2, "slots used: {used:?}");
         // A burst takes distinct slots; given back, the last one returned is taken first.
         for i in 0..10u8 {
-            a.send(1, &[i; 500]).unwrap();
+            a.send(1, &[i; 600]).unwrap();
         }
         for _ in 0..10 {
-            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+            assert_eq!(b.recv(&mut buf), Some((0, 600)));
         }
         let last = {
             let off = a.geo.ring_offset(0, 1);
@@ -989,24 +1026,24 @@ mod tests {
         let mut b = ShmTransport::open(&path, 1).unwrap();
         let mut buf = [0u8; 1100];
         for i in 0..6u8 {
-            a.send(1, &[i; 500]).unwrap();
-            assert_eq!(b.recv(&mut buf), Some((0, 500)));
+            a.send(1, &[i; 600]).unwrap();
+            assert_eq!(b.recv(&mut buf), Some((0, 600)));
         }
         // Drained: a new producer has every slot.
         drop(a);
         let mut a = ShmTransport::open(&path, 0).unwrap();
         for i in 0..4u8 {
-            a.send(1, &[i; 500]).unwrap();
+            a.send(1, &[i; 600]).unwrap();
         }
-        assert_eq!(a.send(1, &[9; 500]), Err(SendError::Full));
+        assert_eq!(a.send(1, &[9; 600]), Err(SendError::Full));
         // In flight: a new producer gets slots as the consumer gives them back.
         drop(a);
         let mut a = ShmTransport::open(&path, 0).unwrap();
-        assert_eq!(a.send(1, &[9; 500]), Err(SendError::Full));
+        assert_eq!(a.send(1, &[9; 600]), Err(SendError::Full));
         a.send(1, &[8; 8]).unwrap();
         for i in 0..4u8 {
-            assert_eq!(b.recv(&mut buf), Some((0, 500)));
-            assert_eq!(buf[..500], [i; 500]);
+            assert_eq!(b.recv(&mut buf), Some((0, 600)));
+            assert_eq!(buf[..600], [i; 600]);
         }
         assert_eq!(b.recv(&mut buf), Some((0, 8)));
         for i in 0..8u8 {
@@ -1066,16 +1103,21 @@ mod tests {
         let mut a = ShmTransport::open(&path, 0).unwrap();
         let mut b = ShmTransport::open(&path, 1).unwrap();
         let off = a.geo.ring_offset(0, 1);
-        // (tag, length, slot) triples no producer keeping to the protocol writes.
-        for (tag, len, slot) in [
-            (0x02u8, 8u32, 0u32),
-            (0x7f, 8, 0),
-            (TAG_SLOT, 100, 4),
-            (TAG_SLOT, 100, 1000),
-            (TAG_SLOT, 300, 0),
+        // (tag, inline length, length, slot) that no producer keeping to the protocol writes.
+        for (tag, long, len, slot) in [
+            (0x04u8, 0u16, 8u32, 0u32),
+            (0x7f, 0, 8, 0),
+            (TAG_LONG, INLINE_MAX as u16 + 1, 8, 0),
+            (TAG_SLOT, 0, 100, 4),
+            (TAG_SLOT, 0, 100, 1000),
+            (TAG_SLOT, 0, 300, 0),
         ] {
             a.send(1, &[1; 8]).unwrap();
             let d = a.desc_at(off, a.map.u64_at(off).load(Ordering::Relaxed) - 1);
+            a.map.u8_at(d + 2).store(long as u8, Ordering::Relaxed);
+            a.map
+                .u8_at(d + 3)
+                .store((long >> 8) as u8, Ordering::Relaxed);
             a.map.u32_at(d + 4).store(len, Ordering::Relaxed);
             a.map.u32_at(d + 8).store(slot, Ordering::Relaxed);
             a.map.u8_at(d).store(tag, Ordering::Relaxed);
