@@ -3,10 +3,11 @@
 //! # Layout of the segment (a file under `/dev/shm`, i.e. what `shm_open` creates)
 //!
 //! ```text
-//! page 0     header: magic, version, ranks n, slots per ring, slot bytes, descriptors per ring
-//!            per rank r: doorbell[r] (u32 futex word), sleeping[r] (u32), pid[r] (u32, set
-//!            at open), left[r] (u32, set when r closes its transport), 64-byte spaced
-//! page 1..   n * n rings, ring (i -> j) at index i * n + j (the diagonal is unused):
+//! pages 0-1  header: magic, version, ranks n, slots per ring, slot bytes, descriptors per ring
+//!            per rank r from +64: doorbell[r] (u32 futex word), sleeping[r] (u32), pid[r]
+//!            (u32, set at open), left[r] (u32, set when r closes its transport), 64-byte
+//!            spaced (64 ranks need 64 + 64 * 64 bytes: more than a page)
+//! page 2..   n * n rings, ring (i -> j) at index i * n + j (the diagonal is unused):
 //!              +0    head: u64, written by the producer i only
 //!              +64   tail: u64, written by the consumer j only
 //!              +128  returned: u64, written by the consumer j only (payload slots given back)
@@ -84,9 +85,13 @@ const MAGIC: u64 = 0x554e_5049_4e53_484d; // "UNPINSHM"
 /// Layout version: 1 was a ring of whole slots, 2 the reverted ring of records (c45ff38),
 /// 3 descriptors and a stack of payload slots.
 /// 4 the same, published by a one-byte tag that inline packets follow; 5 512-byte
-/// descriptors.
+/// descriptors and a two-page header (the lines of 64 ranks do not fit in one).
 const VERSION: u32 = 5;
 const PAGE: usize = 4096;
+/// Bytes of the header: the fields and one line per rank, rounded up to pages.
+const HDR_BYTES: usize = (HDR_DOORBELLS + MAX_RANKS as usize * LINE).next_multiple_of(PAGE);
+// The last rank's line ends before the first ring starts.
+const _: () = assert!(HDR_DOORBELLS + MAX_RANKS as usize * LINE <= HDR_BYTES);
 const LINE: usize = 64;
 const HDR_DOORBELLS: usize = 64;
 /// head, tail, returned: one line each.
@@ -186,12 +191,12 @@ impl ShmGeometry {
     }
 
     fn ring_offset(&self, src: u32, dst: u32) -> usize {
-        PAGE + (src as usize * self.ranks as usize + dst as usize) * self.ring_bytes()
+        HDR_BYTES + (src as usize * self.ranks as usize + dst as usize) * self.ring_bytes()
     }
 
     /// Bytes of the whole segment.
     pub fn total_bytes(&self) -> usize {
-        PAGE + (self.ranks as usize * self.ranks as usize) * self.ring_bytes()
+        HDR_BYTES + (self.ranks as usize * self.ranks as usize) * self.ring_bytes()
     }
 
     /// Largest packet a slot holds.
