@@ -1,5 +1,5 @@
 //! What the multi-PE tests of this folder share: running this test binary as the PEs of a
-//! job.
+//! job, and `oshrun` for the C programs.
 
 use std::process::Command;
 use std::time::Duration;
