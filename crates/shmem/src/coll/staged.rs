@@ -122,7 +122,7 @@ pub struct Stage {
     /// The writes from each source buffer not yet known complete.
     source_ctx: [Ctx; SOURCES],
     /// The member's side: per (root, slot), uses finished and whether the root has yet to
-    /// be told; per root, the uses it has yet to be told of.
+    /// be told; per root, the last credit write until it is known complete.
     taken: Mutex<Taken>,
     /// Broadcasts seen per group (id and geometry).
     seen: Mutex<HashMap<[u64; 3], u64>>,
@@ -521,9 +521,9 @@ impl Stage {
         *t = (t.0 + 1, true);
     }
 
-    /// Tell `root_pe` how many uses of each of its slots this PE has finished, where it has
-    /// not been told yet, once `at_least` uses await telling ([`CREDIT_BATCH`] at the start
-    /// of a broadcast; one after a slot was emptied into the stash).
+    /// Tell `root_pe` how many uses of each of its slots this PE has finished (every slot's
+    /// count, in one write), once `at_least` uses await telling ([`CREDIT_BATCH`] at the
+    /// start of a broadcast; one after a slot was emptied into the stash).
     ///
     /// Sent at the start of a broadcast from that root, while its message is on its way: a
     /// credit posted after the copy put a packet on the critical path of every broadcast.
